@@ -1,0 +1,119 @@
+#' Create a Zarr store
+#'
+#' Creates a new Zarr v3 data set with an empty root group, in a directory on
+#' the local file system or, without a location, in memory.
+#'
+#' @param location Path of the new store directory (a "file://" URI works
+#'   too). By convention it ends in ".zarr". The directory must not exist yet
+#'   or be empty. Omit it for an in-memory store.
+#' @return A [zarr] object.
+#' @export
+#' @examples
+#' fn <- tempfile(fileext = ".zarr")
+#' z <- create_zarr(fn)
+#' z$store$root
+#' unlink(fn, recursive = TRUE)
+create_zarr <- function(location) {
+  store <- if (missing(location) || is.null(location)) zarr_memorystore$new() else {
+    if (!is.character(location) || length(location) != 1L)
+      zarr_abort("argument", "location must be a single path")
+    p <- sub("^file://", "", location)
+    if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
+      zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
+    zarr_localstore$new(p)
+  }
+  store$create_group("/", "")
+  zarr$new(store)
+}
+
+#' Open a Zarr store
+#'
+#' Opens an existing Zarr data set (v2 or v3) in a local directory.
+#'
+#' @param location Path of the store directory (or a "file://" URI).
+#' @param read_only Whether to open the store read-only.
+#' @return A [zarr] object.
+#' @export
+#' @examples
+#' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
+#' v <- open_zarr(fn, read_only = TRUE)
+#' v
+open_zarr <- function(location, read_only = FALSE) {
+  if (!is.character(location) || length(location) != 1L || is.na(location))
+    zarr_abort("argument", "location must be a single string")
+  if (grepl("^https?://", location))
+    zarr_abort("unsupported", "HTTP stores are not supported yet")
+  p <- sub("^file://", "", location)
+  if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+  store <- zarr_localstore$new(p, read_only = read_only)
+  if (is.null(store$get_metadata("")))
+    zarr_abort("not_found", sprintf("'%s' holds no Zarr group or array at its root", location))
+  zarr$new(store)
+}
+
+# The Zarr data type that holds an R vector without loss.
+r_data_type <- function(x) {
+  if (inherits(x, "integer64")) return("int64")
+  switch(typeof(x),
+    logical = "bool", integer = "int32", double = "float64", complex = "complex128",
+    zarr_abort("value", sprintf("R objects of type '%s' cannot be converted to a Zarr array", typeof(x)))
+  )
+}
+
+#' Convert an R object into a Zarr array
+#'
+#' Stores an R vector, matrix or array as a Zarr array, with the data type
+#' taken from the R type (logical: bool, integer: int32, double: float64,
+#' `bit64::integer64`: int64, complex: complex128), chunks of at most 100
+#' elements along each dimension and zstd compression.
+#'
+#' @param x The R vector, matrix or array.
+#' @param name Optional name of the array. Without it, the array is the root
+#'   of a new single-array store.
+#' @param location Optional. A [zarr_group] to add the array to (then `name`
+#'   is required), or the path of a new store directory. Without it, the store
+#'   is in memory.
+#' @return The new [zarr_array] when `location` is a group, otherwise the new
+#'   [zarr] object.
+#' @export
+#' @examples
+#' x <- array(1:400, c(5, 20, 4))
+#' z <- as_zarr(x)
+#' z
+#' z[["/"]][1:2, 1:3, 1]
+as_zarr <- function(x, name = NULL, location = NULL) {
+  if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
+  dims <- dim(x) %||% length(x)
+  def <- define_array(r_data_type(x), dims)
+  dn <- names(dimnames(x))
+  if (!is.null(dn) && any(nzchar(dn))) private_set_dimnames(def, ifelse(nzchar(dn), dn, NA))
+  if (inherits(location, "zarr_group")) {
+    if (is.null(name)) zarr_abort("argument", "a name is needed to add an array to a group")
+    arr <- location$add_array(name, def)
+    arr$write(x)
+    return(arr)
+  }
+  z <- if (is.null(location)) NULL else {
+    if (!is.character(location) || length(location) != 1L)
+      zarr_abort("argument", "location must be a zarr_group or a path")
+    if (dir.exists(location) && length(list.files(location, all.files = TRUE, no.. = TRUE)))
+      zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
+    location
+  }
+  store <- if (is.null(z)) zarr_memorystore$new() else zarr_localstore$new(z)
+  if (is.null(name)) {
+    store$create_array("/", "", def)
+    out <- zarr$new(store)
+    out$root$write(x)
+  } else {
+    store$create_group("/", "")
+    out <- zarr$new(store)
+    out$root$add_array(name, def)$write(x)
+  }
+  out
+}
+
+private_set_dimnames <- function(def, names) {
+  def$.__enclos_env__$private$.dimnames <- as.list(names)
+  invisible(def)
+}

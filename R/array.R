@@ -1,0 +1,286 @@
+#' Zarr arrays
+#'
+#' An array node. Reading and writing take R indices (1-based) and return or
+#' accept ordinary R vectors, matrices and arrays whose `dim()` equals the Zarr
+#' `shape`, whatever order the chunks are stored in. Element `x[i, j]` is Zarr
+#' element `[i-1, j-1]`. See [`[.zarr_array`][array-indexing] for indexing.
+#'
+#' @export
+zarr_array <- R6::R6Class("zarr_array",
+  inherit = zarr_node,
+  cloneable = FALSE,
+  public = list(
+    #' @description Open an array that exists in the store.
+    #' @param name The name of the array.
+    #' @param metadata List with the metadata of the array.
+    #' @param parent The parent group, missing or `NULL` for a single-array store.
+    #' @param store The store (for a root array).
+    #' @return An instance of this class.
+    initialize = function(name, metadata, parent, store) {
+      super$initialize(name, metadata, parent, store)
+      private$setup()
+    },
+
+    #' @description Print a summary of the array.
+    print = function() {
+      cat("<Zarr array>", self$path, "\n")
+      cat("Shape      :", paste(format_dims(self$shape), collapse = " x "), "\n")
+      if (!is.null(self$dimension_names) && !all(is.na(self$dimension_names)))
+        cat("Dimensions :", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "), "\n")
+      cat("Data type  :", self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype), "\n")
+      cat("Fill value :", format_fill(self$data_type$fill_value), "\n")
+      cg <- private$.grid
+      cat("Chunks     :", paste(format_dims(cg$chunk_shape), collapse = " x "),
+          sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x ")), "\n")
+      cat("Codecs     :", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "), "\n")
+      cat("Format     : Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
+          private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
+          "', ...\n", sep = "")
+      size <- tryCatch(private$.store$getsize_prefix(self$prefix), error = function(e) NA)
+      if (!is.na(size)) {
+        raw <- prod(self$shape) * self$data_type$size
+        cat("Stored     :", format_bytes(size),
+            if (raw > 0 && size > 0) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
+            "\n")
+      }
+      self$print_attributes()
+      invisible(self)
+    },
+
+    #' @description Print this array as a one-node hierarchy.
+    #' @param idx,total Ignored; kept for symmetry with [zarr_group].
+    hierarchy = function(idx = 1L, total = 1L) {
+      cat(tree_lines(self), sep = "\n")
+      invisible(self)
+    },
+
+    #' @description Read some or all of the array.
+    #' @param selection `NULL` or missing for the whole array, or a list with
+    #'   one element per dimension: a vector of 1-based indices (any order,
+    #'   repeats allowed), or `NULL` for the whole extent.
+    #' @param fill_as_na Whether elements equal to the fill value read as `NA`;
+    #'   defaults to the `zarr.fill_as_na` option (`TRUE`).
+    #' @return A vector (0-d and 1-d arrays), matrix or array.
+    read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+      sel <- private$normalize_selection(selection)
+      out <- private$.grid$read_selection(sel, isTRUE(fill_as_na))
+      private$decorate(out)
+    },
+
+    #' @description Write data into the array.
+    #' @param data An R vector, matrix or array; its type must fit the data
+    #'   type (values out of range are an error and nothing is written).
+    #' @param selection Missing or `NULL` to write `data` at the start of the
+    #'   array (its `dim()` gives the extent), or a list with one element per
+    #'   dimension as for `read()`.
+    #' @return Self, invisibly.
+    write = function(data, selection) {
+      shape <- self$shape
+      if (missing(selection) || is.null(selection)) {
+        d <- dim(data) %||% length(data)
+        if (length(shape) == 0L) {
+          if (length(data) != 1L) zarr_abort("value", "a 0-d array holds exactly one value", array = self$path)
+          d <- integer()
+        } else if (length(d) != length(shape)) {
+          if (length(shape) == 1L || length(data) == prod(shape)) d <- shape
+          else zarr_abort("value", sprintf("data has %d dimension(s), the array has %d",
+                                           length(d), length(shape)), array = self$path)
+        }
+        if (any(d > shape))
+          zarr_abort("value", sprintf("data of dimensions %s does not fit an array of shape %s",
+                                      paste(d, collapse = " x "), paste(shape, collapse = " x ")),
+                     array = self$path)
+        sel <- lapply(d, function(n) seq_len(n) - 1)
+      } else {
+        sel <- private$normalize_selection(selection)
+      }
+      private$.grid$write_selection(as_plain_vector(data), sel)
+      invisible(self)
+    }
+  ),
+  active = list(
+    #' @field data_type (read-only) The [zarr_data_type] of the array.
+    data_type = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "data_type is read-only")
+      private$.dt
+    },
+    #' @field shape (read-only) The shape of the array (R's `dim()` of it).
+    shape = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "shape is read-only")
+      private$.shape
+    },
+    #' @field chunking (read-only) The [chunk_grid_regular] of the array.
+    chunking = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "chunking is read-only")
+      private$.grid
+    },
+    #' @field chunk_separator (read-only) The separator in chunk keys.
+    chunk_separator = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "chunk_separator is read-only")
+      private$.grid$chunk_encoding$separator
+    },
+    #' @field codecs The codecs of the array, in encoding order.
+    codecs = function(value) {
+      if (missing(value)) return(private$.codecs)
+      zarr_abort("read_only", "the codecs of an existing array cannot be changed")
+    },
+    #' @field dimension_names The names of the dimensions (character, `NA`
+    #'   where a dimension has none), or `NULL`.
+    dimension_names = function(value) {
+      if (missing(value)) return(private$.dimnames)
+      if (!is.null(value)) {
+        value <- as.character(value)
+        if (length(value) != length(private$.shape))
+          zarr_abort("argument", "dimension_names needs one name per dimension", array = self$path)
+      }
+      private$.dimnames <- value
+      private$.metadata$dimension_names <- if (is.null(value)) NULL else as.list(value)
+      if (identical(as.integer(private$.metadata$zarr_format), 2L))
+        private$.metadata$attributes[["_ARRAY_DIMENSIONS"]] <- as.list(value)
+      private$autosave()
+    }
+  ),
+  private = list(
+    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL,
+
+    setup = function() {
+      m <- private$.metadata
+      path <- self$path
+      bad <- function(msg) zarr_abort("metadata", msg, array = path)
+      if (!identical(m$node_type, "array")) bad("metadata does not describe an array")
+      fmt <- as.integer(m$zarr_format %||% 3L)
+      if (!fmt %in% c(2L, 3L)) bad(sprintf("unsupported zarr_format %s", format(m$zarr_format)))
+      if (is.null(m$shape)) bad("metadata has no shape")
+      shape <- check_shape(m$shape, "shape")
+      if (length(m$storage_transformers))
+        zarr_abort("unsupported", "storage transformers are not supported", array = path)
+      dtname <- m$data_type
+      if (is.list(dtname)) dtname <- dtname$name
+      if (!is.character(dtname) || length(dtname) != 1L) bad("metadata has no data_type")
+      if (!dtname %in% dtype_table$name)
+        zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
+      dt <- tryCatch(zarr_data_type$new(dtname, m$fill_value),
+                     zarr_error = function(e) bad(sprintf("invalid fill value: %s", conditionMessage(e))))
+      grid <- m$chunk_grid
+      if (!identical(grid$name, "regular"))
+        zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", format(grid$name)), array = path)
+      chunk <- check_shape(grid$configuration$chunk_shape, "chunk shape")
+      if (length(chunk) != length(shape) || any(chunk < 1))
+        bad("the chunk shape does not match the shape")
+      if (!length(m$codecs)) bad("metadata has no codecs")
+      codecs <- lapply(m$codecs, codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path)
+      check_codec_order(codecs, path)
+      enc <- m$chunk_key_encoding %||% list(name = "default")
+      private$.dt <- dt
+      private$.shape <- shape
+      private$.codecs <- codecs
+      cg <- chunk_grid_regular$new(shape, chunk)
+      cg$data_type <- dt
+      cg$codecs <- codecs
+      cg$store <- private$.store
+      cg$chunk_encoding <- list(name = enc$name %||% "default",
+                                separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/"))
+      cg$array_prefix <- self$prefix
+      private$.grid <- cg
+      dn <- m$dimension_names
+      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
+        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x), "")
+    },
+
+    metadata_changed = function() private$setup(),
+
+    # R selection (list of 1-based indices / NULL) -> list of 0-based indices
+    normalize_selection = function(selection) {
+      shape <- private$.shape
+      if (is.null(selection)) return(lapply(shape, function(n) seq_len(n) - 1))
+      if (!is.list(selection)) selection <- list(selection)
+      if (length(selection) != length(shape))
+        zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
+                                    length(selection), length(shape)), array = self$path)
+      lapply(seq_along(shape), function(d) resolve_index(selection[[d]], shape[d], d, self$path))
+    },
+
+    decorate = function(out) {
+      dn <- private$.dimnames
+      if (!is.null(dn) && !all(is.na(dn)) && length(private$.shape) > 1L) {
+        dimnames(out) <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
+      }
+      out
+    }
+  )
+)
+
+check_codec_order <- function(codecs, path) {
+  kinds <- vapply(codecs, function(cd) cd$mode, "")
+  n_ab <- sum(kinds == "array -> bytes")
+  if (n_ab != 1L)
+    zarr_abort("metadata", "the codec chain needs exactly one array-to-bytes codec (such as 'bytes')", array = path)
+  pos <- match("array -> bytes", kinds)
+  if (any(kinds[seq_len(pos - 1L)] != "array -> array") || any(kinds[-seq_len(pos)] != "bytes -> bytes"))
+    zarr_abort("metadata", "codecs are out of order: array-to-array, then array-to-bytes, then bytes-to-bytes",
+               array = path)
+}
+
+codec_label <- function(cd) {
+  cfg <- cd$configuration
+  switch(cd$name,
+    transpose = sprintf("transpose(%s)", paste(cd$order, collapse = ",")),
+    bytes = if (length(cfg$endian)) sprintf("bytes(%s)", cfg$endian) else "bytes",
+    gzip = sprintf("gzip(%d)", cfg$level),
+    zstd = sprintf("zstd(%d)", cfg$level),
+    blosc = sprintf("blosc(%s, %d, %s)", cfg$cname, cfg$clevel, cfg$shuffle),
+    sharding_indexed = sprintf("sharding(%s: %s)", paste(cd$inner_shape, collapse = "x"),
+                               paste(vapply(cd$codecs, codec_label, ""), collapse = " -> ")),
+    cd$name
+  )
+}
+
+format_bytes <- function(x) {
+  units <- c("B", "kB", "MB", "GB", "TB")
+  i <- if (x > 0) min(length(units), floor(log(x, 1000)) + 1) else 1
+  if (i == 1) sprintf("%.0f B", x) else sprintf("%.1f %s", x / 1000^(i - 1), units[i])
+}
+
+# Drop attributes but keep the storage (and integer64 class) of data to write.
+as_plain_vector <- function(x) {
+  if (inherits(x, "integer64")) {
+    attributes(x) <- list(class = "integer64")
+    return(x)
+  }
+  attributes(x) <- NULL
+  x
+}
+
+# One R index (numeric, negative, logical or missing/NULL) -> 0-based indices.
+resolve_index <- function(i, n, d, path = NULL) {
+  if (is.null(i)) return(seq_len(n) - 1)
+  if (is.factor(i) || is.character(i))
+    zarr_abort("index", sprintf("dimension %d: character indices are not supported", d), array = path)
+  if (is.logical(i)) {
+    if (length(i) > n) zarr_abort("index", sprintf("dimension %d: logical index longer than the extent", d), array = path)
+    if (anyNA(i)) zarr_abort("index", sprintf("dimension %d: NA in a logical index", d), array = path)
+    return(which(rep_len(i, n)) - 1)
+  }
+  if (!is.numeric(i)) zarr_abort("index", sprintf("dimension %d: indices must be numeric or logical", d), array = path)
+  if (anyNA(i)) zarr_abort("index", sprintf("dimension %d: NA indices are not supported", d), array = path)
+  i <- trunc(as.numeric(i))
+  if (any(i < 0)) {
+    if (any(i > 0)) zarr_abort("index", "positive and negative indices cannot be mixed", array = path)
+    return(setdiff(seq_len(n), -i) - 1)
+  }
+  i <- i[i != 0]
+  if (any(i > n))
+    zarr_abort("index", sprintf("subscript out of bounds: dimension %d has extent %s", d, format(n)), array = path)
+  i - 1
+}
+
+#' @rdname zarr_array
+#' @param object A `zarr_array`.
+#' @param ... Ignored.
+#' @export
+str.zarr_array <- function(object, ...) {
+  cat(sprintf("Zarr array '%s': %s [%s], chunks [%s]\n", object$path, object$data_type$data_type,
+              paste(format_dims(object$shape), collapse = ", "),
+              paste(format_dims(object$chunking$chunk_shape), collapse = ", ")))
+  invisible(NULL)
+}

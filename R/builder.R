@@ -1,0 +1,224 @@
+#' Array builder
+#'
+#' Builds (or inspects) the metadata document of an array. Shapes are given
+#' in R's terms: `dim()` of the data is the Zarr shape. By default the codec
+#' chain is `transpose` (dimensions reversed, so that chunks hold R's own
+#' column-major bytes), `bytes` (little endian) and `zstd` compression. Set
+#' `portable <- TRUE` to store chunks in C order without a transpose codec,
+#' for tools that do not implement it; both read back identically.
+#'
+#' @export
+array_builder <- R6::R6Class("array_builder",
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a builder, optionally from existing metadata.
+    #' @param metadata Optional: a JSON string or list with the metadata of an
+    #'   existing array, used as a template. It is not modified.
+    #' @return An instance of this class.
+    initialize = function(metadata = NULL) {
+      if (is.null(metadata)) return(invisible(self))
+      if (is.character(metadata)) metadata <- json_parse(metadata, "array metadata")
+      fmt <- as.integer(metadata$zarr_format %||% 3L)
+      private$.format <- fmt
+      private$.dt <- zarr_data_type$new(
+        if (is.list(metadata$data_type)) metadata$data_type$name else metadata$data_type,
+        metadata$fill_value)
+      private$.shape <- check_shape(metadata$shape, "shape")
+      private$.chunk <- check_shape(metadata$chunk_grid$configuration$chunk_shape, "chunk shape")
+      private$.codecs <- lapply(metadata$codecs, function(cd) list(name = cd$name, configuration = cd$configuration))
+      private$.attributes <- metadata$attributes
+      private$.dimnames <- metadata$dimension_names
+      private$.encoding <- metadata$chunk_key_encoding
+      private$.portable <- !any(vapply(private$.codecs, function(cd) cd$name == "transpose", TRUE))
+    },
+
+    #' @description Print the metadata being built.
+    print = function() {
+      cat("<Zarr array builder>", if (self$is_valid()) "(valid)" else "(incomplete)", "\n")
+      if (self$is_valid()) cat(self$metadata("JSON")) else {
+        cat("Data type:", if (is.null(private$.dt)) "-" else private$.dt$data_type, "\n")
+        cat("Shape    :", if (is.null(private$.shape)) "-" else paste(private$.shape, collapse = " x "), "\n")
+      }
+      invisible(self)
+    },
+
+    #' @description The metadata document to create the array with.
+    #' @param format "list" or "JSON".
+    #' @return The metadata.
+    metadata = function(format = "list") {
+      format <- match.arg(format, c("list", "JSON"))
+      if (!self$is_valid()) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
+      dt <- private$.dt
+      codecs <- private$codec_chain()
+      meta <- list(zarr_format = 3L, node_type = "array", shape = json_array(private$.shape),
+                   data_type = dt$data_type,
+                   chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
+                   fill_value = fill_json(dt$data_type, dt$fill_value),
+                   codecs = lapply(codecs, function(cd) cd$metadata_fragment()),
+                   attributes = private$.attributes %||% named_list())
+      if (!is.null(private$.encoding)) meta$chunk_key_encoding <- private$.encoding
+      if (!is.null(private$.dimnames)) meta$dimension_names <- json_array(private$.dimnames)
+      if (format == "JSON") return(json_write(json_prepare_metadata(meta)))
+      meta
+    },
+
+    #' @description Add a codec at the end of the chain, or at `.position`.
+    #'   A codec whose kind does not fit at that place is not added, with a
+    #'   warning.
+    #' @param codec The codec name, for example "gzip", "zstd", "blosc",
+    #'   "crc32c", "transpose" or "bytes".
+    #' @param configuration List of its parameters, or `NULL`.
+    #' @param .position Optional 1-based position.
+    #' @return Self, invisibly.
+    add_codec = function(codec, configuration, .position = NULL) {
+      if (missing(configuration) || is.null(configuration)) configuration <- list()
+      if (is.null(codec_registry[[codec]]) || codec == "sharding_indexed")
+        zarr_abort("codec", sprintf("unsupported codec '%s'", codec))
+      entry <- list(name = codec, configuration = configuration)
+      codecs <- private$.codecs
+      pos <- if (is.null(.position)) length(codecs) + 1L else min(max(1L, as.integer(.position)), length(codecs) + 1L)
+      trial <- append(codecs, list(entry), after = pos - 1L)
+      ok <- tryCatch({
+        check_codec_order(private$instantiate(trial), "")
+        TRUE
+      }, zarr_error = function(e) {
+        zarr_warn("codec", sprintf("codec '%s' was not added: %s", codec, conditionMessage(e)))
+        FALSE
+      })
+      if (ok) {
+        private$.codecs <- trial
+        if (codec == "transpose") private$.portable <- FALSE
+      }
+      invisible(self)
+    },
+
+    #' @description Remove a codec. Removing `bytes` is not allowed.
+    #' @param codec The name of the codec.
+    #' @return Self, invisibly.
+    remove_codec = function(codec) {
+      if (identical(codec, "bytes")) {
+        zarr_warn("codec", "the bytes codec cannot be removed")
+        return(invisible(self))
+      }
+      keep <- vapply(private$.codecs, function(cd) cd$name != codec, TRUE)
+      private$.codecs <- private$.codecs[keep]
+      if (codec == "transpose") private$.portable <- TRUE
+      invisible(self)
+    },
+
+    #' @description Whether the builder holds a complete, valid definition.
+    #' @return `TRUE` or `FALSE`.
+    is_valid = function() {
+      if (is.null(private$.dt) || is.null(private$.shape)) return(FALSE)
+      ok <- tryCatch({
+        check_codec_order(private$codec_chain(), "")
+        TRUE
+      }, zarr_error = function(e) FALSE)
+      ok && length(private$chunk_or_default()) == length(private$.shape)
+    }
+  ),
+  active = list(
+    #' @field format The Zarr format: 3.
+    format = function(value) {
+      if (missing(value)) return(private$.format)
+      value <- as.integer(value)
+      if (!identical(value, 3L)) zarr_abort("argument", "the format must be 3")
+      private$.format <- value
+    },
+    #' @field portable `FALSE` (default): chunks are stored in R's
+    #'   column-major order through a transpose codec. `TRUE`: chunks are
+    #'   stored in C order without a transpose codec.
+    portable = function(value) {
+      if (missing(value)) return(private$.portable)
+      if (!is.logical(value) || length(value) != 1L || is.na(value))
+        zarr_abort("argument", "portable must be TRUE or FALSE")
+      private$.portable <- value
+      private$.codecs <- Filter(function(cd) cd$name != "transpose", private$.codecs)
+      if (!value && length(private$.shape) > 1L)
+        private$.codecs <- c(list(list(name = "transpose",
+                                       configuration = list(order = rev(seq_along(private$.shape) - 1L)))),
+                             private$.codecs)
+    },
+    #' @field data_type The data type (a name such as "float64"); setting it
+    #'   resets the fill value to the type's default.
+    data_type = function(value) {
+      if (missing(value)) return(if (is.null(private$.dt)) NULL else private$.dt$data_type)
+      private$.dt <- zarr_data_type$new(if (inherits(value, "zarr_data_type")) value$data_type else value)
+    },
+    #' @field fill_value The value of elements that were never written.
+    fill_value = function(value) {
+      if (is.null(private$.dt)) zarr_abort("argument", "set the data type first")
+      if (missing(value)) return(private$.dt$fill_value)
+      private$.dt$fill_value <- value
+    },
+    #' @field shape The shape of the array. Setting it resets the chunk shape.
+    shape = function(value) {
+      if (missing(value)) return(private$.shape)
+      value <- check_shape(value, "shape")
+      had_transpose <- any(vapply(private$.codecs, function(cd) cd$name == "transpose", TRUE))
+      private$.shape <- value
+      private$.chunk <- NULL
+      if (had_transpose || (!private$.portable && length(value) > 1L)) self$portable <- private$.portable
+    },
+    #' @field chunk_shape The shape of each chunk (set a vector with one value
+    #'   per dimension; reading gives a [chunk_grid_regular]).
+    chunk_shape = function(value) {
+      if (missing(value)) {
+        if (is.null(private$.shape)) return(NULL)
+        return(chunk_grid_regular$new(private$.shape, private$chunk_or_default()))
+      }
+      if (is.null(private$.shape)) zarr_abort("argument", "set the shape before the chunk shape")
+      value <- check_shape(value, "chunk shape")
+      if (length(value) != length(private$.shape) || any(value < 1))
+        zarr_abort("argument", "the chunk shape needs one positive value per dimension")
+      private$.chunk <- value
+    },
+    #' @field codec_info (read-only) A data.frame of the codecs' names and modes.
+    codec_info = function(value) {
+      cds <- private$codec_chain()
+      data.frame(mode = vapply(cds, function(cd) cd$mode, ""),
+                 name = vapply(cds, function(cd) cd$name, ""), stringsAsFactors = FALSE)
+    },
+    #' @field codecs (read-only) The codecs, as codec objects.
+    codecs = function(value) private$codec_chain()
+  ),
+  private = list(
+    .format = 3L, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL,
+    .codecs = list(list(name = "bytes", configuration = list(endian = "little")),
+                   list(name = "zstd", configuration = list(level = 1L, checksum = FALSE))),
+    .attributes = NULL, .dimnames = NULL, .encoding = NULL,
+    chunk_or_default = function() private$.chunk %||% pmax(1, pmin(private$.shape, 100)),
+    instantiate = function(entries) {
+      dt <- private$.dt %||% zarr_data_type$new("uint8")
+      chunk <- if (is.null(private$.shape)) numeric() else private$chunk_or_default()
+      lapply(entries, codec_from_metadata, data_type = dt, chunk_shape = chunk)
+    },
+    codec_chain = function() private$instantiate(private$.codecs)
+  )
+)
+
+#' Define a new Zarr array
+#'
+#' Starts the definition of an array from its data type and shape, with
+#' chunks of at most 100 elements along each dimension, R-order storage and
+#' zstd compression. Adjust the returned [array_builder] before creating the
+#' array with `add_array()`.
+#'
+#' @param data_type The data type, such as "int32" or "float64".
+#' @param shape The length of each dimension.
+#' @return An [array_builder].
+#' @export
+#' @examples
+#' x <- array(1:120, c(3, 8, 5))
+#' def <- define_array("int32", dim(x))
+#' def$chunk_shape <- c(4, 4, 4)
+#' z <- create_zarr() # in memory
+#' arr <- z$add_array("/", "my_array", def)
+#' arr$write(x)
+#' arr
+define_array <- function(data_type, shape) {
+  b <- array_builder$new()
+  b$data_type <- data_type
+  b$shape <- shape
+  b
+}

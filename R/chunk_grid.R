@@ -1,0 +1,229 @@
+#' Regular chunk grid
+#'
+#' The regular chunk grid of an array: every chunk has the same shape, and
+#' chunks at the upper edges extend past the array. This object also drives
+#' reading and writing: it hands the whole selection to the C engine, which
+#' plans the chunks, fetches, decodes or encodes them in parallel and copies
+#' between chunks and the R array in one pass.
+#'
+#' @export
+chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
+  inherit = zarr_extension,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a regular chunk grid.
+    #' @param array_shape Integer vector, the shape of the array.
+    #' @param chunk_shape Integer vector, the shape of each chunk.
+    #' @return An instance of this class.
+    initialize = function(array_shape, chunk_shape) {
+      super$initialize("regular")
+      array_shape <- check_shape(array_shape, "array shape")
+      chunk_shape <- check_shape(chunk_shape, "chunk shape")
+      if (length(chunk_shape) != length(array_shape))
+        zarr_abort("argument", "the chunk shape must have one value per dimension of the array")
+      if (any(chunk_shape < 1)) zarr_abort("argument", "chunk sizes must be at least 1")
+      private$.shape <- array_shape
+      private$.chunk <- chunk_shape
+    },
+
+    #' @description Print a short description of the chunk grid.
+    print = function() {
+      cat("<Zarr regular chunk grid>\n")
+      cat("Chunk shape:", paste(private$.chunk, collapse = " x "), "\n")
+      cat("Chunk grid :", paste(self$chunk_grid, collapse = " x "),
+          sprintf("(%s chunks)", format(prod(self$chunk_grid), big.mark = ",")), "\n")
+      invisible(self)
+    },
+
+    #' @description The metadata fragment of this chunk grid.
+    #' @return A list.
+    metadata_fragment = function() {
+      list(name = "regular", configuration = list(chunk_shape = json_array(private$.chunk)))
+    },
+
+    #' @description Read a rectangular block of the array.
+    #' @param start,stop Integer vectors (1-based, inclusive) with one value
+    #'   per dimension.
+    #' @return A vector, matrix or array.
+    read = function(start, stop) {
+      sel <- range_selection(start, stop, private$.shape)
+      self$read_selection(sel)
+    },
+
+    #' @description Write a rectangular block of the array.
+    #' @param data An R vector, matrix or array with as many elements as the block.
+    #' @param start,stop Integer vectors (1-based, inclusive) with one value
+    #'   per dimension.
+    #' @return Self, invisibly.
+    write = function(data, start, stop) {
+      sel <- range_selection(start, stop, private$.shape)
+      self$write_selection(data, sel)
+      invisible(self)
+    },
+
+    #' @description Read the elements at the cross product of per-dimension
+    #'   index vectors (0-based), in any order and with repeats.
+    #' @param sel A list of numeric vectors of 0-based indices, one per dimension.
+    #' @param fill_as_na Whether to read the fill value as `NA`.
+    #' @return A vector (0-d and 1-d) or array.
+    read_selection = function(sel, fill_as_na = zarr_fill_as_na()) {
+      private$check_ready()
+      spec <- private$c_spec()
+      out <- .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
+                   list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na))
+      lost <- attr(out, "zarr_lost")
+      attr(out, "zarr_lost") <- NULL
+      if (!is.null(lost) && lost > 0)
+        zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
+                                       format(lost), private$.path))
+      out <- finish_rtype(out, spec$rtype)
+      if (length(sel) > 1L) dim(out) <- lengths(sel)
+      out
+    },
+
+    #' @description Write R data to the elements at the cross product of
+    #'   per-dimension index vectors (0-based).
+    #' @param data The values, as many as the selection holds (or one value,
+    #'   which is recycled).
+    #' @param sel A list of numeric vectors of 0-based indices, one per dimension.
+    #' @return Self, invisibly.
+    write_selection = function(data, sel) {
+      private$check_ready()
+      if (private$.store$read_only)
+        zarr_abort("read_only", "the store is read-only", array = private$.path)
+      spec <- private$c_spec()
+      data <- coerce_for_dtype(data, spec$dtype, array = private$.path)
+      if (is.double(data) && !inherits(data, "integer64") && spec$rtype == "integer64") {
+        data <- bit64::as.integer64(data)
+      }
+      spec$rtype <- r_storage(data)
+      n <- prod(lengths(sel))
+      if (length(data) != n && length(data) != 1L)
+        zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
+                                    format(length(data)), format(n)), array = private$.path)
+      .Call(ffi_array_write, spec, private$.store$io_spec(), sel, data,
+            list(nthreads = zarr_num_threads(), fill_as_na = zarr_fill_as_na()))
+      invisible(self)
+    },
+
+    #' @description Store keys of the chunks at the given chunk coordinates.
+    #' @param coords A matrix of 0-based chunk coordinates, one row per chunk.
+    #' @return A character vector of keys.
+    chunk_keys = function(coords) {
+      coords <- matrix(as.numeric(coords), ncol = length(private$.shape))
+      .Call(ffi_chunk_keys, private$c_spec(), coords)
+    }
+  ),
+  active = list(
+    #' @field chunk_shape (read-only) The shape of each chunk.
+    chunk_shape = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "chunk_shape is read-only")
+      private$.chunk
+    },
+    #' @field chunk_grid (read-only) The number of chunks along each dimension.
+    chunk_grid = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "chunk_grid is read-only")
+      ceiling(private$.shape / private$.chunk)
+    },
+    #' @field chunk_encoding The chunk key encoding: a list with `name`
+    #'   ("default" or "v2") and `separator` ("/" or "."). Setting a single
+    #'   string sets the separator of the "default" encoding.
+    chunk_encoding = function(value) {
+      if (missing(value)) return(private$.encoding)
+      private$.encoding <- normalize_key_encoding(value)
+      private$.spec <- NULL
+    },
+    #' @field data_type The [zarr_data_type] of the array.
+    data_type = function(value) {
+      if (missing(value)) return(private$.dt)
+      private$.dt <- as_data_type(value)
+      private$.spec <- NULL
+    },
+    #' @field codecs The list of codecs of the array.
+    codecs = function(value) {
+      if (missing(value)) return(private$.codecs)
+      private$.codecs <- value
+      private$.spec <- NULL
+    },
+    #' @field store The [zarr_store] of the array.
+    store = function(value) {
+      if (missing(value)) return(private$.store)
+      private$.store <- value
+    },
+    #' @field array_prefix The store prefix of the array (for example "group/array/").
+    array_prefix = function(value) {
+      if (missing(value)) return(private$.prefix)
+      private$.prefix <- value
+      private$.path <- if (nzchar(value)) paste0("/", sub("/$", "", value)) else "/"
+      private$.spec <- NULL
+    }
+  ),
+  private = list(
+    .shape = NULL, .chunk = NULL, .dt = NULL, .codecs = NULL, .store = NULL,
+    .prefix = "", .path = "/", .spec = NULL,
+    .encoding = list(name = "default", separator = "/"),
+    check_ready = function() {
+      if (is.null(private$.dt) || is.null(private$.codecs) || is.null(private$.store))
+        zarr_abort("state", "the chunk grid is not attached to an array")
+    },
+    c_spec = function() {
+      if (!is.null(private$.spec)) return(private$.spec)
+      dt <- private$.dt
+      private$.spec <- list(
+        name = private$.path,
+        shape = as.numeric(private$.shape),
+        chunk_shape = as.numeric(private$.chunk),
+        dtype = dt$data_type,
+        rtype = dt$Rtype,
+        fill = .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
+        fill_is_nan = fill_is_nan(dt$fill_value),
+        codecs = lapply(private$.codecs, codec_c_spec),
+        key_prefix = private$.prefix,
+        key_sep = private$.encoding$separator,
+        key_v2 = identical(private$.encoding$name, "v2")
+      )
+      private$.spec
+    }
+  )
+)
+
+#' @rdname chunk_grid_regular
+#' @param object A `chunk_grid_regular` instance.
+#' @param ... Ignored.
+#' @export
+str.chunk_grid_regular <- function(object, ...) {
+  cat(sprintf("Regular chunk grid: chunks %s, grid %s\n",
+              paste(object$chunk_shape, collapse = " x "),
+              paste(object$chunk_grid, collapse = " x ")))
+  invisible(NULL)
+}
+
+normalize_key_encoding <- function(value) {
+  if (is.character(value) && length(value) == 1L) value <- list(name = "default", separator = value)
+  if (!is.list(value)) zarr_abort("argument", "invalid chunk key encoding")
+  name <- value$name %||% "default"
+  sep <- value$separator %||% value$configuration$separator %||% (if (name == "v2") "." else "/")
+  if (!name %in% c("default", "v2"))
+    zarr_abort("metadata", sprintf("unsupported chunk key encoding '%s'", name))
+  if (!sep %in% c("/", "."))
+    zarr_abort("metadata", sprintf("invalid chunk key separator '%s'", sep))
+  list(name = name, separator = sep)
+}
+
+check_shape <- function(x, what) {
+  if (is.list(x)) x <- unlist(x)
+  x <- suppressWarnings(as.numeric(x))
+  if (anyNA(x) || any(x < 0) || any(x != trunc(x)))
+    zarr_abort("argument", sprintf("%s must be a vector of non-negative whole numbers", what))
+  x
+}
+
+range_selection <- function(start, stop, shape) {
+  start <- check_shape(start, "start")
+  stop <- check_shape(stop, "stop")
+  if (length(start) != length(shape) || length(stop) != length(shape))
+    zarr_abort("argument", "start and stop need one value per dimension")
+  if (any(start < 1) || any(stop > shape) || any(stop < start))
+    zarr_abort("index", "start and stop must lie within the array, with start <= stop")
+  lapply(seq_along(shape), function(d) seq(start[d], stop[d]) - 1)
+}

@@ -1,0 +1,564 @@
+# Codecs. Each class validates its configuration and knows its metadata
+# fragment; the work on chunks happens in C (src/codec_*.c), which receives the
+# flat description returned by each codec's private c_spec().
+
+codec_registry <- new.env(parent = emptyenv())
+
+# Build a codec object from a metadata fragment list(name=, configuration=).
+codec_from_metadata <- function(fragment, data_type, chunk_shape, array = NULL) {
+  if (is.character(fragment)) fragment <- list(name = fragment)
+  name <- fragment$name
+  if (!is.character(name) || length(name) != 1L)
+    zarr_abort("metadata", "codec entry without a name", array = array)
+  ctor <- codec_registry[[name]]
+  if (is.null(ctor))
+    zarr_abort("codec", sprintf("unsupported codec '%s'", name), array = array)
+  config <- fragment$configuration %||% list()
+  ctor(config, data_type, chunk_shape)
+}
+
+register_codec <- function(name, ctor) assign(name, ctor, envir = codec_registry)
+
+cfg_int <- function(config, name, default, lo = -Inf, hi = Inf, codec = "") {
+  v <- config[[name]]
+  if (is.null(v)) return(as.integer(default))
+  if (is.list(v)) v <- unlist(v)
+  v <- suppressWarnings(as.numeric(v))
+  if (length(v) != 1L || is.na(v) || v != trunc(v) || v < lo || v > hi)
+    zarr_abort("codec", sprintf("codec '%s': '%s' must be a whole number between %s and %s",
+                                codec, name, lo, hi))
+  as.integer(v)
+}
+
+#' Zarr codecs
+#'
+#' A codec transforms chunk data when it is stored (encoding) and back when it
+#' is read (decoding). Array-to-array codecs (such as `transpose`) come first
+#' in a chain, then exactly one array-to-bytes codec (`bytes`), then any number
+#' of bytes-to-bytes codecs (compressors and checksums). The base class does
+#' nothing to the data.
+#'
+#' @export
+zarr_codec <- R6::R6Class("zarr_codec",
+  inherit = zarr_extension,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a codec object.
+    #' @param name The name of the codec.
+    #' @param configuration A list with the configuration parameters.
+    #' @return An instance of this class.
+    initialize = function(name, configuration) {
+      super$initialize(name)
+      private$.config <- if (missing(configuration) || is.null(configuration)) list() else configuration
+    },
+
+    #' @description An independent copy of the codec. The base class cannot be
+    #'   copied.
+    #' @return Always an error for the base class.
+    copy = function() {
+      zarr_abort("codec", "the base codec class cannot be copied")
+    },
+
+    #' @description Print a summary of the codec.
+    print = function() {
+      cat("<Zarr codec>", self$name, sprintf("(%s)", self$mode), "\n")
+      cfg <- self$configuration
+      for (n in names(cfg)) cat(sprintf("  %s: %s\n", n, paste(format(unlist(cfg[[n]])), collapse = ", ")))
+      invisible(self)
+    },
+
+    #' @description The metadata fragment of the codec.
+    #' @return A list with `name` and, when it has one, `configuration`.
+    metadata_fragment = function() {
+      cfg <- self$configuration
+      if (length(cfg)) list(name = self$name, configuration = cfg) else list(name = self$name)
+    },
+
+    #' @description Encode data (a no-op for the base class).
+    #' @param data The data to encode.
+    #' @return The data, unaltered.
+    encode = function(data) data,
+
+    #' @description Decode data (a no-op for the base class).
+    #' @param data The data to decode.
+    #' @return The data, unaltered.
+    decode = function(data) data
+  ),
+  active = list(
+    #' @field mode (read-only) "array -> array", "array -> bytes" or "bytes -> bytes".
+    mode = function(value) paste(private$.from, "->", private$.to),
+    #' @field from (read-only) What the codec takes when encoding: "array" or "bytes".
+    from = function(value) private$.from,
+    #' @field to (read-only) What the codec produces when encoding: "array" or "bytes".
+    to = function(value) private$.to,
+    #' @field configuration (read-only) The configuration parameters, as in the
+    #'   Zarr metadata.
+    configuration = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "configuration is read-only; use the codec's fields")
+      private$config_list()
+    }
+  ),
+  private = list(
+    .from = "bytes", .to = "bytes", .config = NULL,
+    config_list = function() private$.config,
+    c_spec = function() c(list(name = self$name), private$.config),
+    # bytes -> bytes codecs share one implementation of encode/decode
+    bb_encode = function(data) {
+      if (!is.raw(data)) zarr_abort("codec", sprintf("codec '%s' encodes raw vectors", self$name))
+      .Call(ffi_codec_encode, private$c_spec(), data)
+    },
+    bb_decode = function(data) {
+      if (!is.raw(data)) zarr_abort("codec", sprintf("codec '%s' decodes raw vectors", self$name))
+      .Call(ffi_codec_decode, private$c_spec(), data, NULL)
+    }
+  )
+)
+
+#' The transpose codec
+#'
+#' Records the order in which the dimensions of a chunk are stored. R arrays
+#' are column-major, so storing chunks with the dimensions reversed (the
+#' default when an array is defined in R) keeps R's own byte order on disk and
+#' makes reading and writing a plain copy; any other order is folded into the
+#' single strided copy between chunks and the R array.
+#'
+#' @export
+zarr_codec_transpose <- R6::R6Class("zarr_codec_transpose",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a transpose codec.
+    #' @param shape_length The number of dimensions of the array.
+    #' @param configuration Optional list with element `order`, a 0-based
+    #'   permutation. The default reverses the dimensions (R order).
+    #' @return An instance of this class.
+    initialize = function(shape_length, configuration = list()) {
+      super$initialize("transpose", list())
+      private$.n <- as.integer(shape_length)
+      ord <- configuration$order
+      self$order <- if (is.null(ord)) rev(seq_len(private$.n) - 1L) else unlist(ord)
+      private$.from <- "array"
+      private$.to <- "array"
+    },
+
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_transpose`.
+    copy = function() zarr_codec_transpose$new(private$.n, list(order = self$order)),
+
+    #' @description Permute an R array into stored dimension order.
+    #' @param data An R array.
+    #' @return The permuted array.
+    encode = function(data) {
+      if (private$.n < 2L) return(data)
+      aperm(data, self$order + 1L)
+    },
+
+    #' @description Permute stored data back into an R array.
+    #' @param data An array in stored dimension order.
+    #' @return The R array.
+    decode = function(data) {
+      if (private$.n < 2L) return(data)
+      aperm(data, order(self$order + 1L))
+    }
+  ),
+  active = list(
+    #' @field order The 0-based order in which dimensions are stored.
+    order = function(value) {
+      if (missing(value)) return(private$.order)
+      value <- suppressWarnings(as.integer(unlist(value)))
+      if (length(value) != private$.n || anyNA(value) || !setequal(value, seq_len(private$.n) - 1L))
+        zarr_abort("codec", sprintf("transpose order must be a permutation of 0..%d", private$.n - 1L))
+      private$.order <- value
+    }
+  ),
+  private = list(
+    .n = 0L, .order = integer(),
+    config_list = function() list(order = json_array(private$.order)),
+    c_spec = function() list(name = "transpose", order = private$.order)
+  )
+)
+register_codec("transpose", function(config, data_type, chunk_shape)
+  zarr_codec_transpose$new(length(chunk_shape), config))
+
+#' The bytes codec
+#'
+#' Turns array elements into bytes with a given byte order (endianness), and
+#' back. The byte order does not matter for one-byte types.
+#'
+#' @export
+zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a bytes codec.
+    #' @param data_type The [zarr_data_type] of the array.
+    #' @param chunk_shape The shape of a chunk.
+    #' @param configuration Optional list with element `endian`, "little" or
+    #'   "big". The default is little endian.
+    #' @return An instance of this class.
+    initialize = function(data_type, chunk_shape, configuration = NULL) {
+      super$initialize("bytes", list())
+      private$.dt <- as_data_type(data_type)
+      private$.chunk_shape <- chunk_shape
+      self$endian <- configuration$endian %||% "little"
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_bytes`.
+    copy = function() {
+      zarr_codec_bytes$new(private$.dt, private$.chunk_shape, list(endian = self$endian))
+    },
+
+    #' @description The metadata fragment; one-byte types carry no endianness.
+    #' @return A list.
+    metadata_fragment = function() {
+      if (private$.dt$size == 1L) return(list(name = "bytes"))
+      list(name = "bytes", configuration = list(endian = private$.endian))
+    },
+
+    #' @description Write R values as bytes. `NA` becomes the fill value
+    #'   (`bool` cannot hold `NA`, so it becomes `FALSE`).
+    #' @param data An R vector, matrix or array.
+    #' @return A raw vector.
+    encode = function(data) {
+      dt <- private$.dt
+      .Call(ffi_encode_elements, coerce_for_dtype(data, dt$data_type), dt$data_type,
+            private$.endian == "big", .Call(ffi_fill_bytes, dt$data_type, dt$fill_value))
+    },
+
+    #' @description Read bytes as R values; elements equal to the fill value
+    #'   become `NA` (except for `bool`).
+    #' @param data A raw vector.
+    #' @return An R vector with the chunk's dimensions.
+    decode = function(data) {
+      dt <- private$.dt
+      out <- .Call(ffi_decode_elements, data, dt$data_type, dt$Rtype, private$.endian == "big",
+                   .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
+                   zarr_fill_as_na() && dt$data_type != "bool" && !fill_is_nan(dt$fill_value))
+      if (length(private$.chunk_shape) > 1L && length(out) == prod(private$.chunk_shape))
+        dim(out) <- rev(private$.chunk_shape)
+      finish_rtype(out, dt$Rtype)
+    }
+  ),
+  active = list(
+    #' @field endian The byte order, "little" or "big".
+    endian = function(value) {
+      if (missing(value)) return(private$.endian)
+      if (!is.character(value) || length(value) != 1L || !value %in% c("little", "big"))
+        zarr_abort("codec", "endian must be \"little\" or \"big\"")
+      private$.endian <- value
+    }
+  ),
+  private = list(
+    .dt = NULL, .chunk_shape = NULL, .endian = "little",
+    config_list = function() list(endian = private$.endian),
+    c_spec = function() list(name = "bytes", endian = private$.endian)
+  )
+)
+register_codec("bytes", function(config, data_type, chunk_shape)
+  zarr_codec_bytes$new(data_type, chunk_shape, config))
+
+#' The gzip codec
+#'
+#' Compresses chunks with gzip (zlib's deflate with a gzip header).
+#'
+#' @export
+zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a gzip codec.
+    #' @param configuration Optional list with element `level`, 0 (none) to 9
+    #'   (smallest). Default 6.
+    #' @return An instance of this class.
+    initialize = function(configuration = NULL) {
+      super$initialize("gzip", list())
+      self$level <- configuration$level %||% 6L
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_gzip`.
+    copy = function() zarr_codec_gzip$new(list(level = self$level)),
+    #' @description Compress a raw vector.
+    #' @param data A raw vector.
+    #' @return The compressed raw vector.
+    encode = function(data) private$bb_encode(data),
+    #' @description Decompress a raw vector.
+    #' @param data A raw vector.
+    #' @return The decompressed raw vector.
+    decode = function(data) private$bb_decode(data)
+  ),
+  active = list(
+    #' @field level The compression level, 0 to 9.
+    level = function(value) {
+      if (missing(value)) return(private$.level)
+      private$.level <- cfg_int(list(level = value), "level", 6L, 0, 9, "gzip")
+    }
+  ),
+  private = list(
+    .level = 6L,
+    config_list = function() list(level = private$.level),
+    c_spec = function() list(name = "gzip", level = private$.level)
+  )
+)
+register_codec("gzip", function(config, data_type, chunk_shape) zarr_codec_gzip$new(config))
+
+#' The zstd codec
+#'
+#' Compresses chunks with Zstandard.
+#'
+#' @export
+zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a zstd codec.
+    #' @param configuration Optional list with elements `level` (-131072 to
+    #'   22; higher is smaller and slower; 0 means zstd's default, 3; default
+    #'   here 1) and `checksum` (logical, default `FALSE`).
+    #' @return An instance of this class.
+    initialize = function(configuration = NULL) {
+      super$initialize("zstd", list())
+      self$level <- configuration$level %||% 1L
+      self$checksum <- configuration$checksum %||% FALSE
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_zstd`.
+    copy = function() zarr_codec_zstd$new(list(level = self$level, checksum = self$checksum)),
+    #' @description Compress a raw vector.
+    #' @param data A raw vector.
+    #' @return The compressed raw vector.
+    encode = function(data) private$bb_encode(data),
+    #' @description Decompress a raw vector.
+    #' @param data A raw vector.
+    #' @return The decompressed raw vector.
+    decode = function(data) private$bb_decode(data)
+  ),
+  active = list(
+    #' @field level The compression level.
+    level = function(value) {
+      if (missing(value)) return(private$.level)
+      private$.level <- cfg_int(list(level = value), "level", 1L, -131072, 22, "zstd")
+    },
+    #' @field checksum Whether zstd stores a checksum in each frame.
+    checksum = function(value) {
+      if (missing(value)) return(private$.checksum)
+      if (!is.logical(value) || length(value) != 1L || is.na(value))
+        zarr_abort("codec", "zstd checksum must be TRUE or FALSE")
+      private$.checksum <- value
+    }
+  ),
+  private = list(
+    .level = 1L, .checksum = FALSE,
+    config_list = function() list(level = private$.level, checksum = private$.checksum),
+    c_spec = function() list(name = "zstd", level = private$.level, checksum = private$.checksum)
+  )
+)
+register_codec("zstd", function(config, data_type, chunk_shape) zarr_codec_zstd$new(config))
+
+blosc_cnames <- c("blosclz", "lz4", "lz4hc", "zstd", "zlib")
+blosc_shuffles <- c("noshuffle", "shuffle", "bitshuffle")
+
+#' The blosc codec
+#'
+#' Compresses chunks with the blosc meta-compressor, optionally shuffling
+#' bytes or bits of the elements first, which helps numeric data compress.
+#'
+#' @export
+zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a blosc codec.
+    #' @param data_type The [zarr_data_type] of the array; it sets `typesize`
+    #'   and the default shuffle (byte shuffle for multi-byte types, bit
+    #'   shuffle for one-byte types).
+    #' @param configuration Optional list with `cname`, `clevel`, `shuffle`,
+    #'   `typesize` and `blocksize`. The default is zstd at level 1.
+    #' @return An instance of this class.
+    initialize = function(data_type, configuration = NULL) {
+      super$initialize("blosc", list())
+      dt <- if (is.null(data_type)) NULL else as_data_type(data_type)
+      size <- if (is.null(dt)) 1L else dt$size
+      self$cname <- configuration$cname %||% "zstd"
+      self$clevel <- configuration$clevel %||% 1L
+      self$shuffle <- configuration$shuffle %||% (if (size > 1L) "shuffle" else "bitshuffle")
+      self$typesize <- configuration$typesize %||% size
+      self$blocksize <- configuration$blocksize %||% 0L
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_blosc`.
+    copy = function() {
+      out <- zarr_codec_blosc$new(NULL, private$config_list())
+      out
+    },
+    #' @description Compress a raw vector.
+    #' @param data A raw vector.
+    #' @return The compressed raw vector.
+    encode = function(data) private$bb_encode(data),
+    #' @description Decompress a raw vector.
+    #' @param data A raw vector.
+    #' @return The decompressed raw vector.
+    decode = function(data) private$bb_decode(data)
+  ),
+  active = list(
+    #' @field cname The compressor: "blosclz", "lz4", "lz4hc", "zstd" or "zlib".
+    cname = function(value) {
+      if (missing(value)) return(private$.cname)
+      if (!is.character(value) || length(value) != 1L || !value %in% blosc_cnames)
+        zarr_abort("codec", sprintf("blosc cname must be one of %s", paste(blosc_cnames, collapse = ", ")))
+      private$.cname <- value
+    },
+    #' @field clevel The compression level, 0 to 9.
+    clevel = function(value) {
+      if (missing(value)) return(private$.clevel)
+      private$.clevel <- cfg_int(list(clevel = value), "clevel", 1L, 0, 9, "blosc")
+    },
+    #' @field shuffle "noshuffle", "shuffle" or "bitshuffle".
+    shuffle = function(value) {
+      if (missing(value)) return(private$.shuffle)
+      if (is.numeric(value) && length(value) == 1L && value %in% 0:2) value <- blosc_shuffles[value + 1L]
+      if (!is.character(value) || length(value) != 1L || !value %in% blosc_shuffles)
+        zarr_abort("codec", "blosc shuffle must be \"noshuffle\", \"shuffle\" or \"bitshuffle\"")
+      private$.shuffle <- value
+    },
+    #' @field typesize Element size in bytes used for shuffling.
+    typesize = function(value) {
+      if (missing(value)) return(private$.typesize)
+      private$.typesize <- cfg_int(list(typesize = value), "typesize", 1L, 1, 255, "blosc")
+    },
+    #' @field blocksize Block size in bytes; 0 lets blosc choose.
+    blocksize = function(value) {
+      if (missing(value)) return(private$.blocksize)
+      private$.blocksize <- cfg_int(list(blocksize = value), "blocksize", 0L, 0, .Machine$integer.max, "blosc")
+    }
+  ),
+  private = list(
+    .cname = "zstd", .clevel = 1L, .shuffle = "shuffle", .typesize = 1L, .blocksize = 0L,
+    config_list = function() {
+      list(cname = private$.cname, clevel = private$.clevel, shuffle = private$.shuffle,
+           typesize = private$.typesize, blocksize = private$.blocksize)
+    },
+    c_spec = function() {
+      list(name = "blosc", cname = private$.cname, clevel = private$.clevel,
+           shuffle = match(private$.shuffle, blosc_shuffles) - 1L,
+           typesize = private$.typesize, blocksize = private$.blocksize)
+    }
+  )
+)
+register_codec("blosc", function(config, data_type, chunk_shape)
+  zarr_codec_blosc$new(data_type, config))
+
+#' The crc32c codec
+#'
+#' Appends a CRC-32C checksum to each chunk when writing and verifies it when
+#' reading. A mismatch is an error of class `zarr_error_checksum`.
+#'
+#' @export
+zarr_codec_crc32c <- R6::R6Class("zarr_codec_crc32c",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a crc32c codec.
+    #' @param configuration Ignored; the codec has no parameters.
+    #' @return An instance of this class.
+    initialize = function(configuration = NULL) {
+      super$initialize("crc32c", list())
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_crc32c`.
+    copy = function() zarr_codec_crc32c$new(),
+    #' @description Append the checksum.
+    #' @param data A raw vector.
+    #' @return The raw vector with 4 checksum bytes appended.
+    encode = function(data) private$bb_encode(data),
+    #' @description Verify and strip the checksum.
+    #' @param data A raw vector ending in a checksum.
+    #' @return The raw vector without the checksum.
+    decode = function(data) private$bb_decode(data)
+  ),
+  private = list(c_spec = function() list(name = "crc32c"))
+)
+register_codec("crc32c", function(config, data_type, chunk_shape) zarr_codec_crc32c$new(config))
+
+# The sharding codec: a chunk (shard) holds a grid of inner chunks, each
+# encoded with its own codec chain, and an index of their byte ranges.
+zarr_codec_sharding <- R6::R6Class("zarr_codec_sharding",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(data_type, chunk_shape, configuration) {
+      super$initialize("sharding_indexed", list())
+      inner <- as.numeric(unlist(configuration$chunk_shape))
+      if (length(inner) != length(chunk_shape) || any(inner < 1) || any(chunk_shape %% inner != 0))
+        zarr_abort("codec", "sharding: the inner chunk shape must divide the shard shape")
+      private$.inner_shape <- inner
+      private$.codecs <- lapply(configuration$codecs %||% list(list(name = "bytes")),
+                                codec_from_metadata, data_type = data_type, chunk_shape = inner)
+      private$.index_codecs <- lapply(configuration$index_codecs %||% list(list(name = "bytes"), list(name = "crc32c")),
+                                      codec_from_metadata, data_type = zarr_data_type$new("uint64"),
+                                      chunk_shape = c(chunk_shape / inner, 2))
+      private$.location <- configuration$index_location %||% "end"
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+    copy = function() self,
+    encode = function(data) zarr_abort("codec", "sharding encodes whole arrays only, through the array"),
+    decode = function(data) zarr_abort("codec", "sharding decodes whole arrays only, through the array")
+  ),
+  active = list(
+    codecs = function(value) private$.codecs,
+    inner_shape = function(value) private$.inner_shape
+  ),
+  private = list(
+    .inner_shape = NULL, .codecs = NULL, .index_codecs = NULL, .location = "end",
+    config_list = function() {
+      list(chunk_shape = json_array(private$.inner_shape),
+           codecs = lapply(private$.codecs, function(cd) cd$metadata_fragment()),
+           index_codecs = lapply(private$.index_codecs, function(cd) cd$metadata_fragment()),
+           index_location = private$.location)
+    },
+    c_spec = function() {
+      list(name = "sharding_indexed", chunk_shape = private$.inner_shape,
+           codecs = lapply(private$.codecs, codec_c_spec),
+           index_codecs = lapply(private$.index_codecs, codec_c_spec),
+           index_location = private$.location)
+    }
+  )
+)
+register_codec("sharding_indexed", function(config, data_type, chunk_shape)
+  zarr_codec_sharding$new(data_type, chunk_shape, config))
+
+codec_c_spec <- function(codec) codec$.__enclos_env__$private$c_spec()
+
+as_data_type <- function(x) {
+  if (inherits(x, "zarr_data_type")) return(x)
+  if (is.character(x)) return(zarr_data_type$new(x))
+  zarr_abort("data_type", "expected a zarr_data_type or the name of a data type")
+}
+
+# Make R data fit the array: the engine takes logical, integer, double,
+# integer64 and complex vectors and checks ranges itself.
+coerce_for_dtype <- function(data, dtype, array = NULL) {
+  if (inherits(data, "integer64")) return(data)
+  if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
+  if (is.complex(data)) {
+    if (!dtype %in% c("complex64", "complex128"))
+      zarr_abort("value", sprintf("complex values cannot be stored as %s", dtype), array = array)
+    return(data)
+  }
+  if (dtype %in% c("complex64", "complex128")) {
+    if (!is.numeric(data) && !is.logical(data))
+      zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
+    return(as.complex(data))
+  }
+  if (is.logical(data) || is.integer(data) || is.double(data)) return(data)
+  zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
+}
+
+# Set the class of freshly decoded data where R needs one.
+finish_rtype <- function(x, rtype) {
+  if (identical(rtype, "integer64")) class(x) <- "integer64"
+  x
+}

@@ -1,0 +1,209 @@
+#' Zarr groups
+#'
+#' A group is a node that contains other groups and arrays. Its children are
+#' discovered from the store the first time they are needed (from consolidated
+#' metadata when the store has it, otherwise by listing).
+#'
+#' @export
+zarr_group <- R6::R6Class("zarr_group",
+  inherit = zarr_node,
+  cloneable = FALSE,
+  public = list(
+    #' @description Open a group that exists in the store.
+    #' @param name The name of the group ("" for the root group).
+    #' @param metadata List with the metadata of the group.
+    #' @param parent The parent group, missing or `NULL` for the root.
+    #' @param store The store (for a root group).
+    #' @return An instance of this class.
+    initialize = function(name, metadata, parent, store) {
+      super$initialize(name, metadata, parent, store)
+    },
+
+    #' @description Print a summary of the group.
+    print = function() {
+      cat("<Zarr group>", self$path, "\n")
+      kids <- self$children
+      n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
+      cat(sprintf("Children: %d group(s), %d array(s)\n", n_g, length(kids) - n_g))
+      self$print_attributes()
+      invisible(self)
+    },
+
+    #' @description Print the hierarchy below this group as a tree.
+    #' @param idx,total Position of this group among its siblings; both 1 when
+    #'   called interactively.
+    hierarchy = function(idx = 1L, total = 1L) {
+      cat(tree_lines(self), sep = "\n")
+      invisible(self)
+    },
+
+    #' @description Discover the children of this group in the store (done
+    #'   automatically when they are first needed).
+    #' @return Self, invisibly.
+    build_hierarchy = function() {
+      store <- private$.store
+      prefix <- self$prefix
+      kids <- list()
+      names_found <- consolidated_children(self)
+      if (is.null(names_found)) {
+        names_found <- store$list_dir(prefix)
+        names_found <- names_found[!names_found %in% c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")]
+      }
+      for (nm in sort(names_found)) {
+        meta <- consolidated_metadata_of(self, nm) %||% tryCatch(
+          store$get_metadata(paste0(prefix, nm, "/")),
+          zarr_error_key = function(e) NULL)
+        if (is.null(meta)) next
+        kids[[nm]] <- build_node(nm, meta, self, store)
+      }
+      private$.children <- kids
+      private$.built <- TRUE
+      invisible(self)
+    },
+
+    #' @description Find a node by a path relative to this group. The path
+    #'   may start with ".." parts to go up.
+    #' @param path The relative path.
+    #' @return A [zarr_group] or [zarr_array], or `NULL`.
+    get_node = function(path) {
+      if (!is.character(path) || length(path) != 1L) return(NULL)
+      parts <- strsplit(path, "/", fixed = TRUE)[[1L]]
+      node <- self
+      for (p in parts[nzchar(parts) & parts != "."]) {
+        if (p == "..") {
+          node <- node$parent
+        } else {
+          if (!inherits(node, "zarr_group")) return(NULL)
+          node <- node$children[[p]]
+        }
+        if (is.null(node)) return(NULL)
+      }
+      node
+    },
+
+    #' @description Count the arrays in this group.
+    #' @param recursive Whether to include arrays in sub-groups.
+    #' @return An integer.
+    count_arrays = function(recursive = TRUE) {
+      kids <- self$children
+      n <- sum(vapply(kids, inherits, TRUE, "zarr_array"))
+      if (recursive)
+        for (k in kids) if (inherits(k, "zarr_group")) n <- n + k$count_arrays(TRUE)
+      as.integer(n)
+    },
+
+    #' @description Add a group below this group.
+    #' @param name The name of the new group.
+    #' @return The new [zarr_group].
+    add_group = function(name) {
+      check_node_name(name)
+      if (!is.null(self$children[[name]]))
+        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+      meta <- private$.store$create_group(self$path, name)
+      node <- build_node(name, meta, self, private$.store)
+      private$.children[[name]] <- node
+      node
+    },
+
+    #' @description Add an array below this group.
+    #' @param name The name of the new array.
+    #' @param metadata The array metadata: a list or an [array_builder].
+    #' @return The new [zarr_array].
+    add_array = function(name, metadata) {
+      check_node_name(name)
+      if (!is.null(self$children[[name]]))
+        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+      meta <- private$.store$create_array(self$path, name, metadata)
+      node <- build_node(name, meta, self, private$.store)
+      private$.children[[name]] <- node
+      node
+    },
+
+    #' @description Delete a child array, or a child group that is empty.
+    #' @param name The name (or a path to a direct child).
+    #' @return Self, invisibly.
+    delete = function(name) {
+      name <- basename(name)
+      node <- self$children[[name]]
+      if (is.null(node)) zarr_abort("not_found", sprintf("'%s' is not in group '%s'", name, self$path))
+      if (inherits(node, "zarr_group") && length(node$children))
+        zarr_abort("not_empty", sprintf("group '%s' is not empty", node$path))
+      store <- private$.store
+      if (store$read_only) zarr_abort("read_only", "the store is read-only")
+      store$erase_prefix(node$prefix)
+      store$erase(sub("/$", "", node$prefix))
+      private$.children[[name]] <- NULL
+      invisible(self)
+    },
+
+    #' @description Delete everything below this group, including its
+    #'   attributes.
+    #' @return Self, invisibly.
+    delete_all = function() {
+      store <- private$.store
+      if (store$read_only) zarr_abort("read_only", "the store is read-only")
+      store$erase_prefix(self$prefix)
+      private$.metadata <- list(zarr_format = private$.metadata$zarr_format %||% 3L,
+                                node_type = "group", attributes = named_list())
+      self$save()
+      private$.children <- list()
+      private$.built <- TRUE
+      invisible(self)
+    }
+  ),
+  active = list(
+    #' @field children (read-only) The child groups and arrays, a named list.
+    children = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "children is read-only")
+      if (!private$.built) self$build_hierarchy()
+      private$.children
+    },
+    #' @field groups (read-only) Paths of all groups from this group down.
+    groups = function(value) {
+      out <- self$path
+      for (k in self$children) if (inherits(k, "zarr_group")) out <- c(out, k$groups)
+      out
+    },
+    #' @field arrays (read-only) Paths of all arrays from this group down.
+    arrays = function(value) {
+      out <- character()
+      for (k in self$children) {
+        if (inherits(k, "zarr_array")) out <- c(out, k$path)
+        else out <- c(out, k$arrays)
+      }
+      out
+    }
+  ),
+  private = list(.children = list(), .built = FALSE)
+)
+
+# A tree drawing of the hierarchy, one line per node.
+tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {
+  label <- if (top) node$path else node$name
+  if (inherits(node, "zarr_array")) {
+    label <- sprintf("%s  %s %s", label, node$data_type$data_type,
+                     paste0("[", paste(format_dims(node$shape), collapse = " x "), "]"))
+  }
+  line <- if (top) label else paste0(lead, if (last) "\u2514\u2500 " else "\u251c\u2500 ", label)
+  if (!inherits(node, "zarr_group")) return(line)
+  kids <- node$children
+  sub_lead <- if (top) "" else paste0(lead, if (last) "   " else "\u2502  ")
+  out <- line
+  for (i in seq_along(kids))
+    out <- c(out, tree_lines(kids[[i]], sub_lead, i == length(kids), FALSE))
+  out
+}
+
+format_dims <- function(x) format(x, scientific = FALSE, trim = TRUE, big.mark = "")
+
+#' @rdname zarr_group
+#' @param object A `zarr_group`.
+#' @param ... Ignored.
+#' @export
+str.zarr_group <- function(object, ...) {
+  kids <- object$children
+  n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
+  cat(sprintf("Zarr group '%s': %d group(s), %d array(s), %d attribute(s)\n", object$path, n_g,
+              length(kids) - n_g, length(object$metadata$attributes)))
+  invisible(NULL)
+}

@@ -1,0 +1,98 @@
+#' Extract or replace parts of a Zarr array
+#'
+#' Indexing follows base R: a missing index selects the whole extent;
+#' indices may be positive (in any order, with repeats), negative (to
+#' exclude) or logical; `drop` drops extents of length one. Only the chunks
+#' that hold selected elements are read, each once. A single index on an
+#' array with more than one dimension selects elements by their position in
+#' column-major order, as for base arrays. Replacement writes the values into
+#' the store; a single value is recycled.
+#'
+#' @param x A [zarr_array].
+#' @param i,j,... Indices, one per dimension.
+#' @param drop Whether to drop extents of length one (default `TRUE`).
+#' @param value The values to write.
+#' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
+#' @name array-indexing
+#' @examples
+#' x <- array(1:100, c(10, 10))
+#' z <- as_zarr(x)
+#' arr <- z[["/"]]
+#' arr[3:5, 7:9]
+#' arr[c(1, 10), -1]
+#' arr[2, 2] <- 0L
+#' arr[1:3, 2]
+NULL
+
+# Collect the index arguments of a `[` call without evaluating missing ones.
+index_args <- function(nd, call_args, env, path) {
+  n <- length(call_args)
+  if (n == 1L && nd != 1L && !identical(call_args[[1L]], quote(expr = ))) {
+    return(list(linear = eval(call_args[[1L]], env)))
+  }
+  if (n != nd)
+    zarr_abort("index", sprintf("the array has %d dimension(s) but %d index(es) were given", nd, n), array = path)
+  lapply(call_args, function(a) if (identical(a, quote(expr = ))) NULL else eval(a, env))
+}
+
+#' @rdname array-indexing
+#' @export
+`[.zarr_array` <- function(x, i, j, ..., drop = TRUE) {
+  call_args <- as.list(sys.call())[-c(1L, 2L)]
+  call_args <- call_args[names(call_args) %||% rep("", length(call_args)) != "drop"]
+  shape <- x$shape
+  nd <- length(shape)
+  if (nd == 0L) return(x$read())
+  sel <- index_args(nd, call_args, parent.frame(), x$path)
+  if (!is.null(sel$linear)) return(read_linear(x, sel$linear))
+  out <- x$read(sel)
+  if (nd > 1L && isTRUE(drop)) out <- drop(out)
+  out
+}
+
+read_linear <- function(x, idx) {
+  shape <- x$shape
+  n <- prod(shape)
+  pos <- resolve_index(idx, n, 1L, x$path) # 0-based linear positions
+  if (!length(pos)) return(x$read(lapply(shape, function(s) numeric()))[0])
+  sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
+  # read the bounding box of the wanted elements once, then pick
+  lo <- apply(sub, 2L, min)
+  hi <- apply(sub, 2L, max)
+  box <- x$read(lapply(seq_along(shape), function(d) lo[d]:hi[d]))
+  dim(box) <- hi - lo + 1
+  as.vector(box[sweep(sub, 2L, lo - 1)])
+}
+
+#' @rdname array-indexing
+#' @export
+`[<-.zarr_array` <- function(x, i, j, ..., value) {
+  call_args <- as.list(sys.call())[-c(1L, 2L)]
+  call_args <- call_args[names(call_args) %||% rep("", length(call_args)) != "value"]
+  shape <- x$shape
+  nd <- length(shape)
+  if (nd == 0L) {
+    x$write(value)
+    return(invisible(x))
+  }
+  sel <- index_args(nd, call_args, parent.frame(), x$path)
+  if (!is.null(sel$linear)) zarr_abort("index", "replacement needs one index per dimension", array = x$path)
+  x$write(value, sel)
+  invisible(x)
+}
+
+#' @export
+dim.zarr_array <- function(x) {
+  s <- x$shape
+  if (length(s) < 2L) NULL else s
+}
+
+#' @export
+length.zarr_array <- function(x) prod(x$shape)
+
+#' @export
+as.array.zarr_array <- function(x, ...) {
+  out <- x$read()
+  if (is.null(dim(out))) dim(out) <- length(out)
+  out
+}

@@ -1,0 +1,45 @@
+#' Package options
+#'
+#' The package reads these options with [getOption()] each time they matter,
+#' so they can be changed at any moment.
+#'
+#' \describe{
+#'   \item{`zarr.num_threads`}{Number of threads used to decode and encode
+#'     chunks. Defaults to the number of cores, and to at most 2 when the
+#'     environment variable `_R_CHECK_LIMIT_CORES_` is set. With 1 thread the
+#'     results are identical.}
+#'   \item{`zarr.fill_as_na`}{`TRUE` (default): elements equal to an array's
+#'     fill value are read as `NA`, and `NA` is written as the fill value.
+#'     `FALSE`: the stored values are returned as they are, which is what you
+#'     want for arrays written elsewhere that use `0` as their fill value.
+#'     Floating point arrays whose fill value is `NaN` keep `NaN` and `NA`
+#'     apart either way.}
+#'   \item{`zarr.int64`}{How 64-bit integers are returned: `"integer64"`
+#'     (default when the \pkg{bit64} package is installed) or `"double"`
+#'     (with a warning when a value cannot be represented exactly).}
+#' }
+#' @name zarr-options
+NULL
+
+zarr_num_threads <- function() {
+  n <- getOption("zarr.num_threads")
+  if (is.null(n)) {
+    n <- .Call(ffi_num_cores)
+    limit <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
+    if (nzchar(limit) && !identical(tolower(limit), "false")) n <- min(n, 2L)
+  }
+  n <- suppressWarnings(as.integer(n))
+  if (length(n) != 1L || is.na(n) || n < 1L) 1L else n
+}
+
+zarr_fill_as_na <- function(value = getOption("zarr.fill_as_na", TRUE)) {
+  isTRUE(value)
+}
+
+zarr_int64_mode <- function() {
+  mode <- getOption("zarr.int64")
+  if (is.null(mode)) mode <- if (requireNamespace("bit64", quietly = TRUE)) "integer64" else "double"
+  match.arg(mode, c("integer64", "double"))
+}
+
+`%||%` <- function(a, b) if (is.null(a)) b else a

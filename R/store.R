@@ -1,0 +1,296 @@
+# Keys are relative paths below the store root; prefixes name a node and end
+# in "/" (the root's prefix is ""). Node paths, as users see them, start with
+# "/".
+
+node_prefix <- function(path) {
+  path <- sub("^/+", "", path)
+  path <- sub("/+$", "", path)
+  if (nzchar(path)) paste0(path, "/") else ""
+}
+
+prefix_path <- function(prefix) paste0("/", sub("/$", "", prefix))
+
+check_key <- function(key, array = NULL) {
+  if (!is.character(key) || length(key) != 1L || is.na(key) || !.Call(ffi_key_is_safe, key))
+    zarr_abort("key", sprintf("invalid store key '%s': keys are relative paths without '.', '..' or empty parts",
+                              paste(key, collapse = " ")), array = array)
+  key
+}
+
+# Node names: the rules of the Zarr v3 specification.
+check_node_name <- function(name) {
+  ok <- is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
+    !grepl("/", name, fixed = TRUE) && !name %in% c(".", "..") && !startsWith(name, "__") &&
+    !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name)
+  if (!ok)
+    zarr_abort("node_name", sprintf(
+      "invalid node name '%s': names must be non-empty, must not contain '/', must not consist of dots only and must not start with '__'",
+      paste(name, collapse = " ")))
+  name
+}
+
+#' Zarr stores
+#'
+#' The abstract store: a map from keys (relative paths such as
+#' `"group/array/c/0/0"`) to raw values, plus the metadata documents of the
+#' groups and arrays in it. Concrete stores ([zarr_localstore],
+#' [zarr_memorystore]) implement the key-value primitives; this class builds
+#' everything else on them, including reading Zarr v2 metadata as v3.
+#'
+#' @export
+zarr_store <- R6::R6Class("zarr_store",
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a store. Only descendant classes should call this.
+    #' @param read_only Whether the store is read-only.
+    #' @param version The Zarr version of the store, 2 or 3.
+    #' @return An instance of this class.
+    initialize = function(read_only = FALSE, version = 3L) {
+      private$.read_only <- isTRUE(read_only)
+      private$.version <- as.integer(version)
+    },
+
+    #' @description Print a summary of the store.
+    print = function() {
+      cat(sprintf("<%s>%s\n", self$friendlyClassName, if (self$read_only) " (read-only)" else ""))
+      invisible(self)
+    },
+
+    #' @description Remove all keys and values from the store.
+    #' @return Self, invisibly.
+    clear = function() {
+      private$check_writable()
+      for (k in self$list()) self$erase(k)
+      invisible(self)
+    },
+
+    #' @description Remove a key from the store.
+    #' @param key The key to remove.
+    #' @return Self, invisibly.
+    erase = function(key) zarr_abort("store", "this store cannot erase keys"),
+
+    #' @description Remove every key below a prefix.
+    #' @param prefix The prefix.
+    #' @return Self, invisibly.
+    erase_prefix = function(prefix) {
+      private$check_writable()
+      for (k in self$list_prefix(prefix)) self$erase(k)
+      invisible(self)
+    },
+
+    #' @description Whether a key exists.
+    #' @param key The key.
+    #' @return `TRUE` or `FALSE`.
+    exists = function(key) FALSE,
+
+    #' @description Retrieve the value of a key.
+    #' @param key The key.
+    #' @param prototype Ignored; values are always raw vectors.
+    #' @param byte_range `NULL` for the whole value; a positive number for the
+    #'   bytes from that offset to the end; a negative number for that many
+    #'   final bytes; `c(start, end)` for a range (end exclusive).
+    #' @return A raw vector, or `NULL` if the key does not exist.
+    get = function(key, prototype = NULL, byte_range = NULL) NULL,
+
+    #' @description Size of a value in bytes.
+    #' @param key The key.
+    #' @return The size, or `NA` if the key does not exist.
+    getsize = function(key) {
+      v <- self$get(key)
+      if (is.null(v)) NA_real_ else length(v)
+    },
+
+    #' @description Total size in bytes of all values below a prefix.
+    #' @param prefix The prefix.
+    #' @return The size in bytes.
+    getsize_prefix = function(prefix) {
+      keys <- self$list_prefix(prefix)
+      if (!length(keys)) return(0)
+      sum(vapply(keys, function(k) as.numeric(self$getsize(k)), 0), na.rm = TRUE)
+    },
+
+    #' @description Whether a group has no children.
+    #' @param prefix The prefix of the group.
+    #' @return `TRUE` or `FALSE`.
+    is_empty = function(prefix) {
+      prefix <- node_prefix(prefix)
+      kids <- self$list_dir(prefix)
+      !any(vapply(kids, function(k) !is.null(self$get_metadata(paste0(prefix, k))), TRUE))
+    },
+
+    #' @description All keys in the store.
+    #' @return A character vector.
+    list = function() self$list_prefix(""),
+
+    #' @description The names directly below a prefix.
+    #' @param prefix The prefix.
+    #' @return A character vector of names.
+    list_dir = function(prefix) character(),
+
+    #' @description All keys below a prefix.
+    #' @param prefix The prefix.
+    #' @return A character vector of full keys.
+    list_prefix = function(prefix) character(),
+
+    #' @description Store a value.
+    #' @param key The key.
+    #' @param value A raw vector.
+    #' @return Self, invisibly.
+    set = function(key, value) zarr_abort("read_only", "this store cannot be written to"),
+
+    #' @description Store a value unless the key exists.
+    #' @param key The key.
+    #' @param value A raw vector.
+    #' @return Self, invisibly.
+    set_if_not_exists = function(key, value) {
+      if (!self$exists(key)) self$set(key, value)
+      invisible(self)
+    },
+
+    #' @description The metadata of the node at a prefix, always in Zarr v3
+    #'   form (v2 `.zarray`/`.zgroup`/`.zattrs` are converted).
+    #' @param prefix The prefix (or path) of the node.
+    #' @return A list, or `NULL` if there is no node.
+    get_metadata = function(prefix) {
+      prefix <- node_prefix(prefix)
+      key <- paste0(prefix, "zarr.json")
+      raw <- self$get(key)
+      if (!is.null(raw)) {
+        meta <- json_parse(raw, "zarr.json", key = key)
+        if (!is.list(meta) || is.null(meta$node_type))
+          zarr_abort("metadata", "zarr.json has no node_type", key = key)
+        return(meta)
+      }
+      v2_get_metadata(self, prefix)
+    },
+
+    #' @description Write the metadata of the node at a prefix.
+    #' @param prefix The prefix (or path) of the node.
+    #' @param metadata A list in Zarr v3 form, or an [array_builder].
+    #' @return Self, invisibly.
+    set_metadata = function(prefix, metadata) {
+      private$check_writable()
+      prefix <- node_prefix(prefix)
+      if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
+      if (identical(as.integer(metadata$zarr_format), 2L)) {
+        v2_set_metadata(self, prefix, metadata)
+      } else {
+        self$set(paste0(prefix, "zarr.json"), charToRaw(json_write(json_prepare_metadata(metadata))))
+      }
+      invisible(self)
+    },
+
+    #' @description Whether a path holds a group.
+    #' @param path The path.
+    #' @return `TRUE` or `FALSE`.
+    is_group = function(path) {
+      m <- tryCatch(self$get_metadata(path), zarr_error = function(e) NULL)
+      identical(m$node_type, "group")
+    },
+
+    #' @description Create a group.
+    #' @param parent The path of the parent group (ignored for the root).
+    #' @param name The name of the new group, or "" for the root group.
+    #' @return The metadata of the new group.
+    create_group = function(parent, name) {
+      private$check_writable()
+      prefix <- private$new_node_prefix(parent, name)
+      meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
+      if (identical(private$.version, 2L)) meta$zarr_format <- 2L
+      self$set_metadata(prefix, meta)
+      meta
+    },
+
+    #' @description Create an array.
+    #' @param parent The path of the parent group (ignored for the root).
+    #' @param name The name of the new array, or "" for a single-array store.
+    #' @param metadata The array metadata (a list or an [array_builder]).
+    #' @return The metadata of the new array.
+    create_array = function(parent, name, metadata) {
+      private$check_writable()
+      if (inherits(metadata, "array_builder")) {
+        if (!metadata$is_valid()) zarr_abort("metadata", "the array definition is not valid")
+        metadata <- metadata$metadata()
+      }
+      prefix <- private$new_node_prefix(parent, name)
+      if (!identical(as.integer(metadata$zarr_format), 2L)) {
+        enc <- metadata$chunk_key_encoding
+        sep <- enc$configuration$separator
+        if (is.null(enc) || !(identical(sep, "/") || identical(sep, ".")))
+          metadata$chunk_key_encoding <- list(name = "default", configuration = list(separator = self$separator))
+      }
+      self$set_metadata(prefix, metadata)
+      metadata
+    },
+
+    #' @description How the C engine reaches this store. Stores that the engine
+    #'   cannot read directly are called back once per read or write with all
+    #'   keys.
+    #' @return A list.
+    io_spec = function() {
+      list(kind = "r",
+           get = function(keys) lapply(keys, function(k) self$get(k)),
+           set = function(keys, values) {
+             for (i in seq_along(keys)) {
+               if (is.null(values[[i]])) self$erase(keys[[i]]) else self$set(keys[[i]], values[[i]])
+             }
+           })
+    }
+  ),
+  active = list(
+    #' @field friendlyClassName (read-only) Name of the class for printing.
+    friendlyClassName = function(value) "Zarr store",
+    #' @field read_only (read-only) Whether the store is read-only.
+    read_only = function(value) {
+      if (missing(value)) return(private$.read_only)
+      zarr_abort("read_only", "read_only cannot be changed")
+    },
+    #' @field supports_consolidated_metadata Whether metadata can be consolidated.
+    supports_consolidated_metadata = function(value) TRUE,
+    #' @field supports_deletes Whether keys can be deleted.
+    supports_deletes = function(value) !private$.read_only,
+    #' @field supports_listing Whether keys can be listed.
+    supports_listing = function(value) TRUE,
+    #' @field supports_partial_writes Deprecated, always `FALSE`.
+    supports_partial_writes = function(value) FALSE,
+    #' @field supports_writes Whether values can be written.
+    supports_writes = function(value) !private$.read_only,
+    #' @field version (read-only) The Zarr version of the store.
+    version = function(value) {
+      if (missing(value)) return(private$.version)
+      zarr_abort("read_only", "version is read-only")
+    },
+    #' @field separator (read-only) The default chunk key separator for new arrays.
+    separator = function(value) private$.separator
+  ),
+  private = list(
+    .read_only = FALSE, .version = 3L, .separator = "/",
+    check_writable = function() {
+      if (private$.read_only) zarr_abort("read_only", "the store is read-only")
+    },
+    new_node_prefix = function(parent, name) {
+      if (identical(name, "")) {
+        if (!is.null(self$get_metadata("")))
+          zarr_abort("exists", "the store already has a root group or array")
+        return("")
+      }
+      check_node_name(name)
+      prefix <- paste0(node_prefix(parent), name, "/")
+      if (!is.null(self$get_metadata(prefix)))
+        zarr_abort("exists", sprintf("a node already exists at '%s'", prefix_path(prefix)))
+      prefix
+    }
+  )
+)
+
+named_list <- function() structure(list(), names = character())
+
+# Metadata as written: shapes and other vectors stay JSON arrays.
+json_prepare_metadata <- function(meta) {
+  for (f in c("shape", "dimension_names")) if (!is.null(meta[[f]])) meta[[f]] <- json_array(meta[[f]])
+  if (!is.null(meta$attributes)) {
+    meta$attributes <- json_prepare(meta$attributes)
+    if (!length(meta$attributes)) meta$attributes <- named_list()
+  }
+  meta
+}

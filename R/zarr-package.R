@@ -1,0 +1,12 @@
+#' zarr: Zarr arrays for R, with a C core
+#'
+#' Read and write Zarr v3 (and v2) stores: chunked, compressed
+#' n-dimensional arrays in a directory or in memory. Start with
+#' [open_zarr()], [create_zarr()] or [as_zarr()], and index arrays with
+#' `[` as you would base R arrays. Decoding, encoding and copying between
+#' chunks and R arrays run in C, in parallel (see [zarr-options]).
+#'
+#' @keywords internal
+#' @useDynLib zarr, .registration = TRUE
+#' @importFrom utils str
+"_PACKAGE"

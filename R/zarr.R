@@ -1,0 +1,180 @@
+#' Zarr objects
+#'
+#' A Zarr object is one Zarr data set: a store and the hierarchy of groups
+#' and arrays in it. The root is usually a group, but may be a single array.
+#'
+#' @export
+zarr <- R6::R6Class("zarr",
+  cloneable = TRUE,
+  public = list(
+    #' @description Open the hierarchy in a store.
+    #' @param store A [zarr_store] that holds a root group or array.
+    #' @return A zarr object.
+    initialize = function(store) {
+      if (!inherits(store, "zarr_store")) zarr_abort("argument", "store must be a zarr_store")
+      private$.store <- store
+      meta <- store$get_metadata("")
+      if (is.null(meta)) zarr_abort("not_found", "the store has no root group or array")
+      private$.root <- build_node("", meta, NULL, store)
+      private$.domain <- default_domain()
+    },
+
+    #' @description Print a summary of the Zarr object.
+    print = function() {
+      st <- private$.store
+      cat("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root else st$friendlyClassName, "\n")
+      cat("Version:", self$version, if (st$read_only) "(read-only)", "\n")
+      root <- private$.root
+      if (inherits(root, "zarr_group")) {
+        cat(sprintf("Groups : %d\nArrays : %d\n", length(self$groups), length(self$arrays)))
+        cat(tree_lines(root), sep = "\n")
+        root$print_attributes()
+      } else {
+        print(root)
+      }
+      invisible(self)
+    },
+
+    #' @description Print the hierarchy of groups and arrays as a tree.
+    hierarchy = function() {
+      cat(tree_lines(private$.root), sep = "\n")
+      invisible(self)
+    },
+
+    #' @description Find a group or array by its path.
+    #' @param path The path, starting with "/".
+    #' @return A [zarr_group] or [zarr_array], or `NULL` if there is none.
+    get_node = function(path) {
+      if (!is.character(path) || length(path) != 1L || !startsWith(path, "/"))
+        zarr_abort("argument", "a node path must be a single string starting with '/'")
+      if (path == "/") return(private$.root)
+      if (!inherits(private$.root, "zarr_group")) return(NULL)
+      private$.root$get_node(sub("^/", "", path))
+    },
+
+    #' @description Add a group.
+    #' @param path The path of the parent group.
+    #' @param name The name of the new group.
+    #' @return The new [zarr_group].
+    add_group = function(path, name) {
+      parent <- private$group_at(path)
+      parent$add_group(name)
+    },
+
+    #' @description Add an array.
+    #' @param path The path of the parent group.
+    #' @param name The name of the new array.
+    #' @param metadata The array metadata: a list or an [array_builder].
+    #' @return The new [zarr_array].
+    add_array = function(path, name, metadata) {
+      parent <- private$group_at(path)
+      parent$add_array(name, metadata)
+    },
+
+    #' @description Delete a group. The root group cannot be deleted; with
+    #'   `path = "/"` it is emptied (when `recursive = TRUE`) and its
+    #'   attributes are removed.
+    #' @param path The path of the group.
+    #' @param recursive Whether to delete the group's content too; without
+    #'   it, deleting a group that is not empty is an error.
+    #' @return Self, invisibly.
+    delete_group = function(path, recursive = FALSE) {
+      node <- private$group_at(path)
+      if (length(node$children) && !isTRUE(recursive))
+        zarr_abort("not_empty", sprintf("group '%s' is not empty; use recursive = TRUE", node$path))
+      if (is.null(node$parent)) node$delete_all()
+      else {
+        if (isTRUE(recursive)) node$delete_all()
+        node$parent$delete(node$name)
+      }
+      invisible(self)
+    },
+
+    #' @description Delete an array. Deleting a root array leaves an empty
+    #'   root group.
+    #' @param path The path of the array.
+    #' @return Self, invisibly.
+    delete_array = function(path) {
+      node <- self$get_node(path)
+      if (!inherits(node, "zarr_array")) zarr_abort("not_found", sprintf("no array at '%s'", path))
+      if (is.null(node$parent)) {
+        st <- private$.store
+        if (st$read_only) zarr_abort("read_only", "the store is read-only")
+        st$erase_prefix("")
+        for (k in c("zarr.json", ".zarray", ".zattrs")) if (st$exists(k)) st$erase(k)
+        meta <- st$create_group("/", "")
+        private$.root <- build_node("", meta, NULL, st)
+      } else {
+        node$parent$delete(node$name)
+      }
+      invisible(self)
+    }
+  ),
+  active = list(
+    #' @field version (read-only) The Zarr format version of the root node.
+    version = function(value) as.integer(private$.root$metadata$zarr_format %||% 3L),
+    #' @field root (read-only) The root node.
+    root = function(value) private$.root,
+    #' @field store (read-only) The store.
+    store = function(value) private$.store,
+    #' @field domain (read-only) The [zarr_domain] of this object.
+    domain = function(value) private$.domain,
+    #' @field groups (read-only) Paths of all groups.
+    groups = function(value) {
+      if (inherits(private$.root, "zarr_group")) private$.root$groups else character()
+    },
+    #' @field arrays (read-only) Paths of all arrays.
+    arrays = function(value) {
+      if (inherits(private$.root, "zarr_group")) private$.root$arrays else "/"
+    }
+  ),
+  private = list(
+    .store = NULL, .root = NULL, .domain = NULL,
+    group_at = function(path) {
+      node <- self$get_node(path)
+      if (!inherits(node, "zarr_group")) zarr_abort("not_found", sprintf("no group at '%s'", path))
+      node
+    }
+  )
+)
+
+#' @rdname zarr
+#' @param object A zarr object.
+#' @param ... Ignored.
+#' @export
+str.zarr <- function(object, ...) {
+  cat(sprintf("Zarr v%d object: %d group(s), %d array(s) in a %s\n", object$version,
+              length(object$groups), length(object$arrays), tolower(object$store$friendlyClassName)))
+  invisible(NULL)
+}
+
+#' Get a group or array from a Zarr object
+#'
+#' @param x A zarr object.
+#' @param i The path of a group or array, starting with "/".
+#' @return A [zarr_group] or [zarr_array], or `NULL` if there is none.
+#' @export
+#' @examples
+#' z <- create_zarr()
+#' z[["/"]]
+`[[.zarr` <- function(x, i) {
+  if (identical(i, ".__enclos_env__")) return(.subset2(x, i)) # R6 internals
+  x$get_node(i)
+}
+
+#' Get a group or array from a Zarr group
+#'
+#' @param x A zarr_group.
+#' @param i A path relative to the group; it may start with ".." parts.
+#' @return A [zarr_group] or [zarr_array], or `NULL` if there is none.
+#' @export
+#' @examples
+#' z <- create_zarr()
+#' z$add_group("/", "tst")
+#' z$add_group("/tst", "subtst")
+#' tst <- z[["/tst"]]
+#' tst[["subtst"]]
+`[[.zarr_group` <- function(x, i) {
+  if (identical(i, ".__enclos_env__")) return(.subset2(x, i)) # R6 internals
+  x$get_node(i)
+}

@@ -1,0 +1,725 @@
+/* The read and write engine: one .Call per selection.
+ *
+ * 1. plan: for every dimension, group the selected indices by chunk;
+ * 2. fetch: local stores are read by the workers themselves, any other store
+ *    is asked once, from the main thread, for all keys (an R callback);
+ * 3. decode / encode every touched chunk in parallel;
+ * 4. stitch with one strided copy per chunk (slab.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "zarr.h"
+
+#define KEY_CAP 4096
+#define MAX_DEPTH 3
+
+/* ---- per-dimension plan ------------------------------------------------ */
+
+typedef struct {
+  int64_t n;      /* selected indices */
+  int64_t nch;    /* distinct chunks touched */
+  int64_t *ch;    /* chunk ids */
+  int64_t *start; /* first pair of each chunk */
+  int64_t *cnt;   /* pairs per chunk */
+  int64_t *local; /* index within the chunk */
+  int64_t *outpos;/* position in the R array */
+} dimplan;
+
+typedef struct {
+  int64_t chunk, local, outpos;
+} triple;
+
+static int cmp_triple(const void *a, const void *b) {
+  const triple *x = a, *y = b;
+  if (x->chunk != y->chunk) return x->chunk < y->chunk ? -1 : 1;
+  if (x->outpos != y->outpos) return x->outpos < y->outpos ? -1 : 1;
+  return 0;
+}
+
+/* Group (0-based) indices by chunk. All memory comes from R_alloc, so an R
+ * error anywhere in this .Call frees it. */
+static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const char *name,
+                     int d) {
+  R_xlen_t n = XLENGTH(idx);
+  p->n = n;
+  p->local = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  p->outpos = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  triple *t = (triple *)R_alloc((size_t)n + 1, sizeof(triple));
+  int sorted = 1;
+  for (R_xlen_t i = 0; i < n; i++) {
+    double v = TYPEOF(idx) == REALSXP ? REAL(idx)[i] : (double)INTEGER(idx)[i];
+    if (!(v >= 0 && v < (double)extent))
+      zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
+    (void)d;
+    int64_t iv = (int64_t)v;
+    t[i].chunk = iv / chunk;
+    t[i].local = iv - t[i].chunk * chunk;
+    t[i].outpos = i;
+    if (i > 0 && t[i].chunk < t[i - 1].chunk) sorted = 0;
+  }
+  if (!sorted) qsort(t, (size_t)n, sizeof(triple), cmp_triple);
+  int64_t nch = 0;
+  for (R_xlen_t i = 0; i < n; i++)
+    if (i == 0 || t[i].chunk != t[i - 1].chunk) nch++;
+  p->nch = nch;
+  p->ch = (int64_t *)R_alloc((size_t)nch + 1, sizeof(int64_t));
+  p->start = (int64_t *)R_alloc((size_t)nch + 1, sizeof(int64_t));
+  p->cnt = (int64_t *)R_alloc((size_t)nch + 1, sizeof(int64_t));
+  int64_t j = -1;
+  for (R_xlen_t i = 0; i < n; i++) {
+    if (i == 0 || t[i].chunk != t[i - 1].chunk) {
+      j++;
+      p->ch[j] = t[i].chunk;
+      p->start[j] = i;
+      p->cnt[j] = 0;
+    }
+    p->cnt[j]++;
+    p->local[i] = t[i].local;
+    p->outpos[i] = t[i].outpos;
+  }
+}
+
+/* ---- shared engine state -------------------------------------------------- */
+
+typedef struct {
+  zbuf fetch;
+  zbuf a[MAX_DEPTH], b[MAX_DEPTH], elem[MAX_DEPTH];
+} tbufs;
+
+typedef struct {
+  const zarray *arr;
+  int ndim;
+  dimplan dp[ZARR_MAX_DIMS];
+  int64_t njobs;
+  /* store access */
+  const char *root;          /* local store root, or NULL */
+  const uint8_t **pre;       /* prefetched bytes per job (NULL: missing) */
+  int64_t *pre_n;
+  /* R side */
+  uint8_t *rdata;
+  int64_t ostride[ZARR_MAX_DIMS];
+  int na;
+  /* write */
+  int writing;
+  uint8_t **out;             /* encoded chunk per job (callback stores) */
+  size_t *out_n;
+  int *out_state;            /* 0 untouched, 1 written, 2 erased (all fill) */
+  /* results */
+  tbufs *tb;
+  int failed;
+  zerr err;
+  char err_key[KEY_CAP];
+  int64_t lost, bad;
+} engine;
+
+static void engine_fail(engine *g, const zerr *e, const char *key) {
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&g->failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    g->err = *e;
+    snprintf(g->err_key, sizeof g->err_key, "%s", key ? key : "");
+  }
+}
+
+static void job_coords(const engine *g, int64_t job, int64_t *jc) {
+  for (int d = 0; d < g->ndim; d++) {
+    jc[d] = job % g->dp[d].nch;
+    job /= g->dp[d].nch;
+  }
+}
+
+static int64_t chain_nelem(const zchain *c) {
+  int64_t n = 1;
+  for (int d = 0; d < c->ndim; d++) n *= c->chunk_shape[d];
+  return n;
+}
+
+/* ---- decoding one chunk into a slab ------------------------------------------ */
+
+static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n, int missing,
+                       int writable, zslab *slab, tbufs *tb, int depth, uint8_t *dst_chunk,
+                       zconv *cv, zerr *e);
+
+/* Either stitch into the R array (dst_chunk == NULL) or copy the decoded
+ * elements into a whole-chunk buffer (writes merging into existing data). */
+static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
+                uint8_t *dst_chunk, zconv *cv, zerr *e) {
+  const zarray *a = g->arr;
+  if (dst_chunk != NULL) {
+    memcpy(dst_chunk, elems, (size_t)chain_nelem(ch) * a->elsize);
+    return 0;
+  }
+  if (elems == a->fill) {
+    for (int d = 0; d < slab->ndim; d++) slab->cstride[d] = 0;
+  } else {
+    chunk_strides(ch, slab->cstride);
+  }
+  if (slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv))
+    return zerr_set(e, ZE_CODEC, "no conversion from this data type to R");
+  return 0;
+}
+
+static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t n, zslab *slab,
+                        tbufs *tb, int depth, uint8_t *dst_chunk, zconv *cv, zerr *e) {
+  const zchain *in = ch->inner;
+  const int nd = ch->ndim;
+  int64_t cps[ZARR_MAX_DIMS], ninner = 1;
+  for (int d = 0; d < nd; d++) {
+    cps[d] = ch->chunk_shape[d] / in->chunk_shape[d];
+    ninner *= cps[d];
+  }
+  size_t index_n = (size_t)ninner * 16, enc_n = index_n;
+  for (int i = 0; i < ch->index->n_bb; i++)
+    if (ch->index->bb[i].kind == BB_CRC32C) enc_n += 4;
+    else return zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
+  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
+  const uint8_t *ip = ch->index_at_end ? src + n - enc_n : src;
+  const uint8_t *idx;
+  size_t idx_n;
+  if (chain_decode_bytes(ch->index, ip, enc_n, index_n, &tb->a[depth], &tb->b[depth], &idx,
+                         &idx_n, e))
+    return -1;
+  if (idx_n != index_n) return zerr_set(e, ZE_CORRUPT, "shard index has the wrong size");
+  /* copy the index: the buffers are reused by the inner decodes */
+  uint64_t *index = malloc(index_n);
+  if (index == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  memcpy(index, idx, index_n);
+  if (ch->index->big_endian) byteswap_inplace((uint8_t *)index, (size_t)ninner * 2, 8);
+
+  if (dst_chunk != NULL) { /* read-modify-write of shards comes with sharded writes */
+    free(index);
+    return zerr_set(e, ZE_CODEC, "writing into sharded arrays is not supported yet");
+  }
+
+  /* group the slab's entries by inner chunk, per dimension */
+  int rc = 0;
+  int64_t *sub_local[ZARR_MAX_DIMS] = {0}, *sub_out[ZARR_MAX_DIMS] = {0};
+  int64_t *grp_start[ZARR_MAX_DIMS] = {0}, *grp_cnt[ZARR_MAX_DIMS] = {0};
+  int64_t *grp_id[ZARR_MAX_DIMS] = {0}, ngrp[ZARR_MAX_DIMS] = {0};
+  for (int d = 0; d < nd && rc == 0; d++) {
+    const zdimmap *m = &slab->dim[d];
+    int64_t ic = in->chunk_shape[d];
+    size_t cnt = (size_t)(m->cnt ? m->cnt : 1);
+    sub_local[d] = malloc(sizeof(int64_t) * cnt);
+    sub_out[d] = malloc(sizeof(int64_t) * cnt);
+    grp_start[d] = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
+    grp_cnt[d] = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
+    grp_id[d] = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
+    if (!sub_local[d] || !sub_out[d] || !grp_start[d] || !grp_cnt[d] || !grp_id[d]) {
+      rc = zerr_set(e, ZE_NOMEM, "out of memory");
+      break;
+    }
+    /* counting sort by inner chunk id keeps each group's original order */
+    int64_t *count = grp_cnt[d];
+    for (int64_t q = 0; q <= cps[d]; q++) count[q] = 0;
+    for (int64_t k = 0; k < m->cnt; k++) count[m->local[k] / ic]++;
+    int64_t pos = 0, g2 = 0;
+    for (int64_t q = 0; q < cps[d]; q++) {
+      if (count[q] == 0) continue;
+      grp_id[d][g2] = q;
+      grp_start[d][g2] = pos;
+      pos += count[q];
+      g2++;
+    }
+    ngrp[d] = g2;
+    /* fill positions */
+    int64_t *fillpos = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
+    if (fillpos == NULL) { rc = zerr_set(e, ZE_NOMEM, "out of memory"); break; }
+    for (int64_t q = 0; q < g2; q++) fillpos[grp_id[d][q]] = grp_start[d][q];
+    for (int64_t k = 0; k < m->cnt; k++) {
+      int64_t q = m->local[k] / ic;
+      int64_t at = fillpos[q]++;
+      sub_local[d][at] = m->local[k] - q * ic;
+      sub_out[d][at] = m->outpos[k];
+    }
+    for (int64_t q = 0; q < g2; q++) grp_cnt[d][q] = count[grp_id[d][q]];
+    free(fillpos);
+  }
+  if (rc == 0) {
+    int64_t total = 1;
+    for (int d = 0; d < nd; d++) total *= ngrp[d];
+    for (int64_t k = 0; k < total && rc == 0; k++) {
+      int64_t r = k, lin = 0;
+      zslab sub;
+      memset(&sub, 0, sizeof sub);
+      sub.ndim = nd;
+      for (int d = 0; d < nd; d++) {
+        int64_t gi = r % ngrp[d];
+        r /= ngrp[d];
+        sub.dim[d].cnt = grp_cnt[d][gi];
+        sub.dim[d].local = sub_local[d] + grp_start[d][gi];
+        sub.dim[d].outpos = sub_out[d] + grp_start[d][gi];
+        sub.ostride[d] = slab->ostride[d];
+        lin = lin * cps[d] + grp_id[d][gi]; /* C order over inner chunk coords */
+      }
+      uint64_t off = index[2 * lin], len = index[2 * lin + 1];
+      int miss = (off == UINT64_MAX && len == UINT64_MAX);
+      if (!miss && (off > n || len > n - off)) {
+        rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
+        break;
+      }
+      rc = decode_into(g, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, &sub,
+                       tb, depth + 1, NULL, cv, e);
+    }
+  }
+  for (int d = 0; d < nd; d++) {
+    free(sub_local[d]);
+    free(sub_out[d]);
+    free(grp_start[d]);
+    free(grp_cnt[d]);
+    free(grp_id[d]);
+  }
+  free(index);
+  return rc;
+}
+
+static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n, int missing,
+                       int writable, zslab *slab, tbufs *tb, int depth, uint8_t *dst_chunk,
+                       zconv *cv, zerr *e) {
+  const zarray *a = g->arr;
+  if (depth >= MAX_DEPTH) return zerr_set(e, ZE_CODEC, "sharding is nested too deeply");
+  if (missing) {
+    if (dst_chunk != NULL) {
+      int64_t ne = chain_nelem(ch);
+      for (int64_t i = 0; i < ne; i++) memcpy(dst_chunk + i * (int64_t)a->elsize, a->fill, a->elsize);
+      return 0;
+    }
+    return emit(g, ch, a->fill, slab, NULL, cv, e);
+  }
+  size_t expect = ch->ab == AB_BYTES ? (size_t)chain_nelem(ch) * a->elsize : 0;
+  const uint8_t *res;
+  size_t res_n;
+  if (chain_decode_bytes(ch, src, n, expect, &tb->a[depth], &tb->b[depth], &res, &res_n, e))
+    return -1;
+  if (ch->ab == AB_SHARDING)
+    return decode_shard(g, ch, res, res_n, slab, tb, depth, dst_chunk, cv, e);
+  if (res_n != expect)
+    return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)res_n,
+                    (double)expect);
+  if (ch->big_endian && a->elsize > 1) {
+    /* swap in a buffer we own; never in the caller's (maybe R's) memory */
+    if (res == src && !writable) {
+      if (zbuf_reserve(&tb->elem[depth], res_n, e)) return -1;
+      memcpy(tb->elem[depth].data, res, res_n);
+      res = tb->elem[depth].data;
+    }
+    size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
+    byteswap_inplace((uint8_t *)res, res_n / unit, unit);
+  }
+  return emit(g, ch, res, slab, dst_chunk, cv, e);
+}
+
+/* ---- jobs --------------------------------------------------------------------- */
+
+static void job_slab(const engine *g, const int64_t *jc, zslab *s) {
+  memset(s, 0, sizeof *s);
+  s->ndim = g->ndim;
+  for (int d = 0; d < g->ndim; d++) {
+    const dimplan *p = &g->dp[d];
+    s->dim[d].cnt = p->cnt[jc[d]];
+    s->dim[d].local = p->local + p->start[jc[d]];
+    s->dim[d].outpos = p->outpos + p->start[jc[d]];
+    s->ostride[d] = g->ostride[d];
+  }
+}
+
+static int job_key(const engine *g, const int64_t *jc, char *key) {
+  int64_t coords[ZARR_MAX_DIMS];
+  for (int d = 0; d < g->ndim; d++) coords[d] = g->dp[d].ch[jc[d]];
+  return chunk_key(g->arr, coords, key, KEY_CAP);
+}
+
+/* Bytes of job j: prefetched, or read from the local store. */
+static int job_fetch(engine *g, int64_t j, const char *key, tbufs *tb, const uint8_t **src,
+                     size_t *n, int *missing, int *writable, zerr *e) {
+  *writable = 0;
+  if (g->root == NULL) {
+    *src = g->pre[j];
+    *n = (size_t)g->pre_n[j];
+    *missing = g->pre[j] == NULL;
+    return 0;
+  }
+  char path[KEY_CAP + 1024];
+  if (path_join(path, sizeof path, g->root, key))
+    return zerr_set(e, ZE_KEY, "store path is too long");
+  if (file_read(path, 0, -1, &tb->fetch, missing, e)) return -1;
+  *src = tb->fetch.data;
+  *n = tb->fetch.size;
+  *writable = 1;
+  return 0;
+}
+
+static void read_task(void *ctx, size_t task, int thread) {
+  engine *g = ctx;
+  if (__atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return;
+  tbufs *tb = &g->tb[thread];
+  int64_t jc[ZARR_MAX_DIMS];
+  job_coords(g, (int64_t)task, jc);
+  char key[KEY_CAP];
+  zerr e = {ZE_OK, ""};
+  if (job_key(g, jc, key)) {
+    zerr_set(&e, ZE_KEY, "chunk key is too long");
+    engine_fail(g, &e, NULL);
+    return;
+  }
+  zslab s;
+  job_slab(g, jc, &s);
+  const uint8_t *src;
+  size_t n;
+  int missing, writable;
+  zconv cv;
+  memset(&cv, 0, sizeof cv);
+  cv.na = g->na;
+  memcpy(cv.fill, g->arr->fill, sizeof cv.fill);
+  if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, &e) ||
+      decode_into(g, &g->arr->chain, src, n, missing, writable, &s, tb, 0, NULL, &cv, &e)) {
+    engine_fail(g, &e, key);
+    return;
+  }
+  if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
+}
+
+static int chunk_is_edge(const engine *g, const int64_t *jc) {
+  const zarray *a = g->arr;
+  for (int d = 0; d < g->ndim; d++) {
+    int64_t cs = a->chain.chunk_shape[d];
+    if ((g->dp[d].ch[jc[d]] + 1) * cs > a->shape[d]) return 1;
+  }
+  return 0;
+}
+
+/* Does the selection overwrite every element of this chunk inside the array? */
+static int chunk_fully_covered(const engine *g, const int64_t *jc) {
+  const zarray *a = g->arr;
+  for (int d = 0; d < g->ndim; d++) {
+    const dimplan *p = &g->dp[d];
+    int64_t cs = a->chain.chunk_shape[d], c0 = p->ch[jc[d]] * cs;
+    int64_t ext = a->shape[d] - c0 < cs ? a->shape[d] - c0 : cs;
+    if (p->cnt[jc[d]] != ext) return 0;
+    const int64_t *loc = p->local + p->start[jc[d]];
+    for (int64_t k = 0; k < ext; k++)
+      if (loc[k] != k) return 0;
+  }
+  return 1;
+}
+
+static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es) {
+  for (int64_t i = 0; i < ne; i++, p += es)
+    if (memcmp(p, fill, es) != 0) return 0;
+  return 1;
+}
+
+static void write_task(void *ctx, size_t task, int thread) {
+  engine *g = ctx;
+  if (__atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return;
+  const zarray *a = g->arr;
+  const zchain *ch = &a->chain;
+  tbufs *tb = &g->tb[thread];
+  int64_t jc[ZARR_MAX_DIMS];
+  job_coords(g, (int64_t)task, jc);
+  char key[KEY_CAP];
+  zerr e = {ZE_OK, ""};
+  if (job_key(g, jc, key)) {
+    zerr_set(&e, ZE_KEY, "chunk key is too long");
+    engine_fail(g, &e, NULL);
+    return;
+  }
+  if (ch->ab != AB_BYTES) {
+    zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
+    engine_fail(g, &e, key);
+    return;
+  }
+  int64_t ne = chain_nelem(ch);
+  size_t nbytes = (size_t)ne * a->elsize;
+  zbuf *cb = &tb->elem[MAX_DEPTH - 1];
+  if (zbuf_reserve(cb, nbytes + 1, &e)) {
+    engine_fail(g, &e, key);
+    return;
+  }
+  zconv cv;
+  memset(&cv, 0, sizeof cv);
+  cv.na = g->na;
+  memcpy(cv.fill, a->fill, sizeof cv.fill);
+  zslab s;
+  job_slab(g, jc, &s);
+  if (!chunk_fully_covered(g, jc)) {
+    const uint8_t *src;
+    size_t n;
+    int missing, writable;
+    if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, &e) ||
+        decode_into(g, ch, src, n, missing, writable, &s, tb, 0, cb->data, &cv, &e)) {
+      engine_fail(g, &e, key);
+      return;
+    }
+  } else if (chunk_is_edge(g, jc)) {
+    for (int64_t i = 0; i < ne; i++) memcpy(cb->data + i * (int64_t)a->elsize, a->fill, a->elsize);
+  }
+  chunk_strides(ch, s.cstride);
+  if (slab_encode(&s, a->dtype, a->rtype, g->rdata, cb->data, &cv)) {
+    zerr_set(&e, ZE_CODEC, "no conversion from R to this data type");
+    engine_fail(g, &e, key);
+    return;
+  }
+  if (cv.bad) __atomic_add_fetch(&g->bad, cv.bad, __ATOMIC_RELAXED);
+  int empty = all_fill(cb->data, ne, a->fill, a->elsize);
+  const uint8_t *res = NULL;
+  size_t res_n = 0;
+  if (!empty) {
+    if (ch->big_endian && a->elsize > 1) {
+      size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
+      byteswap_inplace(cb->data, nbytes / unit, unit);
+    }
+    if (chain_encode_bytes(ch, cb->data, nbytes, &tb->a[0], &tb->b[0], &res, &res_n, &e)) {
+      engine_fail(g, &e, key);
+      return;
+    }
+  }
+  if (g->root != NULL) {
+    char path[KEY_CAP + 1024];
+    if (path_join(path, sizeof path, g->root, key)) {
+      zerr_set(&e, ZE_KEY, "store path is too long");
+      engine_fail(g, &e, key);
+      return;
+    }
+    if (empty ? file_remove(path, &e) : file_write_atomic(path, res, res_n, &e)) {
+      engine_fail(g, &e, key);
+      return;
+    }
+  } else if (empty) {
+    g->out_state[task] = 2;
+  } else {
+    g->out[task] = malloc(res_n ? res_n : 1);
+    if (g->out[task] == NULL) {
+      zerr_set(&e, ZE_NOMEM, "out of memory");
+      engine_fail(g, &e, key);
+      return;
+    }
+    memcpy(g->out[task], res, res_n);
+    g->out_n[task] = res_n;
+    g->out_state[task] = 1;
+  }
+}
+
+/* ---- setup shared by read and write -------------------------------------------- */
+
+static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP opts) {
+  memset(g, 0, sizeof *g);
+  g->arr = a;
+  g->ndim = a->ndim;
+  if (XLENGTH(sel) != a->ndim) zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
+  g->njobs = 1;
+  for (int d = 0; d < a->ndim; d++) {
+    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], &g->dp[d], a->name, d);
+    g->njobs *= g->dp[d].nch;
+  }
+  int64_t acc = 1;
+  for (int d = 0; d < a->ndim; d++) {
+    g->ostride[d] = acc;
+    acc *= g->dp[d].n;
+  }
+  const char *kind = list_str(store, "kind", "r");
+  g->root = strcmp(kind, "local") == 0 ? list_str(store, "root", ".") : NULL;
+  int fill_as_na = asLogical(list_get(opts, "fill_as_na")) != FALSE;
+  int is_float = a->dtype == DT_FLOAT16 || a->dtype == DT_FLOAT32 || a->dtype == DT_FLOAT64 ||
+                 a->dtype == DT_COMPLEX64 || a->dtype == DT_COMPLEX128;
+  g->na = fill_as_na && a->dtype != DT_BOOL && !(is_float && a->fill_is_nan);
+}
+
+static int engine_threads(SEXP opts, int64_t njobs) {
+  int nt = asInteger(list_get(opts, "nthreads"));
+  if (nt == NA_INTEGER || nt < 1) nt = 1;
+  if (nt > 64) nt = 64;
+  if (njobs < nt) nt = (int)(njobs > 0 ? njobs : 1);
+  return nt;
+}
+
+/* Ask an R store for the bytes of every job (one call for all keys). */
+static SEXP engine_prefetch(engine *g, SEXP store, const int *need) {
+  int64_t nj = g->njobs;
+  SEXP keys = PROTECT(allocVector(STRSXP, (R_xlen_t)nj));
+  char key[KEY_CAP];
+  int64_t jc[ZARR_MAX_DIMS];
+  for (int64_t j = 0; j < nj; j++) {
+    job_coords(g, j, jc);
+    if (job_key(g, jc, key)) zarr_raise(ZE_KEY, g->arr->name, NULL, "chunk key is too long");
+    SET_STRING_ELT(keys, (R_xlen_t)j, mkCharCE(key, CE_UTF8));
+  }
+  g->pre = (const uint8_t **)R_alloc((size_t)nj + 1, sizeof(uint8_t *));
+  g->pre_n = (int64_t *)R_alloc((size_t)nj + 1, sizeof(int64_t));
+  for (int64_t j = 0; j < nj; j++) {
+    g->pre[j] = NULL;
+    g->pre_n[j] = 0;
+  }
+  int any = 0;
+  for (int64_t j = 0; j < nj && !any; j++) any = need == NULL || need[j];
+  if (!any) {
+    UNPROTECT(1);
+    return keys;
+  }
+  SEXP ask = keys;
+  if (need != NULL) { /* only the keys we must read */
+    int64_t m = 0;
+    for (int64_t j = 0; j < nj; j++) m += need[j] != 0;
+    ask = PROTECT(allocVector(STRSXP, (R_xlen_t)m));
+    m = 0;
+    for (int64_t j = 0; j < nj; j++)
+      if (need[j]) SET_STRING_ELT(ask, (R_xlen_t)m++, STRING_ELT(keys, (R_xlen_t)j));
+  } else {
+    PROTECT(ask);
+  }
+  SEXP getter = list_get(store, "get");
+  SEXP call = PROTECT(lang2(getter, ask));
+  SEXP vals = PROTECT(eval(call, R_GlobalEnv));
+  if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != XLENGTH(ask))
+    zarr_raise(ZE_STORE, g->arr->name, NULL, "store returned the wrong number of values");
+  /* keep the values alive for the rest of the .Call */
+  setAttrib(keys, install("values"), vals);
+  int64_t m = 0;
+  for (int64_t j = 0; j < nj; j++) {
+    if (need != NULL && !need[j]) continue;
+    SEXP v = VECTOR_ELT(vals, (R_xlen_t)m++);
+    if (TYPEOF(v) == RAWSXP) {
+      g->pre[j] = RAW(v);
+      g->pre_n[j] = XLENGTH(v);
+    } else if (v != R_NilValue) {
+      zarr_raise(ZE_STORE, g->arr->name, CHAR(STRING_ELT(keys, (R_xlen_t)j)),
+                 "store returned a value that is not a raw vector");
+    }
+  }
+  UNPROTECT(4);
+  return keys;
+}
+
+static tbufs *tbufs_new(int nt) { return calloc((size_t)nt, sizeof(tbufs)); }
+
+static void tbufs_free(tbufs *tb, int nt) {
+  if (tb == NULL) return;
+  for (int t = 0; t < nt; t++) {
+    zbuf_free(&tb[t].fetch);
+    for (int d = 0; d < MAX_DEPTH; d++) {
+      zbuf_free(&tb[t].a[d]);
+      zbuf_free(&tb[t].b[d]);
+      zbuf_free(&tb[t].elem[d]);
+    }
+  }
+  free(tb);
+}
+
+static SEXPTYPE rtype_sexp(zrtype rt) {
+  switch (rt) {
+  case RT_LOGICAL: return LGLSXP;
+  case RT_INTEGER: return INTSXP;
+  case RT_COMPLEX: return CPLXSXP;
+  default: return REALSXP;
+  }
+}
+
+SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
+  zarray a;
+  spec_parse(spec, &a);
+  if (!kernel_supported(a.dtype, a.rtype, 0))
+    zarr_raise(ZE_CODEC, a.name, NULL, "reading this data type is not supported");
+  engine g;
+  engine_init(&g, &a, sel, store, opts);
+  int64_t total = 1;
+  for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
+  SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), (R_xlen_t)total));
+  if (total == 0) {
+    UNPROTECT(1);
+    return out;
+  }
+  g.rdata = (uint8_t *)DATAPTR(out);
+  SEXP keep = R_NilValue;
+  if (g.root == NULL) keep = engine_prefetch(&g, store, NULL);
+  PROTECT(keep);
+  int nt = engine_threads(opts, g.njobs);
+  g.tb = tbufs_new(nt);
+  if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
+  parallel_for((size_t)g.njobs, nt, read_task, &g);
+  tbufs_free(g.tb, nt);
+  if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
+  setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
+  UNPROTECT(2);
+  return out;
+}
+
+SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
+  zarray a;
+  spec_parse(spec, &a);
+  if (!kernel_supported(a.dtype, a.rtype, 1))
+    zarr_raise(ZE_VALUE, a.name, NULL, "these R values cannot be written to this data type");
+  engine g;
+  engine_init(&g, &a, sel, store, opts);
+  int64_t total = 1;
+  for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
+  if (total == 0) return R_NilValue;
+  if ((SEXPTYPE)TYPEOF(data) != rtype_sexp(a.rtype))
+    zarr_raise(ZE_VALUE, a.name, NULL, "internal: data has the wrong R type");
+  if (XLENGTH(data) == 1 && total > 1) {
+    for (int d = 0; d < a.ndim; d++) g.ostride[d] = 0; /* recycle one value */
+  } else if (XLENGTH(data) != total) {
+    zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
+  }
+  g.rdata = (uint8_t *)DATAPTR(data);
+  int64_t first = -1;
+  int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
+  if (bad > 0) {
+    char msg[ZARR_MSG_LEN];
+    snprintf(msg, sizeof msg,
+             "%.0f value(s) cannot be stored as %s (the first is element %.0f); nothing was written",
+             (double)bad, list_str(spec, "dtype", "?"), (double)first + 1);
+    zarr_raise(ZE_VALUE, a.name, NULL, msg);
+  }
+  g.writing = 1;
+  int nprot = 0;
+  if (g.root == NULL) {
+    int *need = (int *)R_alloc((size_t)g.njobs + 1, sizeof(int));
+    int64_t jc[ZARR_MAX_DIMS];
+    for (int64_t j = 0; j < g.njobs; j++) {
+      job_coords(&g, j, jc);
+      need[j] = !chunk_fully_covered(&g, jc);
+    }
+    PROTECT(engine_prefetch(&g, store, need));
+    nprot++;
+    g.out = (uint8_t **)R_alloc((size_t)g.njobs + 1, sizeof(uint8_t *));
+    g.out_n = (size_t *)R_alloc((size_t)g.njobs + 1, sizeof(size_t));
+    g.out_state = (int *)R_alloc((size_t)g.njobs + 1, sizeof(int));
+    for (int64_t j = 0; j < g.njobs; j++) {
+      g.out[j] = NULL;
+      g.out_n[j] = 0;
+      g.out_state[j] = 0;
+    }
+  }
+  int nt = engine_threads(opts, g.njobs);
+  g.tb = tbufs_new(nt);
+  if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
+  parallel_for((size_t)g.njobs, nt, write_task, &g);
+  tbufs_free(g.tb, nt);
+  if (g.root == NULL) {
+    /* hand the encoded chunks to the R store in one call */
+    SEXP keys = PROTECT(allocVector(STRSXP, (R_xlen_t)g.njobs));
+    SEXP vals = PROTECT(allocVector(VECSXP, (R_xlen_t)g.njobs));
+    nprot += 2;
+    char key[KEY_CAP];
+    int64_t jc[ZARR_MAX_DIMS];
+    for (int64_t j = 0; j < g.njobs; j++) {
+      job_coords(&g, j, jc);
+      job_key(&g, jc, key);
+      SET_STRING_ELT(keys, (R_xlen_t)j, mkCharCE(key, CE_UTF8));
+      if (g.out_state[j] == 1) {
+        SEXP r = allocVector(RAWSXP, (R_xlen_t)g.out_n[j]);
+        SET_VECTOR_ELT(vals, (R_xlen_t)j, r);
+        memcpy(RAW(r), g.out[j], g.out_n[j]);
+      }
+      free(g.out[j]);
+      g.out[j] = NULL;
+    }
+    if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
+    SEXP call = PROTECT(lang3(list_get(store, "set"), keys, vals));
+    nprot++;
+    eval(call, R_GlobalEnv);
+  }
+  if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
+  UNPROTECT(nprot);
+  return R_NilValue;
+}

@@ -1,0 +1,31 @@
+/* blosc codec through the system c-blosc (1.x), using the context API so
+ * that worker threads can call it concurrently. */
+#include <blosc.h>
+#include "zarr.h"
+
+int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  size_t nbytes = 0, cbytes = 0, blocksize = 0;
+  if (n < BLOSC_MIN_HEADER_LENGTH)
+    return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
+  blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
+  if (cbytes > n)
+    return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f of %.0f bytes)",
+                    (double)n, (double)cbytes);
+  if (zbuf_reserve(out, nbytes ? nbytes : 1, e)) return -1;
+  int r = blosc_decompress_ctx(src, out->data, nbytes, 1);
+  if (r < 0 || (size_t)r != nbytes)
+    return zerr_set(e, ZE_CORRUPT, "blosc data is corrupt (code %d)", r);
+  out->size = nbytes;
+  return 0;
+}
+
+int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  if (zbuf_reserve(out, n + BLOSC_MAX_OVERHEAD, e)) return -1;
+  int typesize = c->typesize > 0 ? c->typesize : 1;
+  int r = blosc_compress_ctx(c->level, c->shuffle, (size_t)typesize, n, src, out->data,
+                             n + BLOSC_MAX_OVERHEAD, c->cname, (size_t)c->blocksize, 1);
+  if (r <= 0)
+    return zerr_set(e, ZE_CODEC, "blosc compression with '%s' failed (code %d)", c->cname, r);
+  out->size = (size_t)r;
+  return 0;
+}

@@ -1,0 +1,64 @@
+/* gzip and zlib codecs through the system zlib. */
+#include <string.h>
+#include <zlib.h>
+#include "zarr.h"
+
+int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  /* 15 + 32: accept both gzip and zlib headers */
+  if (inflateInit2(&zs, 15 + 32) != Z_OK)
+    return zerr_set(e, ZE_NOMEM, "cannot initialise zlib");
+  size_t cap = expect ? expect : (n * 4 + 1024);
+  if (zbuf_reserve(out, cap, e)) { inflateEnd(&zs); return -1; }
+  out->size = 0;
+  zs.next_in = (Bytef *)src;
+  int rc = Z_OK;
+  size_t left = n;
+  while (1) {
+    if (zs.avail_in == 0 && left > 0) {
+      uInt take = left > 0x40000000u ? 0x40000000u : (uInt)left;
+      zs.next_in = (Bytef *)src + (n - left);
+      zs.avail_in = take;
+      left -= take;
+    }
+    if (out->size == out->cap && zbuf_reserve(out, out->cap * 2, e)) break;
+    size_t room = out->cap - out->size;
+    zs.next_out = out->data + out->size;
+    zs.avail_out = room > 0x40000000u ? 0x40000000u : (uInt)room;
+    uInt before = zs.avail_out;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out->size += before - zs.avail_out;
+    if (rc == Z_STREAM_END) break;
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && left == 0) {
+      rc = Z_DATA_ERROR; /* truncated stream */
+      break;
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) break;
+  }
+  inflateEnd(&zs);
+  if (e->kind != ZE_OK) return -1;
+  if (rc != Z_STREAM_END)
+    return zerr_set(e, ZE_CORRUPT, "gzip/zlib data is corrupt or truncated");
+  return 0;
+}
+
+int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (level < 0 || level > 9) level = 6;
+  if (deflateInit2(&zs, level, Z_DEFLATED, gzip_header ? 15 + 16 : 15, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK)
+    return zerr_set(e, ZE_NOMEM, "cannot initialise zlib");
+  size_t bound = deflateBound(&zs, (uLong)n) + 32;
+  if (zbuf_reserve(out, bound, e)) { deflateEnd(&zs); return -1; }
+  zs.next_in = (Bytef *)src;
+  zs.avail_in = (uInt)n;
+  zs.next_out = out->data;
+  zs.avail_out = (uInt)out->cap;
+  int rc = deflate(&zs, Z_FINISH);
+  out->size = zs.total_out;
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) return zerr_set(e, ZE_CODEC, "gzip compression failed");
+  return 0;
+}

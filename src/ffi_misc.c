@@ -1,0 +1,321 @@
+/* Small entry points behind the R classes: single codecs on raw vectors (the
+ * zarr_codec_*$encode()/$decode() methods), element conversion for the bytes
+ * codec, fill value bytes, local file access for the store classes. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+#include <blosc.h>
+#include "zarr.h"
+
+static SEXP raw_from(const uint8_t *p, size_t n) {
+  SEXP r = allocVector(RAWSXP, (R_xlen_t)n);
+  if (n) memcpy(RAW(r), p, n);
+  return r;
+}
+
+SEXP ffi_codec_encode(SEXP codec, SEXP data) {
+  zcodec_bb c;
+  parse_bb(codec, list_str(codec, "name", ""), &c, DT_UINT8);
+  zbuf out = {0};
+  zerr e = {ZE_OK, ""};
+  if (bb_encode(&c, RAW(data), (size_t)XLENGTH(data), &out, &e)) {
+    zbuf_free(&out);
+    zarr_raise_err(&e, NULL, NULL);
+  }
+  SEXP r = PROTECT(raw_from(out.data, out.size));
+  zbuf_free(&out);
+  UNPROTECT(1);
+  return r;
+}
+
+SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect) {
+  zcodec_bb c;
+  parse_bb(codec, list_str(codec, "name", ""), &c, DT_UINT8);
+  zbuf out = {0};
+  zerr e = {ZE_OK, ""};
+  size_t ex = isNull(expect) ? 0 : (size_t)asReal(expect);
+  if (bb_decode(&c, RAW(data), (size_t)XLENGTH(data), &out, ex, &e)) {
+    zbuf_free(&out);
+    zarr_raise_err(&e, NULL, NULL);
+  }
+  SEXP r = PROTECT(raw_from(out.data, out.size));
+  zbuf_free(&out);
+  UNPROTECT(1);
+  return r;
+}
+
+SEXP ffi_crc32c(SEXP data) {
+  uint32_t v = crc32c(0, RAW(data), (size_t)XLENGTH(data));
+  return ScalarReal((double)v);
+}
+
+/* ---- elements <-> bytes (the bytes codec on its own) ----------------------- */
+
+static void one_dim_slab(zslab *s, int64_t n, int64_t *idx) {
+  memset(s, 0, sizeof *s);
+  s->ndim = 1;
+  for (int64_t i = 0; i < n; i++) idx[i] = i;
+  s->dim[0].cnt = n;
+  s->dim[0].local = idx;
+  s->dim[0].outpos = idx;
+  s->cstride[0] = 1;
+  s->ostride[0] = 1;
+}
+
+static zrtype rtype_of(SEXP x) {
+  if (inherits(x, "integer64")) return RT_INT64;
+  switch (TYPEOF(x)) {
+  case LGLSXP: return RT_LOGICAL;
+  case INTSXP: return RT_INTEGER;
+  case CPLXSXP: return RT_COMPLEX;
+  default: return RT_DOUBLE;
+  }
+}
+
+SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill) {
+  int dt = dtype_from_name(CHAR(STRING_ELT(dtype, 0)));
+  if (dt < 0) zarr_raise(ZE_CODEC, NULL, NULL, "unknown data type");
+  zrtype rt = rtype_of(data);
+  if (!kernel_supported((zdtype)dt, rt, 1))
+    zarr_raise(ZE_VALUE, NULL, NULL, "these R values cannot be stored in this data type");
+  int64_t n = XLENGTH(data);
+  size_t es = dtype_size((zdtype)dt);
+  int64_t first;
+  if (slab_validate((zdtype)dt, rt, DATAPTR(data), n, &first) > 0)
+    zarr_raise(ZE_VALUE, NULL, NULL, "values cannot be stored in this data type");
+  SEXP out = PROTECT(allocVector(RAWSXP, (R_xlen_t)(n * (int64_t)es)));
+  int64_t *idx = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  zslab s;
+  one_dim_slab(&s, n, idx);
+  zconv cv;
+  memset(&cv, 0, sizeof cv);
+  memcpy(cv.fill, RAW(fill), es);
+  cv.na = 1;
+  slab_encode(&s, (zdtype)dt, rt, DATAPTR(data), RAW(out), &cv);
+  if (asLogical(big_endian) == TRUE) byteswap_inplace(RAW(out), (size_t)n, es);
+  UNPROTECT(1);
+  return out;
+}
+
+SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na) {
+  int dt = dtype_from_name(CHAR(STRING_ELT(dtype, 0)));
+  int rt = rtype_from_name(CHAR(STRING_ELT(rtype, 0)));
+  if (dt < 0 || rt < 0 || !kernel_supported((zdtype)dt, (zrtype)rt, 0))
+    zarr_raise(ZE_CODEC, NULL, NULL, "unsupported data type conversion");
+  size_t es = dtype_size((zdtype)dt);
+  if ((size_t)XLENGTH(raw) % es != 0)
+    zarr_raise(ZE_CORRUPT, NULL, NULL, "byte count is not a multiple of the element size");
+  int64_t n = XLENGTH(raw) / (int64_t)es;
+  SEXP tmp = PROTECT(duplicate(raw));
+  if (asLogical(big_endian) == TRUE) byteswap_inplace(RAW(tmp), (size_t)n, es);
+  SEXPTYPE st = rt == RT_LOGICAL ? LGLSXP : rt == RT_INTEGER ? INTSXP : rt == RT_COMPLEX ? CPLXSXP : REALSXP;
+  SEXP out = PROTECT(allocVector(st, (R_xlen_t)n));
+  int64_t *idx = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  zslab s;
+  one_dim_slab(&s, n, idx);
+  zconv cv;
+  memset(&cv, 0, sizeof cv);
+  memcpy(cv.fill, RAW(fill), es);
+  cv.na = asLogical(na) == TRUE;
+  slab_decode(&s, (zdtype)dt, (zrtype)rt, RAW(tmp), DATAPTR(out), &cv);
+  UNPROTECT(2);
+  return out;
+}
+
+/* ---- fill values ---------------------------------------------------------- */
+
+/* Parse one fill value component (a number, a JSON special, or "0x" bits) into
+ * `out` as data type `dt` (native byte order). Returns 0 on success. */
+static int fill_component(SEXP v, zdtype dt, uint8_t *out) {
+  size_t es = dtype_size(dt);
+  const char *s = NULL;
+  double x = NA_REAL;
+  if (TYPEOF(v) == STRSXP) s = CHAR(STRING_ELT(v, 0));
+  else if (TYPEOF(v) == LGLSXP) x = LOGICAL(v)[0] == NA_LOGICAL ? NA_REAL : LOGICAL(v)[0];
+  else x = asReal(v);
+  if (s != NULL && strncmp(s, "0x", 2) == 0) { /* raw bits, big-endian hex */
+    uint64_t bits = strtoull(s + 2, NULL, 16);
+    for (size_t i = 0; i < es && i < 8; i++) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+      out[es - 1 - i] = (uint8_t)(bits >> (8 * i));
+#else
+      out[i] = (uint8_t)(bits >> (8 * i));
+#endif
+    }
+    return 0;
+  }
+  int is_int = !(dt == DT_FLOAT16 || dt == DT_FLOAT32 || dt == DT_FLOAT64 ||
+                 dt == DT_COMPLEX64 || dt == DT_COMPLEX128);
+  if (s != NULL) {
+    if (is_int) { /* 64-bit integers arrive as strings to keep every digit */
+      errno = 0;
+      char *end;
+      if (dt == DT_UINT64) {
+        unsigned long long u = strtoull(s, &end, 10);
+        if (*end || errno) return -1;
+        memcpy(out, &u, 8);
+        return 0;
+      }
+      long long l = strtoll(s, &end, 10);
+      if (*end || errno) return -1;
+      if (dt == DT_INT64) {
+        int64_t t = l;
+        memcpy(out, &t, 8);
+        return 0;
+      }
+      x = (double)l;
+    } else if (strcmp(s, "NaN") == 0) x = NAN;
+    else if (strcmp(s, "Infinity") == 0) x = INFINITY;
+    else if (strcmp(s, "-Infinity") == 0) x = -INFINITY;
+    else {
+      char *end;
+      x = strtod(s, &end);
+      if (*end) return -1;
+    }
+  }
+  if (is_int && (isnan(x) || x != floor(x))) return -1;
+  switch (dt) {
+  case DT_BOOL: out[0] = x != 0; return 0;
+  case DT_INT8: if (x < -128 || x > 127) return -1; { int8_t t = (int8_t)x; memcpy(out, &t, 1); } return 0;
+  case DT_UINT8: if (x < 0 || x > 255) return -1; { uint8_t t = (uint8_t)x; memcpy(out, &t, 1); } return 0;
+  case DT_INT16: if (x < -32768 || x > 32767) return -1; { int16_t t = (int16_t)x; memcpy(out, &t, 2); } return 0;
+  case DT_UINT16: if (x < 0 || x > 65535) return -1; { uint16_t t = (uint16_t)x; memcpy(out, &t, 2); } return 0;
+  case DT_INT32: if (x < -2147483648.0 || x > 2147483647.0) return -1; { int32_t t = (int32_t)x; memcpy(out, &t, 4); } return 0;
+  case DT_UINT32: if (x < 0 || x > 4294967295.0) return -1; { uint32_t t = (uint32_t)x; memcpy(out, &t, 4); } return 0;
+  case DT_INT64: if (x < -9223372036854775808.0 || x >= 9223372036854775808.0) return -1; { int64_t t = (int64_t)x; memcpy(out, &t, 8); } return 0;
+  case DT_UINT64: if (x < 0 || x >= 18446744073709551616.0) return -1; { uint64_t t = (uint64_t)x; memcpy(out, &t, 8); } return 0;
+  case DT_FLOAT32:
+  case DT_COMPLEX64: { float t = (float)x; memcpy(out, &t, 4); } return 0;
+  case DT_FLOAT64:
+  case DT_COMPLEX128: memcpy(out, &x, 8); return 0;
+  case DT_FLOAT16: {
+    /* reuse the encoder through a one-element slab */
+    int64_t i0 = 0;
+    zslab sl;
+    memset(&sl, 0, sizeof sl);
+    sl.ndim = 1;
+    sl.dim[0].cnt = 1;
+    sl.dim[0].local = &i0;
+    sl.dim[0].outpos = &i0;
+    zconv cv;
+    memset(&cv, 0, sizeof cv);
+    slab_encode(&sl, DT_FLOAT16, RT_DOUBLE, &x, out, &cv);
+    return 0;
+  }
+  default: return -1;
+  }
+}
+
+SEXP ffi_fill_bytes(SEXP dtype, SEXP value) {
+  int dt = dtype_from_name(CHAR(STRING_ELT(dtype, 0)));
+  if (dt < 0) zarr_raise(ZE_VALUE, NULL, NULL, "unknown data type");
+  size_t es = dtype_size((zdtype)dt);
+  SEXP out = PROTECT(allocVector(RAWSXP, (R_xlen_t)es));
+  memset(RAW(out), 0, es);
+  int ok;
+  if (dt == DT_COMPLEX64 || dt == DT_COMPLEX128) {
+    if (XLENGTH(value) != 2) zarr_raise(ZE_VALUE, NULL, NULL, "a complex fill value needs two parts");
+    zdtype part = dt == DT_COMPLEX64 ? DT_FLOAT32 : DT_FLOAT64;
+    SEXP re = PROTECT(TYPEOF(value) == VECSXP ? VECTOR_ELT(value, 0) : ScalarReal(REAL(coerceVector(value, REALSXP))[0]));
+    SEXP im = PROTECT(TYPEOF(value) == VECSXP ? VECTOR_ELT(value, 1) : ScalarReal(REAL(coerceVector(value, REALSXP))[1]));
+    ok = fill_component(re, part, RAW(out)) == 0 && fill_component(im, part, RAW(out) + es / 2) == 0;
+    UNPROTECT(2);
+  } else {
+    if (XLENGTH(value) != 1) zarr_raise(ZE_VALUE, NULL, NULL, "a fill value must be a single value");
+    ok = fill_component(value, (zdtype)dt, RAW(out)) == 0;
+  }
+  if (!ok) zarr_raise(ZE_VALUE, NULL, NULL, "the fill value does not fit the data type");
+  UNPROTECT(1);
+  return out;
+}
+
+/* ---- local files ------------------------------------------------------------- */
+
+SEXP ffi_file_read(SEXP path, SEXP range) {
+  const char *p = translateCharUTF8(STRING_ELT(path, 0));
+  int64_t off = 0, len = -1;
+  if (!isNull(range)) {
+    off = (int64_t)REAL(range)[0];
+    len = (int64_t)REAL(range)[1];
+  }
+  zbuf b = {0};
+  zerr e = {ZE_OK, ""};
+  int missing = 0;
+  if (file_read(p, off, len, &b, &missing, &e)) {
+    zbuf_free(&b);
+    zarr_raise_err(&e, NULL, NULL);
+  }
+  if (missing) {
+    zbuf_free(&b);
+    return R_NilValue;
+  }
+  SEXP r = PROTECT(raw_from(b.data, b.size));
+  zbuf_free(&b);
+  UNPROTECT(1);
+  return r;
+}
+
+SEXP ffi_file_write(SEXP path, SEXP data) {
+  zerr e = {ZE_OK, ""};
+  if (file_write_atomic(translateCharUTF8(STRING_ELT(path, 0)), RAW(data),
+                        (size_t)XLENGTH(data), &e))
+    zarr_raise_err(&e, NULL, NULL);
+  return R_NilValue;
+}
+
+SEXP ffi_file_size(SEXP path) {
+  return ScalarReal((double)file_size(translateCharUTF8(STRING_ELT(path, 0))));
+}
+
+SEXP ffi_key_is_safe(SEXP key) {
+  R_xlen_t n = XLENGTH(key);
+  SEXP out = PROTECT(allocVector(LGLSXP, n));
+  for (R_xlen_t i = 0; i < n; i++)
+    LOGICAL(out)[i] = STRING_ELT(key, i) != NA_STRING &&
+                      key_is_safe(translateCharUTF8(STRING_ELT(key, i)));
+  UNPROTECT(1);
+  return out;
+}
+
+SEXP ffi_chunk_keys(SEXP spec, SEXP coords) {
+  zarray a;
+  spec_parse(spec, &a);
+  /* coords: a matrix with one row per chunk, one column per dimension */
+  int nr = isMatrix(coords) ? nrows(coords) : (a.ndim == 0 ? 1 : 0);
+  SEXP out = PROTECT(allocVector(STRSXP, nr));
+  char key[4096];
+  int64_t c[ZARR_MAX_DIMS];
+  for (int i = 0; i < nr; i++) {
+    for (int d = 0; d < a.ndim; d++) c[d] = (int64_t)REAL(coords)[i + (R_xlen_t)d * nr];
+    if (chunk_key(&a, c, key, sizeof key)) zarr_raise(ZE_KEY, a.name, NULL, "chunk key is too long");
+    SET_STRING_ELT(out, i, mkCharCE(key, CE_UTF8));
+  }
+  UNPROTECT(1);
+  return out;
+}
+
+SEXP ffi_num_cores(void) {
+  long n = 1;
+#ifdef _SC_NPROCESSORS_ONLN
+  n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  return ScalarInteger(n > 0 ? (int)n : 1);
+}
+
+SEXP ffi_library_versions(void) {
+  SEXP out = PROTECT(allocVector(STRSXP, 3));
+  SEXP nm = PROTECT(allocVector(STRSXP, 3));
+  SET_STRING_ELT(out, 0, mkChar(ZSTD_versionString()));
+  SET_STRING_ELT(out, 1, mkChar(zlibVersion()));
+  SET_STRING_ELT(out, 2, mkChar(BLOSC_VERSION_STRING));
+  SET_STRING_ELT(nm, 0, mkChar("zstd"));
+  SET_STRING_ELT(nm, 1, mkChar("zlib"));
+  SET_STRING_ELT(nm, 2, mkChar("blosc"));
+  setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}

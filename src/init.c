@@ -1,0 +1,36 @@
+/* Routine registration. */
+#include <R_ext/Rdynload.h>
+#include "zarr.h"
+
+void slab_init(void);
+
+/* via void (*)(void), the one function type GCC lets any other convert to */
+#define CALLDEF(name, n) {#name, (DL_FUNC)(void (*)(void))&name, n}
+
+static const R_CallMethodDef call_methods[] = {
+    CALLDEF(ffi_array_read, 4),
+    CALLDEF(ffi_array_write, 5),
+    CALLDEF(ffi_chunk_keys, 2),
+    CALLDEF(ffi_codec_encode, 2),
+    CALLDEF(ffi_codec_decode, 3),
+    CALLDEF(ffi_crc32c, 1),
+    CALLDEF(ffi_file_read, 2),
+    CALLDEF(ffi_file_write, 2),
+    CALLDEF(ffi_file_size, 1),
+    CALLDEF(ffi_key_is_safe, 1),
+    CALLDEF(ffi_encode_elements, 4),
+    CALLDEF(ffi_decode_elements, 6),
+    CALLDEF(ffi_fill_bytes, 2),
+    CALLDEF(ffi_num_cores, 0),
+    CALLDEF(ffi_library_versions, 0),
+    {NULL, NULL, 0}};
+
+void R_init_zarr(DllInfo *dll) {
+  R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
+  R_useDynamicSymbols(dll, FALSE);
+  R_forceSymbols(dll, TRUE);
+  /* build lookup tables now, before any worker thread may need them */
+  slab_init();
+  uint8_t probe[8] = {0};
+  (void)crc32c(0, probe, sizeof probe);
+}

@@ -1,0 +1,168 @@
+/* Local file store I/O. Reads take a whole file or a byte range; writes go to
+ * a temporary file in the same directory that is renamed over the target, so
+ * a crash or error never leaves a torn chunk or metadata document. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#ifdef _WIN32
+#include <windows.h>
+#include <io.h>
+#define ZARR_O_BINARY O_BINARY
+#else
+#define ZARR_O_BINARY 0
+#endif
+#include "zarr.h"
+
+int path_join(char *buf, size_t cap, const char *root, const char *key) {
+  int n = snprintf(buf, cap, "%s/%s", root, key);
+  return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+int64_t file_size(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  return (int64_t)st.st_size;
+}
+
+int file_read(const char *path, int64_t off, int64_t len, zbuf *out, int *missing, zerr *e) {
+  *missing = 0;
+  out->size = 0;
+  int fd = open(path, O_RDONLY | ZARR_O_BINARY);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      *missing = 1;
+      return 0;
+    }
+    return zerr_set(e, ZE_IO, "cannot open '%s': %s", path, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return zerr_set(e, ZE_IO, "cannot stat '%s': %s", path, strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) { /* a prefix, not a value */
+    close(fd);
+    *missing = 1;
+    return 0;
+  }
+  int64_t size = (int64_t)st.st_size;
+  if (off < 0) off = size + off < 0 ? 0 : size + off;
+  if (off > size) off = size;
+  int64_t want = (len < 0 || off + len > size) ? size - off : len;
+  if (zbuf_reserve(out, (size_t)want + 1, e)) {
+    close(fd);
+    return -1;
+  }
+  int64_t got = 0;
+  while (got < want) {
+    size_t chunk = (size_t)(want - got) > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)(want - got);
+#ifdef _WIN32
+    if (_lseeki64(fd, off + got, SEEK_SET) < 0) break;
+    ssize_t r = read(fd, out->data + got, (unsigned)chunk);
+#else
+    ssize_t r = pread(fd, out->data + got, chunk, (off_t)(off + got));
+#endif
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return zerr_set(e, ZE_IO, "cannot read '%s': %s", path, strerror(err));
+    }
+    if (r == 0) break;
+    got += r;
+  }
+  close(fd);
+  out->size = (size_t)got;
+  return 0;
+}
+
+/* mkdir -p for the directory part of `path` */
+static int make_parents(const char *path, zerr *e) {
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 1);
+  if (tmp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  memcpy(tmp, path, n + 1);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+#ifdef _WIN32
+    int rc = mkdir(tmp);
+#else
+    int rc = mkdir(tmp, 0777);
+#endif
+    if (rc != 0 && errno != EEXIST) {
+      int err = errno;
+      zerr_set(e, ZE_IO, "cannot create directory '%s': %s", tmp, strerror(err));
+      free(tmp);
+      return -1;
+    }
+    *p = '/';
+  }
+  free(tmp);
+  return 0;
+}
+
+static unsigned long temp_counter = 0;
+
+int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) {
+  if (make_parents(path, e)) return -1;
+  size_t plen = strlen(path) + 64;
+  char *tmp = malloc(plen);
+  if (tmp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  unsigned long id = __atomic_add_fetch(&temp_counter, 1, __ATOMIC_RELAXED);
+  snprintf(tmp, plen, "%s.%ld.%lu.partial", path, (long)getpid(), id);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
+  if (fd < 0) {
+    int err = errno;
+    zerr_set(e, ZE_IO, "cannot create '%s': %s", tmp, strerror(err));
+    free(tmp);
+    return -1;
+  }
+  size_t done = 0;
+  while (done < n) {
+    size_t chunk = n - done > ((size_t)1 << 30) ? ((size_t)1 << 30) : n - done;
+    ssize_t w = write(fd, data + done, chunk);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      unlink(tmp);
+      zerr_set(e, ZE_IO, "cannot write '%s': %s", path, strerror(err));
+      free(tmp);
+      return -1;
+    }
+    done += (size_t)w;
+  }
+  if (close(fd) != 0) {
+    int err = errno;
+    unlink(tmp);
+    zerr_set(e, ZE_IO, "cannot write '%s': %s", path, strerror(err));
+    free(tmp);
+    return -1;
+  }
+#ifdef _WIN32
+  int ok = MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING) != 0;
+#else
+  int ok = rename(tmp, path) == 0;
+#endif
+  if (!ok) {
+    int err = errno;
+    unlink(tmp);
+    zerr_set(e, ZE_IO, "cannot move data into '%s': %s", path, strerror(err));
+    free(tmp);
+    return -1;
+  }
+  free(tmp);
+  return 0;
+}
+
+int file_remove(const char *path, zerr *e) {
+  if (unlink(path) != 0 && errno != ENOENT)
+    return zerr_set(e, ZE_IO, "cannot remove '%s': %s", path, strerror(errno));
+  return 0;
+}

@@ -1,0 +1,252 @@
+/* Internal interfaces of the zarr C core.
+ *
+ * The core is split so that everything a worker thread runs (codecs, slab
+ * copies, local file I/O) is plain C that never touches the R API; only the
+ * ffi_* entry points and spec.c / errors.c talk to R.
+ */
+#ifndef ZARR_H
+#define ZARR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <Rinternals.h>
+
+#define ZARR_MAX_DIMS 32
+#define ZARR_MAX_CODECS 16
+#define ZARR_MSG_LEN 512
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* Error kinds map to R condition classes zarr_error_<kind> (see errors.c). */
+typedef enum {
+  ZE_OK = 0,
+  ZE_CORRUPT,   /* chunk bytes cannot be decoded */
+  ZE_CHECKSUM,  /* crc32c (or other) checksum mismatch */
+  ZE_IO,        /* file system failure */
+  ZE_NOMEM,     /* allocation failure */
+  ZE_CODEC,     /* unsupported codec or configuration */
+  ZE_VALUE,     /* data cannot be represented in the array's data type */
+  ZE_KEY,       /* invalid or unsafe store key */
+  ZE_STORE      /* store refused the operation */
+} zerr_kind;
+
+typedef struct {
+  zerr_kind kind;
+  char msg[ZARR_MSG_LEN];
+} zerr;
+
+/* Record an error (printf-style); returns -1 so callers can `return zerr_set(...)`. */
+int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Raise an R condition of class zarr_error_<kind>; never returns. The caller
+ * must have released all C resources first. */
+void zarr_raise(zerr_kind kind, const char *array, const char *key, const char *msg)
+#ifdef __GNUC__
+    __attribute__((noreturn))
+#endif
+    ;
+void zarr_raise_err(const zerr *e, const char *array, const char *key)
+#ifdef __GNUC__
+    __attribute__((noreturn))
+#endif
+    ;
+
+/* ---- growable byte buffer ------------------------------------------------ */
+
+typedef struct {
+  uint8_t *data;
+  size_t size;
+  size_t cap;
+} zbuf;
+
+int zbuf_reserve(zbuf *b, size_t cap, zerr *e);
+void zbuf_free(zbuf *b);
+
+/* ---- data types ------------------------------------------------------------ */
+
+typedef enum {
+  DT_BOOL, DT_INT8, DT_INT16, DT_INT32, DT_INT64,
+  DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64,
+  DT_FLOAT16, DT_FLOAT32, DT_FLOAT64,
+  DT_COMPLEX64, DT_COMPLEX128,
+  DT_COUNT
+} zdtype;
+
+/* How elements look on the R side. RT_INT64 is bit64::integer64: an R double
+ * vector whose 8 bytes hold an int64_t. */
+typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_COUNT } zrtype;
+
+int dtype_from_name(const char *name);        /* -1 when unknown */
+size_t dtype_size(zdtype t);
+int rtype_from_name(const char *name);         /* -1 when unknown */
+size_t rtype_size(zrtype t);
+
+/* Bit pattern R uses for NA in a float32 store: a quiet NaN whose payload is
+ * R's NA payload (1954), so NA and NaN stay distinct through float32. */
+#define ZARR_NA_FLOAT32_BITS 0x7FC007A2u
+
+/* ---- codec chain ------------------------------------------------------------ */
+
+typedef enum { BB_GZIP, BB_ZLIB, BB_ZSTD, BB_BLOSC, BB_CRC32C } zbb_kind;
+
+typedef struct {
+  zbb_kind kind;
+  int level;       /* gzip, zlib, zstd; blosc clevel */
+  int checksum;    /* zstd */
+  int shuffle;     /* blosc: 0 none, 1 byte, 2 bit */
+  int typesize;    /* blosc */
+  int blocksize;   /* blosc */
+  char cname[16];  /* blosc */
+} zcodec_bb;
+
+typedef enum { AB_BYTES, AB_SHARDING } zab_kind;
+
+typedef struct zchain zchain;
+struct zchain {
+  int ndim;
+  int64_t chunk_shape[ZARR_MAX_DIMS];  /* logical (Zarr order) chunk shape */
+  int order[ZARR_MAX_DIMS];            /* stored dim k holds logical dim order[k] */
+  zab_kind ab;
+  int big_endian;                      /* bytes codec */
+  /* sharding_indexed: the chunk is a shard of inner chunks */
+  zchain *inner;
+  zchain *index;
+  int index_at_end;
+  int n_bb;
+  zcodec_bb bb[ZARR_MAX_CODECS];
+};
+
+/* Everything the engine needs to know about one array. */
+typedef struct {
+  const char *name;         /* array path, for messages */
+  int ndim;
+  int64_t shape[ZARR_MAX_DIMS];
+  zdtype dtype;
+  size_t elsize;
+  uint8_t fill[16];         /* fill value, native byte order */
+  int fill_is_nan;
+  zchain chain;
+  /* chunk key encoding */
+  const char *key_prefix;   /* e.g. "group/array/" or "" */
+  char key_sep;             /* '/' or '.' */
+  int key_v2;               /* v2 keys: "0.0" instead of "c/0/0" */
+  zrtype rtype;
+  /* sharding keeps its nested chains here so they live as long as the spec */
+  zchain pool[8];
+  int pool_used;
+} zarray;
+
+/* Build a zarray from the list made by R's `array_c_spec()`; raises R errors. */
+void spec_parse(SEXP spec, zarray *a);
+const char *list_str(SEXP list, const char *name, const char *dflt);
+SEXP list_get(SEXP list, const char *name);
+void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype);
+
+/* bytes -> bytes codecs (codec_*.c). `expect` is the decoded size when known
+ * (0 when unknown). Output goes to `out` (resized as needed). */
+int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
+              size_t expect, zerr *e);
+int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
+              zerr *e);
+
+int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
+int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e);
+int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
+int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e);
+int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
+
+/* Decode a whole encoded chunk through the bytes->bytes codecs into `out`,
+ * leaving the array->bytes payload (e.g. raw elements). `scratch` is a second
+ * buffer the codecs ping-pong with. */
+int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t expect,
+                       zbuf *out, zbuf *scratch, const uint8_t **res, size_t *res_n,
+                       zerr *e);
+int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
+                       zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
+
+/* ---- slab copies (slab.c) ------------------------------------------------------ */
+
+/* One dimension of a copy between a chunk and the R-side array: `cnt` pairs of
+ * (position in the chunk, position in the R array). */
+typedef struct {
+  int64_t cnt;
+  const int64_t *local;
+  const int64_t *outpos;
+} zdimmap;
+
+typedef struct {
+  int ndim;
+  zdimmap dim[ZARR_MAX_DIMS];
+  int64_t cstride[ZARR_MAX_DIMS];  /* chunk element strides (0: broadcast) */
+  int64_t ostride[ZARR_MAX_DIMS];  /* R array element strides (0: broadcast) */
+} zslab;
+
+typedef struct {
+  int na;              /* map fill <-> NA */
+  uint8_t fill[16];
+  int64_t lost;        /* elements that lost precision (int64 -> double) */
+  int64_t bad;         /* elements not representable (write) */
+  int64_t first_bad;   /* index of first bad element in the R data */
+} zconv;
+
+/* chunk (dtype, native order) -> R vector (rtype) */
+int slab_decode(const zslab *s, zdtype dt, zrtype rt, const uint8_t *chunk,
+                void *rdata, zconv *cv);
+/* R vector (rtype) -> chunk (dtype, native order) */
+int slab_encode(const zslab *s, zdtype dt, zrtype rt, const void *rdata,
+                uint8_t *chunk, zconv *cv);
+/* Count elements of an R vector that the data type cannot hold. */
+int64_t slab_validate(zdtype dt, zrtype rt, const void *rdata, int64_t n, int64_t *first);
+int kernel_supported(zdtype dt, zrtype rt, int encode);
+
+void byteswap_inplace(uint8_t *p, size_t nelem, size_t elsize);
+/* Element strides of a chunk stored in C order over the transposed dims. */
+void chunk_strides(const zchain *c, int64_t *stride);
+
+/* ---- chunk keys (keys.c) ---------------------------------------------------- */
+
+int chunk_key(const zarray *a, const int64_t *coords, char *buf, size_t cap);
+int key_is_safe(const char *key);
+
+/* ---- local files (store_local.c) ---------------------------------------------- */
+
+/* Whole file (off = 0, len = -1) or a byte range. *missing = 1 when absent. */
+int file_read(const char *path, int64_t off, int64_t len, zbuf *out, int *missing,
+              zerr *e);
+int64_t file_size(const char *path);
+int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e);
+int file_remove(const char *path, zerr *e);
+int path_join(char *buf, size_t cap, const char *root, const char *key);
+
+/* ---- threads (threads.c) --------------------------------------------------------- */
+
+typedef void (*ztask_fn)(void *ctx, size_t task, int thread);
+/* Run fn(ctx, i, thread) for i in [0, n) on up to `nthreads` threads (the
+ * calling thread is thread 0). Workers must not call the R API. */
+void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx);
+
+/* ---- entry points ------------------------------------------------------------- */
+
+SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts);
+SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts);
+SEXP ffi_chunk_keys(SEXP spec, SEXP coords);
+SEXP ffi_codec_encode(SEXP codec, SEXP data);
+SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect);
+SEXP ffi_crc32c(SEXP data);
+SEXP ffi_file_read(SEXP path, SEXP range);
+SEXP ffi_file_write(SEXP path, SEXP data);
+SEXP ffi_file_size(SEXP path);
+SEXP ffi_key_is_safe(SEXP key);
+SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill);
+SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na);
+SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
+SEXP ffi_num_cores(void);
+SEXP ffi_library_versions(void);
+
+#endif

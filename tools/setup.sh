@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Install what is needed to build, test and demo the zarr R package on a
+# Debian/Ubuntu machine: system libraries and tools (apt; devscripts for
+# checkbashisms, used by R CMD check --as-cran), R packages (apt,
+# then install.packages() for anything still missing) and zarrita.js for the
+# interop tests (npm, into tools/interop/node_modules).
+#
+# usage: bash tools/setup.sh
+# Idempotent and non-interactive: installs only what is missing, never prompts.
+# Exit status: 0 when the package can be built and tested; 1 when a required
+# system library or R package is still missing. node/npm problems only warn
+# (the interop tests then skip, or fail under ZARR_REQUIRE_INTEROP=true).
+# ZARR_CRAN_REPO: CRAN mirror URL to use when R has no repository configured.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+say()  { printf 'setup: %s\n' "$*"; }
+warn() { printf 'setup: WARNING: %s\n' "$*" >&2; }
+die()  { printf 'setup: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ---- how to run apt-get (root, or sudo that does not ask for a password)
+apt_ok=false
+sudo_cmd=()
+if command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ]; then
+    apt_ok=true
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    apt_ok=true
+    sudo_cmd=(sudo -n)
+  else
+    warn "not root and no password-less sudo: cannot install Debian packages"
+  fi
+else
+  say "apt-get not found: install the equivalents of the Debian packages below by hand"
+fi
+
+have_deb() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
+
+apt_updated=false
+apt_log=$(mktemp)
+trap 'rm -f "$apt_log"' EXIT
+apt_run() {  # apt_run args...: apt-get, output shown only when it fails
+  if "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get "$@" \
+       </dev/null >"$apt_log" 2>&1; then
+    return 0
+  fi
+  tail -n 20 "$apt_log" >&2
+  return 1
+}
+apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
+  [ "$#" -gt 0 ] || return 0
+  if ! $apt_updated; then
+    say "apt-get update"
+    apt_run update || return 1
+    apt_updated=true
+  fi
+  say "apt-get install $*"
+  apt_run install -y --no-install-recommends "$@"
+}
+
+# ---- system packages
+required_debs=(libzstd-dev zlib1g-dev libblosc-dev pkg-config)
+optional_debs=(liblz4-dev libbz2-dev libcurl4-openssl-dev qpdf pandoc)
+r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
+        r-cran-rmarkdown r-cran-withr)
+r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr)
+
+if command -v dpkg >/dev/null 2>&1; then
+  missing=()
+  for p in "${required_debs[@]}" "${optional_debs[@]}" "${r_debs[@]}"; do
+    have_deb "$p" || missing+=("$p")
+  done
+  # checkbashisms (devscripts): R CMD check --as-cran wants it for ./configure
+  command -v checkbashisms >/dev/null 2>&1 || missing+=(devscripts)
+  # node/npm may come from elsewhere (nodesource, nvm, ...): then leave them be.
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  if ! command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
+    npm_alone=true   # node is there but npm is not: try Debian's npm on its own
+  else
+    npm_alone=false
+    command -v npm >/dev/null 2>&1 || missing+=(npm)
+  fi
+  if [ "${#missing[@]}" -eq 0 ] && ! $npm_alone; then
+    say "system packages: all present"
+  elif $apt_ok; then
+    if [ "${#missing[@]}" -gt 0 ] && ! apt_install "${missing[@]}"; then
+      warn "apt-get install failed; trying the packages one by one"
+      for p in "${missing[@]}"; do
+        have_deb "$p" || apt_install "$p" || warn "could not install $p"
+      done
+    fi
+    if $npm_alone; then
+      apt_install npm || warn "could not install npm next to the existing node"
+    fi
+  else
+    warn "missing system packages: ${missing[*]}"
+  fi
+  still=()
+  for p in "${required_debs[@]}"; do have_deb "$p" || still+=("$p"); done
+  [ "${#still[@]}" -eq 0 ] || die "required system packages missing: ${still[*]}"
+  for p in "${optional_debs[@]}"; do
+    have_deb "$p" || warn "$p is missing (optional)"
+  done
+  command -v checkbashisms >/dev/null 2>&1 ||
+    warn "checkbashisms (devscripts) is missing: R CMD check will skip its bashism test"
+fi
+
+# ---- R packages
+command -v Rscript >/dev/null 2>&1 || die "Rscript not found: install R first"
+say "R packages: ${r_pkgs[*]}"
+ZARR_R_PKGS="${r_pkgs[*]}" Rscript - <<'RSCRIPT' || die "R packages could not be installed"
+pkgs <- strsplit(Sys.getenv("ZARR_R_PKGS"), " ", fixed = TRUE)[[1]]
+loadable <- function(p) suppressWarnings(suppressMessages(requireNamespace(p, quietly = TRUE)))
+need <- pkgs[!vapply(pkgs, loadable, logical(1))]
+if (!length(need)) {
+  cat("setup: R packages: all loadable\n")
+  quit(status = 0)
+}
+cat("setup: installing R packages from CRAN:", need, "\n")
+repos <- getOption("repos")
+if (!length(repos) || any(repos == "@CRAN@")) {
+  alt <- Sys.getenv("ZARR_CRAN_REPO")
+  if (!nzchar(alt)) {
+    cat("setup: ERROR: R has no CRAN repository configured (repos is '@CRAN@').\n",
+        "setup: set one with options(repos = c(CRAN = '<mirror URL>')) in an Rprofile\n",
+        "setup: (e.g. /etc/R/Rprofile.site or ~/.Rprofile), or set ZARR_CRAN_REPO.\n",
+        sep = "", file = stderr())
+    quit(status = 1)
+  }
+  options(repos = c(CRAN = alt))
+}
+# install.packages() stops when not interactive and the library is not
+# writable: use the first writable library, else the user library.
+lib <- Filter(function(d) dir.exists(d) && file.access(d, 2) == 0, .libPaths())
+if (length(lib)) {
+  lib <- lib[[1]]
+} else {
+  lib <- strsplit(Sys.getenv("R_LIBS_USER"), .Platform$path.sep, fixed = TRUE)[[1]][1]
+  dir.create(lib, recursive = TRUE, showWarnings = FALSE)
+  .libPaths(c(lib, .libPaths()))
+}
+install.packages(need, lib = lib, quiet = TRUE)
+still <- need[!vapply(need, loadable, logical(1))]
+if (length(still)) {
+  cat("setup: ERROR: still not loadable:", still, "\n", file = stderr())
+  quit(status = 1)
+}
+cat("setup: R packages: installed", need, "into", lib, "\n")
+RSCRIPT
+
+# ---- zarrita.js for the interop tests
+interop="$repo/tools/interop"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  warn "node or npm not found: zarrita.js not installed, interop tests will skip"
+else
+  stamp="$interop/node_modules/.package-lock.json"
+  if [ -f "$stamp" ] && [ ! "$interop/package.json" -nt "$stamp" ] &&
+     { [ ! -f "$interop/package-lock.json" ] || [ ! "$interop/package-lock.json" -nt "$stamp" ]; } &&
+     (cd "$interop" && node --input-type=module -e 'import "zarrita"; import "@zarrita/storage";') >/dev/null 2>&1; then
+    say "zarrita.js: up to date in tools/interop/node_modules (node $(node --version))"
+  else
+    say "npm install in tools/interop (node $(node --version), npm $(npm --version 2>/dev/null))"
+    if npm install --no-audit --no-fund --prefix "$interop" </dev/null; then
+      say "zarrita.js: installed"
+    else
+      warn "npm install failed: interop tests will skip"
+    fi
+  fi
+fi
+
+say "done"
