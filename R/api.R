@@ -46,8 +46,6 @@ open_zarr <- function(location, read_only = FALSE) {
   p <- sub("^file://", "", location)
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
   store <- zarr_localstore$new(p, read_only = read_only)
-  if (is.null(store$get_metadata("")))
-    zarr_abort("not_found", sprintf("'%s' holds no Zarr group or array at its root", location))
   zarr$new(store)
 }
 

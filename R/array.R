@@ -18,12 +18,21 @@ zarr_array <- R6::R6Class("zarr_array",
     #' @return An instance of this class.
     initialize = function(name, metadata, parent, store) {
       super$initialize(name, metadata, parent, store)
-      private$setup()
+      # An array this package cannot read still belongs in the hierarchy: the
+      # error is raised when its data are used, not when its group is opened.
+      private$.problem <- tryCatch({
+        private$setup()
+        NULL
+      }, zarr_error = function(e) e)
     },
 
     #' @description Print a summary of the array.
     print = function() {
       cat("<Zarr array>", self$path, "\n")
+      if (!is.null(private$.problem)) {
+        cat("Not readable:", conditionMessage(private$.problem), "\n")
+        return(invisible(self))
+      }
       cat("Shape      :", paste(format_dims(self$shape), collapse = " x "), "\n")
       if (!is.null(self$dimension_names) && !all(is.na(self$dimension_names)))
         cat("Dimensions :", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "), "\n")
@@ -62,8 +71,12 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   defaults to the `zarr.fill_as_na` option (`TRUE`).
     #' @return A vector (0-d and 1-d arrays), matrix or array.
     read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+      private$check_usable()
       sel <- private$normalize_selection(selection)
-      out <- private$.grid$read_selection(sel, isTRUE(fill_as_na))
+      # a v2 fill value of null means "none": nothing to show as NA
+      fill_as_na <- isTRUE(fill_as_na) && !private$.fill_null
+      out <- if (any(vapply(private$.codecs, function(cd) cd$name == "json2", TRUE)))
+        read_json2(self, private$.grid, sel) else private$.grid$read_selection(sel, fill_as_na)
       private$decorate(out)
     },
 
@@ -75,6 +88,7 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   dimension as for `read()`.
     #' @return Self, invisibly.
     write = function(data, selection) {
+      private$check_usable()
       shape <- self$shape
       if (missing(selection) || is.null(selection)) {
         d <- dim(data) %||% length(data)
@@ -141,7 +155,10 @@ zarr_array <- R6::R6Class("zarr_array",
     }
   ),
   private = list(
-    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL,
+    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL,
+    .fill_null = FALSE,
+
+    check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
 
     setup = function() {
       m <- private$.metadata
@@ -152,6 +169,10 @@ zarr_array <- R6::R6Class("zarr_array",
       if (!fmt %in% c(2L, 3L)) bad(sprintf("unsupported zarr_format %s", format(m$zarr_format)))
       if (is.null(m$shape)) bad("metadata has no shape")
       shape <- check_shape(m$shape, "shape")
+      private$.shape <- shape
+      dn <- m$dimension_names
+      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
+        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x), "")
       if (length(m$storage_transformers))
         zarr_abort("unsupported", "storage transformers are not supported", array = path)
       dtname <- m$data_type
@@ -159,7 +180,8 @@ zarr_array <- R6::R6Class("zarr_array",
       if (!is.character(dtname) || length(dtname) != 1L) bad("metadata has no data_type")
       if (!dtname %in% dtype_table$name)
         zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
-      dt <- tryCatch(zarr_data_type$new(dtname, m$fill_value),
+      private$.fill_null <- is.null(m$fill_value)
+      dt <- tryCatch(zarr_data_type$new(m$data_type, if (private$.fill_null) fill_for_null(dtname) else m$fill_value),
                      zarr_error = function(e) bad(sprintf("invalid fill value: %s", conditionMessage(e))))
       grid <- m$chunk_grid
       if (!identical(grid$name, "regular"))
@@ -182,12 +204,12 @@ zarr_array <- R6::R6Class("zarr_array",
                                 separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/"))
       cg$array_prefix <- self$prefix
       private$.grid <- cg
-      dn <- m$dimension_names
-      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
-        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x), "")
     },
 
-    metadata_changed = function() private$setup(),
+    metadata_changed = function() {
+      private$setup()
+      private$.problem <- NULL
+    },
 
     # R selection (list of 1-based indices / NULL) -> list of 0-based indices
     normalize_selection = function(selection) {
@@ -283,4 +305,10 @@ str.zarr_array <- function(object, ...) {
               paste(format_dims(object$shape), collapse = ", "),
               paste(format_dims(object$chunking$chunk_shape), collapse = ", ")))
   invisible(NULL)
+}
+
+# v2 arrays whose fill value is null read unwritten elements as zero (or "").
+fill_for_null <- function(name) {
+  if (is_string_dtype(name)) "" else if (name == "bool") FALSE else
+    if (name %in% c("complex64", "complex128")) list(0, 0) else 0
 }

@@ -73,6 +73,10 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
                    list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na))
       lost <- attr(out, "zarr_lost")
       attr(out, "zarr_lost") <- NULL
+      if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {
+        out <- time_from_storage(out, private$.dt)
+        lost <- 0
+      }
       if (!is.null(lost) && lost > 0)
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
@@ -92,7 +96,9 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (private$.store$read_only)
         zarr_abort("read_only", "the store is read-only", array = private$.path)
       spec <- private$c_spec()
-      data <- coerce_for_dtype(data, spec$dtype, array = private$.path)
+      if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64"))
+        data <- time_to_storage(data, private$.dt, private$.path)
+      data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.double(data) && !inherits(data, "integer64") && spec$rtype == "integer64") {
         data <- bit64::as.integer64(data)
       }
@@ -169,15 +175,18 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     c_spec = function() {
       if (!is.null(private$.spec)) return(private$.spec)
       dt <- private$.dt
+      strkind <- dtype_info(dt$data_type)$strkind
       private$.spec <- list(
         name = private$.path,
         shape = as.numeric(private$.shape),
         chunk_shape = as.numeric(private$.chunk),
-        dtype = dt$data_type,
-        rtype = dt$Rtype,
-        fill = .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
+        dtype = engine_dtype(dt$data_type),
+        strkind = strkind,
+        stored_size = if (is.na(strkind)) 0 else as.numeric(dt$size %|NA|% 0),
+        rtype = engine_rtype(dt),
+        fill = fill_bytes(dt$data_type, dt$fill_value),
         fill_is_nan = fill_is_nan(dt$fill_value),
-        codecs = lapply(private$.codecs, codec_c_spec),
+        codecs = chain_c_spec(private$.codecs),
         key_prefix = private$.prefix,
         key_sep = private$.encoding$separator,
         key_v2 = identical(private$.encoding$name, "v2")

@@ -380,7 +380,7 @@ zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
     initialize = function(data_type, configuration = NULL) {
       super$initialize("blosc", list())
       dt <- if (is.null(data_type)) NULL else as_data_type(data_type)
-      size <- if (is.null(dt)) 1L else dt$size
+      size <- if (is.null(dt)) 1L else dt$size %|NA|% 1L
       self$cname <- configuration$cname %||% "zstd"
       self$clevel <- configuration$clevel %||% 1L
       self$shuffle <- configuration$shuffle %||% (if (size > 1L) "shuffle" else "bitshuffle")
@@ -521,8 +521,8 @@ zarr_codec_sharding <- R6::R6Class("zarr_codec_sharding",
     },
     c_spec = function() {
       list(name = "sharding_indexed", chunk_shape = private$.inner_shape,
-           codecs = lapply(private$.codecs, codec_c_spec),
-           index_codecs = lapply(private$.index_codecs, codec_c_spec),
+           codecs = chain_c_spec(private$.codecs),
+           index_codecs = chain_c_spec(private$.index_codecs),
            index_location = private$.location)
     }
   )
@@ -531,6 +531,25 @@ register_codec("sharding_indexed", function(config, data_type, chunk_shape)
   zarr_codec_sharding$new(data_type, chunk_shape, config))
 
 codec_c_spec <- function(codec) codec$.__enclos_env__$private$c_spec()
+
+# Variable-length strings and bytes: the array -> bytes codecs of string arrays.
+zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(name) {
+      super$initialize(name, list())
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+    copy = function() zarr_codec_vlen$new(self$name),
+    metadata_fragment = function() list(name = self$name, configuration = named_list())
+  ),
+  private = list(c_spec = function() list(name = self$name))
+)
+register_codec("vlen-utf8", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-utf8"))
+register_codec("vlen-bytes", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-bytes"))
+register_codec("json2", function(config, data_type, chunk_shape) zarr_codec_vlen$new("json2"))
 
 as_data_type <- function(x) {
   if (inherits(x, "zarr_data_type")) return(x)
@@ -541,6 +560,20 @@ as_data_type <- function(x) {
 # Make R data fit the array: the engine takes logical, integer, double,
 # integer64 and complex vectors and checks ranges itself.
 coerce_for_dtype <- function(data, dtype, array = NULL) {
+  if (is_string_dtype(dtype)) {
+    if (dtype == "variable_length_bytes") {
+      if (is.raw(data)) data <- list(data)
+      if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.raw(v), TRUE))) return(data)
+      zarr_abort("value", "variable-length bytes are written from a list of raw vectors", array = array)
+    }
+    if (is.factor(data)) data <- as.character(data)
+    if (is.character(data)) return(enc2utf8(data))
+    if (is.logical(data) && all(is.na(data))) return(as.character(data))
+    zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
+  }
+  if (is.character(data))
+    zarr_abort("value", sprintf("character values cannot be stored as %s", dtype), array = array)
+  if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
   if (is.complex(data)) {

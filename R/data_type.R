@@ -3,13 +3,21 @@
 # the zarr.int64 option.
 dtype_table <- data.frame(
   name = c("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128"),
-  size = c(1L, 1L, 2L, 4L, 8L, 1L, 2L, 4L, 8L, 2L, 4L, 8L, 8L, 16L),
-  signed = c(FALSE, TRUE, TRUE, TRUE, TRUE, FALSE, FALSE, FALSE, FALSE, TRUE, TRUE, TRUE, TRUE, TRUE),
+           "float16", "float32", "float64", "complex64", "complex128",
+           "string", "variable_length_bytes", "fixed_length_utf32", "null_terminated_bytes",
+           "numpy.datetime64", "numpy.timedelta64"),
+  size = c(1L, 1L, 2L, 4L, 8L, 1L, 2L, 4L, 8L, 2L, 4L, 8L, 8L, 16L, NA, NA, NA, NA, 8L, 8L),
+  signed = c(FALSE, TRUE, TRUE, TRUE, TRUE, FALSE, FALSE, FALSE, FALSE, TRUE, TRUE, TRUE, TRUE, TRUE,
+             FALSE, FALSE, FALSE, FALSE, TRUE, TRUE),
   rtype = c("logical", "integer", "integer", "integer", "integer64", "integer", "integer", "double",
-            "integer64", "double", "double", "double", "complex", "complex"),
+            "integer64", "double", "double", "double", "complex", "complex",
+            "character", "list", "character", "character", "POSIXct", "difftime"),
+  # how the C engine holds strings: variable length, UTF-32 or bytes of fixed length
+  strkind = c(rep(NA, 14), "vlen-utf8", "vlen-bytes", "utf32", "bytes", NA, NA),
   stringsAsFactors = FALSE
 )
+
+is_string_dtype <- function(name) name %in% dtype_table$name[!is.na(dtype_table$strkind)]
 
 # Default fill values: a value that rarely occurs in real data, so that `NA`
 # survives a round trip without turning ordinary values into `NA`: the
@@ -24,6 +32,9 @@ dtype_default_fill <- function(name) {
     uint64 = "18446744073709551615",
     float16 = , float32 = , float64 = NaN,
     complex64 = , complex128 = list(NaN, NaN),
+    string = , fixed_length_utf32 = , null_terminated_bytes = "",
+    variable_length_bytes = "",
+    numpy.datetime64 = , numpy.timedelta64 = "-9223372036854775808",
     zarr_abort("data_type", sprintf("unknown data type '%s'", name))
   )
 }
@@ -50,13 +61,19 @@ normalize_fill <- function(name, value) {
   }
   if (length(value) != 1L) zarr_abort("fill_value", "the fill value must be a single value")
   if (is.logical(value) && is.na(value)) return(dtype_default_fill(name))
+  if (is_string_dtype(name)) {
+    if (is.character(value)) return(enc2utf8(value))
+    if (is.numeric(value) && value == 0) return("") # zarr-python writes 0 for empty strings
+    zarr_abort("fill_value", "the fill value of a string array must be a string")
+  }
   if (name == "bool") {
     if (!is.logical(value) && !(is.numeric(value) && value %in% c(0, 1)))
       zarr_abort("fill_value", "the fill value of a bool array must be TRUE or FALSE")
     return(as.logical(value))
   }
   if (is.character(value)) return(value)
-  if (is.numeric(value) && name %in% c("int64", "uint64") && is.finite(value))
+  if (is.numeric(value) && name %in% c("int64", "uint64", "numpy.datetime64", "numpy.timedelta64") &&
+      is.finite(value))
     return(format(value, scientific = FALSE, trim = TRUE))
   value
 }
@@ -95,8 +112,18 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #'   integers, `NaN` for floating point and `FALSE` for `bool`.
     #' @return An instance of this class.
     initialize = function(data_type, fill_value = NULL) {
+      if (is.list(data_type)) {
+        private$.config <- data_type$configuration
+        data_type <- data_type$name
+      }
       dtype_info(data_type)
       super$initialize(data_type)
+      if (data_type %in% c("numpy.datetime64", "numpy.timedelta64")) time_unit_seconds(private$.config)
+      if (data_type %in% c("fixed_length_utf32", "null_terminated_bytes")) {
+        n <- suppressWarnings(as.numeric(private$.config$length_bytes))
+        if (length(n) != 1L || is.na(n) || n < 0 || (data_type == "fixed_length_utf32" && n %% 4 != 0))
+          zarr_abort("data_type", sprintf("%s needs a valid length_bytes", data_type))
+      }
       self$fill_value <- fill_value
     },
 
@@ -111,7 +138,8 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #' @description The metadata fragment for this data type and its fill value.
     #' @return A list with elements `data_type` and `fill_value`.
     metadata_fragment = function() {
-      list(data_type = self$data_type, fill_value = fill_json(self$data_type, private$.fill))
+      dt <- if (length(private$.config)) list(name = self$data_type, configuration = private$.config) else self$data_type
+      list(data_type = dt, fill_value = fill_json(self$data_type, private$.fill))
     }
   ),
   active = list(
@@ -127,6 +155,7 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     Rtype = function(value) {
       if (!missing(value)) zarr_abort("read_only", "Rtype is read-only")
       rt <- dtype_info(private$.name)$rtype
+      if (rt == "POSIXct" && time_unit_is_calendar(private$.config)) return("Date")
       if (rt == "integer64" && zarr_int64_mode() == "double") "double" else rt
     },
     #' @field signed (read-only) Whether the type is signed.
@@ -137,18 +166,41 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #' @field size (read-only) Size of one element in bytes.
     size = function(value) {
       if (!missing(value)) zarr_abort("read_only", "size is read-only")
-      dtype_info(private$.name)$size
+      n <- dtype_info(private$.name)$size
+      if (is.na(n) && !is.null(private$.config$length_bytes)) n <- as.integer(private$.config$length_bytes)
+      n
     },
+    #' @field configuration (read-only) Parameters of parametrised types (for
+    #'   example `length_bytes` of fixed-length strings), or `NULL`.
+    configuration = function(value) private$.config,
     #' @field fill_value The fill value: the value of elements never written.
     fill_value = function(value) {
       if (missing(value)) return(private$.fill)
       v <- normalize_fill(private$.name, value)
-      .Call(ffi_fill_bytes, private$.name, v) # validates the value
+      fill_bytes(private$.name, v) # validates the value
       private$.fill <- v
     }
   ),
-  private = list(.fill = NULL)
+  private = list(.fill = NULL, .config = NULL)
 )
+
+# The fill value as the C engine wants it: native bytes, or UTF-8 text.
+fill_bytes <- function(name, value) {
+  if (is_string_dtype(name)) return(charToRaw(enc2utf8(as.character(value))))
+  .Call(ffi_fill_bytes, engine_dtype(name), value)
+}
+
+# The element type the C engine stores, and the R type it produces.
+engine_dtype <- function(name) {
+  if (is_string_dtype(name)) return("string")
+  if (name %in% c("numpy.datetime64", "numpy.timedelta64")) return("int64")
+  name
+}
+
+engine_rtype <- function(dt) {
+  rt <- dt$Rtype
+  if (rt %in% c("POSIXct", "Date", "difftime")) "double" else rt
+}
 
 
 fill_is_nan <- function(v) {

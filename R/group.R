@@ -181,7 +181,8 @@ zarr_group <- R6::R6Class("zarr_group",
 tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {
   label <- if (top) node$path else node$name
   if (inherits(node, "zarr_array")) {
-    label <- sprintf("%s  %s %s", label, node$data_type$data_type,
+    dt <- if (is.null(node$data_type)) "(unreadable)" else node$data_type$data_type
+    label <- sprintf("%s  %s %s", label, dt,
                      paste0("[", paste(format_dims(node$shape), collapse = " x "), "]"))
   }
   line <- if (top) label else paste0(lead, if (last) "\u2514\u2500 " else "\u251c\u2500 ", label)

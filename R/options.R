@@ -43,3 +43,5 @@ zarr_int64_mode <- function() {
 }
 
 `%||%` <- function(a, b) if (is.null(a)) b else a
+
+`%|NA|%` <- function(a, b) if (length(a) != 1L || is.na(a)) b else a

@@ -30,7 +30,9 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       if (dir.exists(root)) {
         has3 <- file.exists(file.path(root, "zarr.json"))
         has2 <- file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray"))
-        if (!has3 && !has2 && length(list.files(root, all.files = TRUE, no.. = TRUE)))
+        if (!has3 && !has2 && length(list.files(root, all.files = TRUE, no.. = TRUE)) &&
+            !length(list.files(root, pattern = "^(zarr[.]json|[.]zgroup|[.]zarray)$",
+                               recursive = TRUE, all.files = TRUE)))
           zarr_abort("store", sprintf("'%s' exists but is not a Zarr store", root))
         if (!has3 && has2) version <- 2L
       } else if (file.exists(root)) {

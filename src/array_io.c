@@ -84,6 +84,7 @@ static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const 
 typedef struct {
   zbuf fetch;
   zbuf a[MAX_DEPTH], b[MAX_DEPTH], elem[MAX_DEPTH];
+  zpool *pools; /* string text decoded by this thread; freed after the call */
 } tbufs;
 
 typedef struct {
@@ -286,13 +287,23 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
     }
     return emit(g, ch, a->fill, slab, NULL, cv, e);
   }
-  size_t expect = ch->ab == AB_BYTES ? (size_t)chain_nelem(ch) * a->elsize : 0;
+  int64_t ne = chain_nelem(ch);
+  size_t expect = ch->ab != AB_BYTES ? 0
+                  : a->dtype == DT_STRING ? (size_t)ne * a->stored_size
+                                          : (size_t)ne * a->elsize;
   const uint8_t *res;
   size_t res_n;
   if (chain_decode_bytes(ch, src, n, expect, &tb->a[depth], &tb->b[depth], &res, &res_n, e))
     return -1;
   if (ch->ab == AB_SHARDING)
     return decode_shard(g, ch, res, res_n, slab, tb, depth, dst_chunk, cv, e);
+  if (a->dtype == DT_STRING) {
+    if (zbuf_reserve(&tb->elem[depth], (size_t)ne * sizeof(zstr) + 1, e)) return -1;
+    if (strings_decode(a, res, res_n, ne, ch->big_endian, tb->elem[depth].data, &tb->pools, e))
+      return -1;
+    return emit(g, ch, tb->elem[depth].data, slab, dst_chunk, cv, e);
+  }
+  if (ch->ab == AB_VLEN) return zerr_set(e, ZE_CODEC, "variable-length codec on a non-string array");
   if (res_n != expect)
     return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)res_n,
                     (double)expect);
@@ -424,7 +435,7 @@ static void write_task(void *ctx, size_t task, int thread) {
     engine_fail(g, &e, NULL);
     return;
   }
-  if (ch->ab != AB_BYTES) {
+  if (ch->ab == AB_SHARDING) {
     zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
     engine_fail(g, &e, key);
     return;
@@ -465,11 +476,20 @@ static void write_task(void *ctx, size_t task, int thread) {
   const uint8_t *res = NULL;
   size_t res_n = 0;
   if (!empty) {
-    if (ch->big_endian && a->elsize > 1) {
+    const uint8_t *payload = cb->data;
+    size_t payload_n = nbytes;
+    if (a->dtype == DT_STRING) {
+      if (strings_encode(a, cb->data, ne, ch->big_endian, &tb->elem[0], &e)) {
+        engine_fail(g, &e, key);
+        return;
+      }
+      payload = tb->elem[0].data;
+      payload_n = tb->elem[0].size;
+    } else if (ch->big_endian && a->elsize > 1) {
       size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
       byteswap_inplace(cb->data, nbytes / unit, unit);
     }
-    if (chain_encode_bytes(ch, cb->data, nbytes, &tb->a[0], &tb->b[0], &res, &res_n, &e)) {
+    if (chain_encode_bytes(ch, payload, payload_n, &tb->a[0], &tb->b[0], &res, &res_n, &e)) {
       engine_fail(g, &e, key);
       return;
     }
@@ -595,6 +615,7 @@ static tbufs *tbufs_new(int nt) { return calloc((size_t)nt, sizeof(tbufs)); }
 static void tbufs_free(tbufs *tb, int nt) {
   if (tb == NULL) return;
   for (int t = 0; t < nt; t++) {
+    pool_free(tb[t].pools);
     zbuf_free(&tb[t].fetch);
     for (int d = 0; d < MAX_DEPTH; d++) {
       zbuf_free(&tb[t].a[d]);
@@ -610,8 +631,43 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
   case RT_LOGICAL: return LGLSXP;
   case RT_INTEGER: return INTSXP;
   case RT_COMPLEX: return CPLXSXP;
+  case RT_STRING: return STRSXP;
+  case RT_RAWLIST: return VECSXP;
   default: return REALSXP;
   }
+}
+
+/* Main thread only: handles -> R strings (or raw vectors). */
+static void strings_to_r(SEXP out, const zstr *h, int64_t n, zrtype rt) {
+  for (int64_t i = 0; i < n; i++) {
+    if (rt == RT_RAWLIST) {
+      if (h[i].ptr == NULL) continue;
+      SEXP r = allocVector(RAWSXP, (R_xlen_t)h[i].len);
+      SET_VECTOR_ELT(out, (R_xlen_t)i, r);
+      if (h[i].len) memcpy(RAW(r), h[i].ptr, (size_t)h[i].len);
+    } else {
+      SET_STRING_ELT(out, (R_xlen_t)i,
+                     h[i].ptr ? mkCharLenCE(h[i].ptr, (int)h[i].len, CE_UTF8) : NA_STRING);
+    }
+  }
+}
+
+/* Main thread only: R strings (or raw vectors) -> handles. */
+static zstr *strings_from_r(SEXP x) {
+  R_xlen_t n = XLENGTH(x);
+  zstr *h = (zstr *)R_alloc((size_t)n + 1, sizeof(zstr));
+  for (R_xlen_t i = 0; i < n; i++) {
+    if (TYPEOF(x) == STRSXP) {
+      SEXP c = STRING_ELT(x, i);
+      h[i].ptr = c == NA_STRING ? NULL : translateCharUTF8(c);
+      h[i].len = h[i].ptr ? (int64_t)strlen(h[i].ptr) : 0;
+    } else {
+      SEXP r = VECTOR_ELT(x, i);
+      h[i].ptr = TYPEOF(r) == RAWSXP ? (const char *)RAW(r) : NULL;
+      h[i].len = TYPEOF(r) == RAWSXP ? XLENGTH(r) : 0;
+    }
+  }
+  return h;
 }
 
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
@@ -628,7 +684,8 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
     UNPROTECT(1);
     return out;
   }
-  g.rdata = (uint8_t *)DATAPTR(out);
+  int strings = a.dtype == DT_STRING;
+  g.rdata = strings ? (uint8_t *)R_alloc((size_t)total, sizeof(zstr)) : (uint8_t *)DATAPTR(out);
   SEXP keep = R_NilValue;
   if (g.root == NULL) keep = engine_prefetch(&g, store, NULL);
   PROTECT(keep);
@@ -636,6 +693,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   g.tb = tbufs_new(nt);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
   parallel_for((size_t)g.njobs, nt, read_task, &g);
+  if (strings && !g.failed) strings_to_r(out, (const zstr *)g.rdata, total, a.rtype);
   tbufs_free(g.tb, nt);
   if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
   setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
@@ -660,7 +718,7 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   } else if (XLENGTH(data) != total) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
-  g.rdata = (uint8_t *)DATAPTR(data);
+  g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data) : (uint8_t *)DATAPTR(data);
   int64_t first = -1;
   int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
   if (bad > 0) {

@@ -27,6 +27,21 @@ int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, size_
     memcpy(out->data, src, n - 4);
     out->size = n - 4;
     return 0;
+  case BB_ADLER32:
+  case BB_FLETCHER32: {
+    size_t off, len;
+    if (checksum_decode(c, src, n, &off, &len, e)) return -1;
+    if (zbuf_reserve(out, len + 1, e)) return -1;
+    memcpy(out->data, src + off, len);
+    out->size = len;
+    return 0;
+  }
+  case BB_LZ4: return lz4_decode(src, n, out, e);
+  case BB_BZ2: return bz2_decode(src, n, out, expect, e);
+  case BB_SHUFFLE:
+  case BB_DELTA:
+  case BB_FIXEDSCALEOFFSET:
+  case BB_BITROUND: return filter_decode(c, src, n, out, e);
   }
   return zerr_set(e, ZE_CODEC, "unknown codec");
 }
@@ -45,6 +60,14 @@ int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr 
     out->size = n + 4;
     return 0;
   }
+  case BB_ADLER32:
+  case BB_FLETCHER32: return checksum_encode(c, src, n, out, e);
+  case BB_LZ4: return lz4_encode(src, n, out, c->level, e);
+  case BB_BZ2: return bz2_encode(src, n, out, c->level, e);
+  case BB_SHUFFLE:
+  case BB_DELTA:
+  case BB_FIXEDSCALEOFFSET:
+  case BB_BITROUND: return filter_encode(c, src, n, out, e);
   }
   return zerr_set(e, ZE_CODEC, "unknown codec");
 }
@@ -66,6 +89,13 @@ int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t exp
     if (cd->kind == BB_CRC32C) { /* verify, then trim without copying */
       if (crc32c_check(cur, cur_n, e)) return -1;
       cur_n -= 4;
+      continue;
+    }
+    if (cd->kind == BB_ADLER32 || cd->kind == BB_FLETCHER32) {
+      size_t off, len;
+      if (checksum_decode(cd, cur, cur_n, &off, &len, e)) return -1;
+      cur += off;
+      cur_n = len;
       continue;
     }
     zbuf *dst = owner(cur, out, scratch) == out ? scratch : out;

@@ -4,8 +4,8 @@
 
 static const char *dt_names[DT_COUNT] = {
     "bool",   "int8",   "int16",   "int32",   "int64",     "uint8",     "uint16",
-    "uint32", "uint64", "float16", "float32", "float64", "complex64", "complex128"};
-static const size_t dt_sizes[DT_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 8, 16};
+    "uint32", "uint64", "float16", "float32", "float64", "complex64", "complex128", "string"};
+static const size_t dt_sizes[DT_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 8, 16, sizeof(zstr)};
 
 int dtype_from_name(const char *name) {
   for (int i = 0; i < DT_COUNT; i++)
@@ -15,8 +15,9 @@ int dtype_from_name(const char *name) {
 
 size_t dtype_size(zdtype t) { return dt_sizes[t]; }
 
-static const char *rt_names[RT_COUNT] = {"logical", "integer", "double", "integer64", "complex"};
-static const size_t rt_sizes[RT_COUNT] = {4, 4, 8, 8, 16};
+static const char *rt_names[RT_COUNT] = {"logical", "integer", "double", "integer64", "complex",
+                                         "character", "list"};
+static const size_t rt_sizes[RT_COUNT] = {4, 4, 8, 8, 16, sizeof(zstr), sizeof(zstr)};
 
 int rtype_from_name(const char *name) {
   for (int i = 0; i < RT_COUNT; i++)

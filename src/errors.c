@@ -32,13 +32,15 @@ static const char *kind_name(zerr_kind k) {
 }
 
 void zarr_raise(zerr_kind kind, const char *array, const char *key, const char *msg) {
-  SEXP ns = PROTECT(R_FindNamespace(mkString("zarr")));
+  SEXP ns = PROTECT(R_FindNamespace(PROTECT(mkString("zarr"))));
   SEXP fn = PROTECT(findFun(install("c_error"), ns));
-  SEXP call = PROTECT(lang5(fn, mkString(kind_name(kind)), mkString(msg),
-                            array ? mkString(array) : R_NilValue,
-                            key ? mkString(key) : R_NilValue));
+  SEXP k = PROTECT(mkString(kind_name(kind)));
+  SEXP m = PROTECT(ScalarString(mkCharCE(msg, CE_UTF8)));
+  SEXP a = PROTECT(array ? ScalarString(mkCharCE(array, CE_UTF8)) : R_NilValue);
+  SEXP y = PROTECT(key ? ScalarString(mkCharCE(key, CE_UTF8)) : R_NilValue);
+  SEXP call = PROTECT(lang5(fn, k, m, a, y));
   eval(call, ns);
-  UNPROTECT(3);
+  UNPROTECT(8);
   Rf_error("%s", msg); /* not reached: c_error() always signals */
 }
 

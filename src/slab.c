@@ -398,6 +398,12 @@ ENC_I64_TO(enc_i64_f32, float, INT64_MIN + 1, INT64_MAX)
 ENC_CPLX_TO(enc_cplx_c64, float)
 ENC_CPLX_TO(enc_cplx_c128, double)
 
+/* string handles move as they are */
+static void copy_str(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n, zconv *cv) {
+  (void)cv;
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) memcpy(d, s, sizeof(zstr));
+}
+
 static kern_fn dec_table[DT_COUNT][RT_COUNT];
 static kern_fn enc_table[DT_COUNT][RT_COUNT];
 
@@ -466,6 +472,8 @@ static void tables_init(void) {
   enc_table[DT_FLOAT64][RT_INT64] = enc_i64_f64;
   enc_table[DT_COMPLEX64][RT_COMPLEX] = enc_cplx_c64;
   enc_table[DT_COMPLEX128][RT_COMPLEX] = enc_cplx_c128;
+  dec_table[DT_STRING][RT_STRING] = enc_table[DT_STRING][RT_STRING] = copy_str;
+  dec_table[DT_STRING][RT_RAWLIST] = enc_table[DT_STRING][RT_RAWLIST] = copy_str;
   done = 1;
 }
 

@@ -40,6 +40,17 @@ static int parse_dims(SEXP v, int64_t *out, int max) {
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
                         zarray *a, zdtype dtype);
 
+/* c(kind, size, big) as built by R's num_spec() */
+static znum parse_num(SEXP v) {
+  znum t = {'f', 8, 0};
+  if (TYPEOF(v) == VECSXP && XLENGTH(v) == 3) {
+    t.kind = CHAR(STRING_ELT(VECTOR_ELT(v, 0), 0))[0];
+    t.size = asInteger(VECTOR_ELT(v, 1));
+    t.big = asLogical(VECTOR_ELT(v, 2)) == TRUE;
+  }
+  return t;
+}
+
 void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype) {
   memset(bb, 0, sizeof *bb);
   if (strcmp(name, "gzip") == 0) {
@@ -62,6 +73,29 @@ void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype) {
     snprintf(bb->cname, sizeof bb->cname, "%s", cname);
   } else if (strcmp(name, "crc32c") == 0) {
     bb->kind = BB_CRC32C;
+  } else if (strcmp(name, "lz4") == 0) {
+    bb->kind = BB_LZ4;
+    bb->level = list_int(cd, "acceleration", 1);
+  } else if (strcmp(name, "bz2") == 0) {
+    bb->kind = BB_BZ2;
+    bb->level = list_int(cd, "level", 9);
+  } else if (strcmp(name, "adler32") == 0) {
+    bb->kind = BB_ADLER32;
+    bb->at_end = strcmp(list_str(cd, "location", "start"), "end") == 0;
+  } else if (strcmp(name, "fletcher32") == 0) {
+    bb->kind = BB_FLETCHER32;
+  } else if (strcmp(name, "shuffle") == 0) {
+    bb->kind = BB_SHUFFLE;
+    bb->typesize = list_int(cd, "elementsize", 1);
+  } else if (strcmp(name, "delta") == 0 || strcmp(name, "fixedscaleoffset") == 0 ||
+             strcmp(name, "bitround") == 0) {
+    bb->kind = name[0] == 'd' ? BB_DELTA : name[0] == 'f' ? BB_FIXEDSCALEOFFSET : BB_BITROUND;
+    bb->dtype = parse_num(list_get(cd, "dtype"));
+    bb->astype = parse_num(list_get(cd, "astype"));
+    SEXP sc = list_get(cd, "scale"), of = list_get(cd, "offset");
+    bb->scale = isNull(sc) ? 1 : asReal(sc);
+    bb->offset = isNull(of) ? 0 : asReal(of);
+    bb->keepbits = list_int(cd, "keepbits", 52);
   } else {
     Rf_error("internal: codec '%s' has no C implementation", name);
   }
@@ -92,6 +126,10 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
     } else if (strcmp(name, "bytes") == 0) {
       c->ab = AB_BYTES;
       c->big_endian = strcmp(list_str(cd, "endian", "little"), "big") == 0;
+      seen_ab = 1;
+    } else if (strcmp(name, "vlen-utf8") == 0 || strcmp(name, "vlen-bytes") == 0 ||
+               strcmp(name, "json2") == 0) { /* json2 chunks are decoded in R */
+      c->ab = AB_VLEN;
       seen_ab = 1;
     } else if (strcmp(name, "sharding_indexed") == 0) {
       if (a->pool_used + 2 > (int)(sizeof a->pool / sizeof a->pool[0]))
@@ -130,9 +168,25 @@ void spec_parse(SEXP spec, zarray *a) {
   if (rt < 0) Rf_error("internal: unknown R type");
   a->rtype = (zrtype)rt;
   SEXP fill = list_get(spec, "fill");
-  if (TYPEOF(fill) != RAWSXP || (size_t)XLENGTH(fill) != a->elsize)
-    Rf_error("internal: fill value bytes have the wrong size");
-  memcpy(a->fill, RAW(fill), a->elsize);
+  if (a->dtype == DT_STRING) { /* the fill is UTF-8 text; `fill` holds a handle to it */
+    const char *kind = list_str(spec, "strkind", "");
+    a->strkind = strcmp(kind, "vlen-utf8") == 0    ? SK_VLEN_UTF8
+                 : strcmp(kind, "vlen-bytes") == 0 ? SK_VLEN_BYTES
+                 : strcmp(kind, "utf32") == 0      ? SK_UTF32
+                 : strcmp(kind, "bytes") == 0      ? SK_FIXED_BYTES
+                                                   : SK_NONE;
+    if (a->strkind == SK_NONE) Rf_error("internal: unknown string kind '%s'", kind);
+    a->stored_size = (size_t)asReal(list_get(spec, "stored_size"));
+    size_t n = TYPEOF(fill) == RAWSXP ? (size_t)XLENGTH(fill) : 0;
+    if (n >= sizeof a->fill_text) n = sizeof a->fill_text - 1;
+    if (n) memcpy(a->fill_text, RAW(fill), n);
+    zstr h = {a->fill_text, (int64_t)n};
+    memcpy(a->fill, &h, sizeof h);
+  } else {
+    if (TYPEOF(fill) != RAWSXP || (size_t)XLENGTH(fill) != a->elsize)
+      Rf_error("internal: fill value bytes have the wrong size");
+    memcpy(a->fill, RAW(fill), a->elsize);
+  }
   a->fill_is_nan = asLogical(list_get(spec, "fill_is_nan")) == TRUE;
   int64_t chunk_shape[ZARR_MAX_DIMS];
   int cd = parse_dims(list_get(spec, "chunk_shape"), chunk_shape, ZARR_MAX_DIMS);

@@ -73,12 +73,32 @@ typedef enum {
   DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64,
   DT_FLOAT16, DT_FLOAT32, DT_FLOAT64,
   DT_COMPLEX64, DT_COMPLEX128,
+  DT_STRING, /* in memory: a zstr handle; see strings.c */
   DT_COUNT
 } zdtype;
 
 /* How elements look on the R side. RT_INT64 is bit64::integer64: an R double
  * vector whose 8 bytes hold an int64_t. */
-typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_COUNT } zrtype;
+typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_STRING, RT_RAWLIST,
+               RT_COUNT } zrtype;
+
+/* A string element while it travels through the engine: UTF-8 text (or raw
+ * bytes) that lives in a job's pool; ptr == NULL is a missing value. */
+typedef struct {
+  const char *ptr;
+  int64_t len;
+} zstr;
+
+typedef enum { SK_NONE, SK_VLEN_UTF8, SK_VLEN_BYTES, SK_UTF32, SK_FIXED_BYTES } zstrkind;
+
+typedef struct zpool {
+  struct zpool *next;
+  size_t size;
+  uint8_t data[];
+} zpool;
+
+zpool *pool_new(size_t n, zpool *next);
+void pool_free(zpool *p);
 
 int dtype_from_name(const char *name);        /* -1 when unknown */
 size_t dtype_size(zdtype t);
@@ -91,19 +111,35 @@ size_t rtype_size(zrtype t);
 
 /* ---- codec chain ------------------------------------------------------------ */
 
-typedef enum { BB_GZIP, BB_ZLIB, BB_ZSTD, BB_BLOSC, BB_CRC32C } zbb_kind;
+typedef enum {
+  BB_GZIP, BB_ZLIB, BB_ZSTD, BB_BLOSC, BB_CRC32C, BB_LZ4, BB_BZ2,
+  /* numcodecs filters and checksums */
+  BB_SHUFFLE, BB_DELTA, BB_FIXEDSCALEOFFSET, BB_BITROUND, BB_ADLER32, BB_FLETCHER32
+} zbb_kind;
+
+/* A numeric element type as the numcodecs filters see it: 'i', 'u' or 'f',
+ * its size in bytes and its byte order. */
+typedef struct {
+  char kind;
+  int size;
+  int big;
+} znum;
 
 typedef struct {
   zbb_kind kind;
-  int level;       /* gzip, zlib, zstd; blosc clevel */
+  int level;       /* gzip, zlib, zstd, bz2; blosc clevel; lz4 acceleration */
   int checksum;    /* zstd */
   int shuffle;     /* blosc: 0 none, 1 byte, 2 bit */
-  int typesize;    /* blosc */
+  int typesize;    /* blosc; shuffle element size */
   int blocksize;   /* blosc */
   char cname[16];  /* blosc */
+  int at_end;      /* adler32: checksum after the data instead of before */
+  int keepbits;    /* bitround */
+  double scale, offset; /* fixedscaleoffset */
+  znum dtype, astype;   /* delta, fixedscaleoffset, bitround */
 } zcodec_bb;
 
-typedef enum { AB_BYTES, AB_SHARDING } zab_kind;
+typedef enum { AB_BYTES, AB_SHARDING, AB_VLEN } zab_kind;
 
 typedef struct zchain zchain;
 struct zchain {
@@ -135,6 +171,10 @@ typedef struct {
   char key_sep;             /* '/' or '.' */
   int key_v2;               /* v2 keys: "0.0" instead of "c/0/0" */
   zrtype rtype;
+  /* strings */
+  zstrkind strkind;
+  size_t stored_size;       /* fixed-length strings: bytes per element */
+  char fill_text[64];       /* the fill value as UTF-8 (a zstr in `fill` points here) */
   /* sharding keeps its nested chains here so they live as long as the spec */
   zchain pool[8];
   int pool_used;
@@ -160,6 +200,14 @@ int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum
 int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e);
 int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
+int lz4_decode(const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int lz4_encode(const uint8_t *src, size_t n, zbuf *out, int acceleration, zerr *e);
+int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
+int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e);
+int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int checksum_decode(const zcodec_bb *c, const uint8_t *src, size_t n, size_t *off, size_t *len, zerr *e);
+int checksum_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 
 /* Decode a whole encoded chunk through the bytes->bytes codecs into `out`,
  * leaving the array->bytes payload (e.g. raw elements). `scratch` is a second
@@ -169,6 +217,11 @@ int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t exp
                        zerr *e);
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
+
+int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem, int big,
+                   uint8_t *handles, zpool **pools, zerr *e);
+int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int big, zbuf *out,
+                   zerr *e);
 
 /* ---- slab copies (slab.c) ------------------------------------------------------ */
 

@@ -1,0 +1,98 @@
+# The numcodecs family: v2 compressors and filters, and the same codecs under
+# their "numcodecs.<id>" names in v3. All run in C (src/codec_lz4.c,
+# codec_bz2.c, codec_checksum.c, codec_filters.c, codec_gzip.c, ...).
+
+# id -> what the codec does; array -> array filters act on typed elements.
+numcodecs_modes <- c(
+  zlib = "bytes", gzip = "bytes", zstd = "bytes", blosc = "bytes", lz4 = "bytes", bz2 = "bytes",
+  crc32c = "bytes", adler32 = "bytes", fletcher32 = "bytes", shuffle = "bytes",
+  delta = "array", fixedscaleoffset = "array", bitround = "array"
+)
+
+# A numeric element type for the C filters: list(kind, size, big).
+num_spec <- function(type, big_default = FALSE) {
+  if (is.null(type)) return(NULL)
+  if (type %in% dtype_table$name) {
+    info <- dtype_info(type)
+    kind <- if (grepl("^float", type)) "f" else if (grepl("^uint", type)) "u" else "i"
+    return(list(kind, info$size, big_default))
+  }
+  m <- regmatches(type, regexec("^([<>|=]?)([iuf])([1248])$", type))[[1L]]
+  if (!length(m)) zarr_abort("codec", sprintf("unsupported filter data type '%s'", type))
+  big <- if (m[2L] == ">") TRUE else if (m[2L] == "<") FALSE else big_default
+  list(m[3L], as.integer(m[4L]), big)
+}
+
+#' @noRd
+zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(id, configuration = list(), data_type = NULL) {
+      if (is.na(numcodecs_modes[id]))
+        zarr_abort("codec", sprintf("unsupported codec 'numcodecs.%s'", id))
+      super$initialize(paste0("numcodecs.", id), configuration)
+      private$.id <- id
+      private$.dt <- data_type
+      private$.from <- numcodecs_modes[[id]]
+      private$.to <- numcodecs_modes[[id]]
+    },
+    copy = function() zarr_codec_numcodecs$new(private$.id, private$.config, private$.dt),
+    encode = function(data) private$bb_encode(data),
+    decode = function(data) private$bb_decode(data)
+  ),
+  active = list(id = function(value) private$.id),
+  private = list(
+    .id = NULL, .dt = NULL,
+    c_spec = function(big = FALSE) {
+      cfg <- private$.config
+      out <- c(list(name = private$.id), cfg[setdiff(names(cfg), c("id", "dtype", "astype"))])
+      if (private$.id %in% c("delta", "fixedscaleoffset", "bitround")) {
+        dt <- cfg$dtype %||% (if (!is.null(private$.dt)) private$.dt$data_type)
+        if (is.null(dt)) zarr_abort("codec", sprintf("numcodecs.%s needs a dtype", private$.id))
+        out$dtype <- num_spec(dt, big)
+        out$astype <- num_spec(cfg$astype %||% dt, big)
+      }
+      if (identical(private$.id, "blosc")) {
+        out$shuffle <- if (is.character(cfg$shuffle)) match(cfg$shuffle, blosc_shuffles) - 1L else cfg$shuffle %||% 1L
+        out$typesize <- cfg$typesize %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
+      }
+      out
+    }
+  )
+)
+
+for (id in names(numcodecs_modes)) local({
+  id <- id
+  register_codec(paste0("numcodecs.", id), function(config, data_type, chunk_shape)
+    zarr_codec_numcodecs$new(id, config, data_type))
+})
+register_codec("zlib", function(config, data_type, chunk_shape)
+  zarr_codec_numcodecs$new("zlib", config, data_type))
+
+# The C description of a codec chain. Array -> array numcodecs filters act on
+# element values, so applying them to the elements before the bytes codec is
+# the same as applying them to the serialised elements right after it, in the
+# bytes codec's byte order: that is where the C chain runs them.
+chain_c_spec <- function(codecs) {
+  specs <- list()
+  moved <- list()
+  big <- FALSE
+  for (cd in codecs) {
+    if (inherits(cd, "zarr_codec_numcodecs") && cd$from == "array") {
+      moved[[length(moved) + 1L]] <- cd
+      next
+    }
+    if (length(moved) && identical(cd$name, "transpose"))
+      zarr_abort("unsupported", "a numcodecs filter before a transpose codec is not supported")
+    if (identical(cd$name, "bytes")) {
+      big <- identical(cd$endian, "big")
+      specs[[length(specs) + 1L]] <- codec_c_spec(cd)
+      for (m in rev(moved)) specs[[length(specs) + 1L]] <- m$.__enclos_env__$private$c_spec(big)
+      moved <- list()
+      next
+    }
+    specs[[length(specs) + 1L]] <- codec_c_spec(cd)
+  }
+  specs
+}

@@ -1,0 +1,195 @@
+/* numcodecs filters that work on typed elements: shuffle, delta,
+ * fixedscaleoffset and bitround. Elements are read and written in the byte
+ * order their configuration names, so these run as bytes -> bytes codecs. */
+#include <math.h>
+#include <string.h>
+#include "zarr.h"
+
+static inline int host_big(void) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+static void load_bytes(uint8_t *dst, const uint8_t *src, znum t) {
+  if (t.big == host_big()) memcpy(dst, src, (size_t)t.size);
+  else for (int i = 0; i < t.size; i++) dst[i] = src[t.size - 1 - i];
+}
+
+static void store_bytes(uint8_t *dst, const uint8_t *src, znum t) { load_bytes(dst, src, t); }
+
+static double get_f(const uint8_t *p, znum t) {
+  uint8_t b[8];
+  load_bytes(b, p, t);
+  if (t.kind == 'f') {
+    if (t.size == 4) { float f; memcpy(&f, b, 4); return f; }
+    double d; memcpy(&d, b, 8); return d;
+  }
+  if (t.kind == 'u') {
+    switch (t.size) {
+    case 1: return b[0];
+    case 2: { uint16_t v; memcpy(&v, b, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, b, 4); return v; }
+    default: { uint64_t v; memcpy(&v, b, 8); return (double)v; }
+    }
+  }
+  switch (t.size) {
+  case 1: return (int8_t)b[0];
+  case 2: { int16_t v; memcpy(&v, b, 2); return v; }
+  case 4: { int32_t v; memcpy(&v, b, 4); return v; }
+  default: { int64_t v; memcpy(&v, b, 8); return (double)v; }
+  }
+}
+
+static uint64_t get_u(const uint8_t *p, znum t) { /* integers, two's complement */
+  uint8_t b[8];
+  load_bytes(b, p, t);
+  int sgn = t.kind == 'i';
+  switch (t.size) {
+  case 1: return sgn ? (uint64_t)(int64_t)(int8_t)b[0] : b[0];
+  case 2: { uint16_t v; memcpy(&v, b, 2); return sgn ? (uint64_t)(int64_t)(int16_t)v : v; }
+  case 4: { uint32_t v; memcpy(&v, b, 4); return sgn ? (uint64_t)(int64_t)(int32_t)v : v; }
+  default: { uint64_t v; memcpy(&v, b, 8); return v; }
+  }
+}
+
+static void put_u(uint8_t *p, znum t, uint64_t v) { /* keeps the low bytes: wraps */
+  uint8_t b[8];
+  switch (t.size) {
+  case 1: b[0] = (uint8_t)v; break;
+  case 2: { uint16_t x = (uint16_t)v; memcpy(b, &x, 2); break; }
+  case 4: { uint32_t x = (uint32_t)v; memcpy(b, &x, 4); break; }
+  default: memcpy(b, &v, 8);
+  }
+  store_bytes(p, b, t);
+}
+
+static void put_f(uint8_t *p, znum t, double v) {
+  uint8_t b[8];
+  if (t.kind == 'f') {
+    if (t.size == 4) { float f = (float)v; memcpy(b, &f, 4); }
+    else memcpy(b, &v, 8);
+    store_bytes(p, b, t);
+    return;
+  }
+  put_u(p, t, t.kind == 'u' ? (uint64_t)v : (uint64_t)(int64_t)v);
+}
+
+static int valid_num(znum t) {
+  return (t.kind == 'i' || t.kind == 'u' || t.kind == 'f') &&
+         (t.size == 1 || t.size == 2 || t.size == 4 || t.size == 8) && !(t.kind == 'f' && t.size < 4);
+}
+
+static int shuffle_run(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, int enc, zerr *e) {
+  size_t es = c->typesize > 0 ? (size_t)c->typesize : 1;
+  if (zbuf_reserve(out, n ? n : 1, e)) return -1;
+  size_t count = n / es;
+  for (size_t i = 0; i < count; i++)
+    for (size_t j = 0; j < es; j++) {
+      if (enc) out->data[j * count + i] = src[i * es + j];
+      else out->data[i * es + j] = src[j * count + i];
+    }
+  memcpy(out->data + count * es, src + count * es, n - count * es);
+  out->size = n;
+  return 0;
+}
+
+int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  if (c->kind == BB_SHUFFLE) return shuffle_run(c, src, n, out, 0, e);
+  if (c->kind == BB_BITROUND) { /* rounding is lossy: decoding is a copy */
+    if (zbuf_reserve(out, n ? n : 1, e)) return -1;
+    memcpy(out->data, src, n);
+    out->size = n;
+    return 0;
+  }
+  znum dt = c->dtype, as = c->astype;
+  if (!valid_num(dt) || !valid_num(as)) return zerr_set(e, ZE_CODEC, "unsupported filter data type");
+  if (n % (size_t)as.size) return zerr_set(e, ZE_CORRUPT, "filtered data is not a whole number of elements");
+  size_t count = n / (size_t)as.size;
+  if (zbuf_reserve(out, count * (size_t)dt.size + 1, e)) return -1;
+  uint8_t *o = out->data;
+  if (c->kind == BB_DELTA) {
+    if (dt.kind == 'f') {
+      double acc = 0;
+      float accf = 0;
+      for (size_t i = 0; i < count; i++) {
+        double d = get_f(src + i * (size_t)as.size, as);
+        if (dt.size == 4) { accf += (float)d; put_f(o + i * (size_t)dt.size, dt, accf); }
+        else { acc += d; put_f(o + i * (size_t)dt.size, dt, acc); }
+      }
+    } else {
+      uint64_t acc = 0; /* wraps like the element type */
+      for (size_t i = 0; i < count; i++) {
+        acc += as.kind == 'f' ? (uint64_t)(int64_t)get_f(src + i * (size_t)as.size, as)
+                              : get_u(src + i * (size_t)as.size, as);
+        put_u(o + i * (size_t)dt.size, dt, acc);
+      }
+    }
+  } else if (c->kind == BB_FIXEDSCALEOFFSET) {
+    for (size_t i = 0; i < count; i++) {
+      double v = get_f(src + i * (size_t)as.size, as) / c->scale;
+      if (dt.kind == 'f' && dt.size == 4) v = (double)((float)v + (float)c->offset);
+      else v += c->offset;
+      put_f(o + i * (size_t)dt.size, dt, v);
+    }
+  } else {
+    return zerr_set(e, ZE_CODEC, "unknown filter");
+  }
+  out->size = count * (size_t)dt.size;
+  return 0;
+}
+
+int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  if (c->kind == BB_SHUFFLE) return shuffle_run(c, src, n, out, 1, e);
+  znum dt = c->dtype, as = c->astype;
+  if (!valid_num(dt) || !valid_num(as)) return zerr_set(e, ZE_CODEC, "unsupported filter data type");
+  if (n % (size_t)dt.size) return zerr_set(e, ZE_CODEC, "data is not a whole number of elements");
+  size_t count = n / (size_t)dt.size;
+  if (zbuf_reserve(out, count * (size_t)(c->kind == BB_BITROUND ? dt.size : as.size) + 1, e)) return -1;
+  uint8_t *o = out->data;
+  if (c->kind == BB_BITROUND) {
+    if (dt.kind != 'f') return zerr_set(e, ZE_CODEC, "bitround works on floating point data only");
+    int mant = dt.size == 4 ? 23 : 52;
+    int maskbits = mant - c->keepbits;
+    for (size_t i = 0; i < count; i++) {
+      uint8_t b[8] = {0};
+      load_bytes(b, src + i * (size_t)dt.size, dt);
+      uint64_t v;
+      if (dt.size == 4) { uint32_t x; memcpy(&x, b, 4); v = x; } else memcpy(&v, b, 8);
+      if (maskbits > 0) {
+        uint64_t mask = ~0ULL << maskbits;
+        uint64_t half = (1ULL << (maskbits - 1)) - 1;
+        v += ((v >> maskbits) & 1) + half;
+        v &= mask;
+      }
+      if (dt.size == 4) { uint32_t x = (uint32_t)v; memcpy(b, &x, 4); } else memcpy(b, &v, 8);
+      store_bytes(o + i * (size_t)dt.size, b, dt);
+    }
+    out->size = n;
+    return 0;
+  }
+  if (c->kind == BB_DELTA) {
+    for (size_t i = 0; i < count; i++) {
+      const uint8_t *p = src + i * (size_t)dt.size;
+      uint8_t *q = o + i * (size_t)as.size;
+      if (dt.kind == 'f' || as.kind == 'f') {
+        double cur = get_f(p, dt), prev = i ? get_f(p - dt.size, dt) : 0;
+        put_f(q, as, i ? cur - prev : cur);
+      } else {
+        uint64_t cur = get_u(p, dt), prev = i ? get_u(p - dt.size, dt) : 0;
+        put_u(q, as, cur - prev);
+      }
+    }
+  } else if (c->kind == BB_FIXEDSCALEOFFSET) {
+    for (size_t i = 0; i < count; i++) {
+      double v = nearbyint((get_f(src + i * (size_t)dt.size, dt) - c->offset) * c->scale);
+      put_f(o + i * (size_t)as.size, as, v);
+    }
+  } else {
+    return zerr_set(e, ZE_CODEC, "unknown filter");
+  }
+  out->size = count * (size_t)as.size;
+  return 0;
+}

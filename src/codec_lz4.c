@@ -1,0 +1,28 @@
+/* numcodecs' LZ4 codec: a 4-byte little-endian uncompressed size, then one
+ * LZ4 block (system liblz4). */
+#include <lz4.h>
+#include "zarr.h"
+
+int lz4_decode(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  if (n < 4) return zerr_set(e, ZE_CORRUPT, "lz4 data is truncated");
+  uint32_t size = (uint32_t)src[0] | ((uint32_t)src[1] << 8) | ((uint32_t)src[2] << 16) |
+                  ((uint32_t)src[3] << 24);
+  if (zbuf_reserve(out, size ? size : 1, e)) return -1;
+  if (n - 4 > (size_t)LZ4_MAX_INPUT_SIZE) return zerr_set(e, ZE_CORRUPT, "lz4 block is too large");
+  int r = LZ4_decompress_safe((const char *)src + 4, (char *)out->data, (int)(n - 4), (int)size);
+  if (r < 0 || (uint32_t)r != size) return zerr_set(e, ZE_CORRUPT, "lz4 data is corrupt");
+  out->size = size;
+  return 0;
+}
+
+int lz4_encode(const uint8_t *src, size_t n, zbuf *out, int acceleration, zerr *e) {
+  if (n > (size_t)LZ4_MAX_INPUT_SIZE) return zerr_set(e, ZE_CODEC, "chunk is too large for lz4");
+  int bound = LZ4_compressBound((int)n);
+  if (zbuf_reserve(out, (size_t)bound + 4, e)) return -1;
+  int r = LZ4_compress_fast((const char *)src, (char *)out->data + 4, (int)n, bound,
+                            acceleration > 0 ? acceleration : 1);
+  if (r <= 0) return zerr_set(e, ZE_CODEC, "lz4 compression failed");
+  for (int i = 0; i < 4; i++) out->data[i] = (uint8_t)((uint32_t)n >> (8 * i));
+  out->size = (size_t)r + 4;
+  return 0;
+}
