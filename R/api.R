@@ -28,10 +28,13 @@ create_zarr <- function(location) {
 
 #' Open a Zarr store
 #'
-#' Opens an existing Zarr data set (v2 or v3) in a local directory.
+#' Opens an existing Zarr data set (v2 or v3) in a local directory, or in a
+#' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only).
 #'
-#' @param location Path of the store directory (or a "file://" URI).
-#' @param read_only Whether to open the store read-only.
+#' @param location Path of the store directory or zip file (or a "file://"
+#'   URI).
+#' @param read_only Whether to open the store read-only. Zip files are
+#'   opened read-only whatever this says.
 #' @return A [zarr] object.
 #' @export
 #' @examples
@@ -44,6 +47,8 @@ open_zarr <- function(location, read_only = FALSE) {
   if (grepl("^https?://", location))
     zarr_abort("unsupported", "HTTP stores are not supported yet")
   p <- sub("^file://", "", location)
+  if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
+    return(zarr$new(zarr_zipstore$new(p)))
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
   store <- zarr_localstore$new(p, read_only = read_only)
   zarr$new(store)
@@ -52,6 +57,10 @@ open_zarr <- function(location, read_only = FALSE) {
 # The Zarr data type that holds an R vector without loss.
 r_data_type <- function(x) {
   if (inherits(x, "integer64")) return("int64")
+  if (inherits(x, "Date")) return(list(name = "numpy.datetime64", configuration = list(unit = "D", scale_factor = 1L)))
+  if (inherits(x, "POSIXt")) return(list(name = "numpy.datetime64", configuration = list(unit = "us", scale_factor = 1L)))
+  if (inherits(x, "difftime")) return(list(name = "numpy.timedelta64", configuration = list(unit = "us", scale_factor = 1L)))
+  if (is.factor(x) || is.character(x)) return("string")
   switch(typeof(x),
     logical = "bool", integer = "int32", double = "float64", complex = "complex128",
     zarr_abort("value", sprintf("R objects of type '%s' cannot be converted to a Zarr array", typeof(x)))
@@ -62,8 +71,11 @@ r_data_type <- function(x) {
 #'
 #' Stores an R vector, matrix or array as a Zarr array, with the data type
 #' taken from the R type (logical: bool, integer: int32, double: float64,
-#' `bit64::integer64`: int64, complex: complex128), chunks of at most 100
-#' elements along each dimension and zstd compression.
+#' `bit64::integer64`: int64, complex: complex128, character and factor:
+#' string, Date: datetime64 in days, POSIXct: datetime64 in microseconds,
+#' difftime: timedelta64 in microseconds), chunks of at most 100 elements
+#' along each dimension and zstd compression. `names(dimnames(x))` become the
+#' array's dimension names.
 #'
 #' @param x The R vector, matrix or array.
 #' @param name Optional name of the array. Without it, the array is the root
@@ -80,11 +92,13 @@ r_data_type <- function(x) {
 #' z
 #' z[["/"]][1:2, 1:3, 1]
 as_zarr <- function(x, name = NULL, location = NULL) {
+  if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
   dims <- dim(x) %||% length(x)
   def <- define_array(r_data_type(x), dims)
   dn <- names(dimnames(x))
-  if (!is.null(dn) && any(nzchar(dn))) private_set_dimnames(def, ifelse(nzchar(dn), dn, NA))
+  if (!is.null(dn) && any(nzchar(dn))) def$dimension_names <- ifelse(nzchar(dn), dn, NA)
+  def$format <- zarr_default_format()
   if (inherits(location, "zarr_group")) {
     if (is.null(name)) zarr_abort("argument", "a name is needed to add an array to a group")
     arr <- location$add_array(name, def)
@@ -109,9 +123,4 @@ as_zarr <- function(x, name = NULL, location = NULL) {
     out$root$add_array(name, def)$write(x)
   }
   out
-}
-
-private_set_dimnames <- function(def, names) {
-  def$.__enclos_env__$private$.dimnames <- as.list(names)
-  invisible(def)
 }

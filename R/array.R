@@ -162,46 +162,22 @@ zarr_array <- R6::R6Class("zarr_array",
 
     setup = function() {
       m <- private$.metadata
-      path <- self$path
-      bad <- function(msg) zarr_abort("metadata", msg, array = path)
-      if (!identical(m$node_type, "array")) bad("metadata does not describe an array")
-      fmt <- as.integer(m$zarr_format %||% 3L)
-      if (!fmt %in% c(2L, 3L)) bad(sprintf("unsupported zarr_format %s", format(m$zarr_format)))
-      if (is.null(m$shape)) bad("metadata has no shape")
-      shape <- check_shape(m$shape, "shape")
-      private$.shape <- shape
+      # shape and dimension names first: they are shown even for arrays that
+      # cannot be read
+      if (!is.null(m$shape)) private$.shape <- tryCatch(check_shape(m$shape, "shape"), zarr_error = function(e) NULL)
       dn <- m$dimension_names
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x), "")
-      if (length(m$storage_transformers))
-        zarr_abort("unsupported", "storage transformers are not supported", array = path)
-      dtname <- m$data_type
-      if (is.list(dtname)) dtname <- dtname$name
-      if (!is.character(dtname) || length(dtname) != 1L) bad("metadata has no data_type")
-      if (!dtname %in% dtype_table$name)
-        zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
-      private$.fill_null <- is.null(m$fill_value)
-      dt <- tryCatch(zarr_data_type$new(m$data_type, if (private$.fill_null) fill_for_null(dtname) else m$fill_value),
-                     zarr_error = function(e) bad(sprintf("invalid fill value: %s", conditionMessage(e))))
-      grid <- m$chunk_grid
-      if (!identical(grid$name, "regular"))
-        zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", format(grid$name)), array = path)
-      chunk <- check_shape(grid$configuration$chunk_shape, "chunk shape")
-      if (length(chunk) != length(shape) || any(chunk < 1))
-        bad("the chunk shape does not match the shape")
-      if (!length(m$codecs)) bad("metadata has no codecs")
-      codecs <- lapply(m$codecs, codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path)
-      check_codec_order(codecs, path)
-      enc <- m$chunk_key_encoding %||% list(name = "default")
-      private$.dt <- dt
-      private$.shape <- shape
-      private$.codecs <- codecs
-      cg <- chunk_grid_regular$new(shape, chunk)
-      cg$data_type <- dt
-      cg$codecs <- codecs
+      p <- parse_array_metadata(m, self$path)
+      private$.fill_null <- p$fill_null
+      private$.dt <- p$data_type
+      private$.shape <- p$shape
+      private$.codecs <- p$codecs
+      cg <- chunk_grid_regular$new(p$shape, p$chunk_shape)
+      cg$data_type <- p$data_type
+      cg$codecs <- p$codecs
       cg$store <- private$.store
-      cg$chunk_encoding <- list(name = enc$name %||% "default",
-                                separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/"))
+      cg$chunk_encoding <- p$key_encoding
       cg$array_prefix <- self$prefix
       private$.grid <- cg
     },
@@ -265,11 +241,10 @@ format_bytes <- function(x) {
 
 # Drop attributes but keep the storage (and integer64 class) of data to write.
 as_plain_vector <- function(x) {
-  if (inherits(x, "integer64")) {
-    attributes(x) <- list(class = "integer64")
-    return(x)
-  }
-  attributes(x) <- NULL
+  # classes that decide how values are stored survive (coerce_for_dtype and
+  # the time conversions look at them); dim and dimnames do not
+  keep <- intersect(names(attributes(x)), c("class", "levels", "units", "tzone"))
+  attributes(x) <- attributes(x)[keep]
   x
 }
 
@@ -311,4 +286,43 @@ str.zarr_array <- function(object, ...) {
 fill_for_null <- function(name) {
   if (is_string_dtype(name)) "" else if (name == "bool") FALSE else
     if (name %in% c("complex64", "complex128")) list(0, 0) else 0
+}
+
+# Validate array metadata (v3 form) and turn it into the objects an array
+# needs. Used before anything is written, and when an array is opened.
+parse_array_metadata <- function(m, path = NULL) {
+  bad <- function(msg) zarr_abort("metadata", msg, array = path)
+  if (!is.list(m) || !identical(m$node_type, "array")) bad("metadata does not describe an array")
+  fmt <- as.integer(m$zarr_format %||% 3L)
+  if (length(fmt) != 1L || !fmt %in% c(2L, 3L)) bad(sprintf("unsupported zarr_format %s", format(m$zarr_format)))
+  if (is.null(m$shape)) bad("metadata has no shape")
+  shape <- check_shape(m$shape, "shape")
+  if (length(m$storage_transformers))
+    zarr_abort("unsupported", "storage transformers are not supported", array = path)
+  dtname <- m$data_type
+  if (is.list(dtname)) dtname <- dtname$name
+  if (!is.character(dtname) || length(dtname) != 1L) bad("metadata has no data_type")
+  if (!dtname %in% dtype_table$name)
+    zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
+  fill_null <- is.null(m$fill_value)
+  dt <- tryCatch(zarr_data_type$new(m$data_type, if (fill_null) fill_for_null(dtname) else m$fill_value),
+                 zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
+  grid <- m$chunk_grid
+  if (!identical(grid$name, "regular"))
+    zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", format(grid$name)), array = path)
+  chunk <- check_shape(grid$configuration$chunk_shape, "chunk shape")
+  if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
+  if (!length(m$codecs)) bad("metadata has no codecs")
+  codecs <- tryCatch(lapply(m$codecs, codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path),
+                     zarr_error = function(e) {
+                       if (is.null(e$array) && !is.null(path)) e$message <- paste0(e$message, " [array '", path, "']")
+                       stop(e)
+                     })
+  check_codec_order(codecs, path)
+  enc <- m$chunk_key_encoding %||% list(name = "default")
+  key_encoding <- normalize_key_encoding(list(
+    name = enc$name %||% "default",
+    separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/")))
+  list(data_type = dt, shape = shape, chunk_shape = chunk, codecs = codecs,
+       key_encoding = key_encoding, fill_null = fill_null)
 }

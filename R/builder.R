@@ -20,9 +20,7 @@ array_builder <- R6::R6Class("array_builder",
       if (is.character(metadata)) metadata <- json_parse(metadata, "array metadata")
       fmt <- as.integer(metadata$zarr_format %||% 3L)
       private$.format <- fmt
-      private$.dt <- zarr_data_type$new(
-        if (is.list(metadata$data_type)) metadata$data_type$name else metadata$data_type,
-        metadata$fill_value)
+      private$.dt <- zarr_data_type$new(metadata$data_type, metadata$fill_value)
       private$.shape <- check_shape(metadata$shape, "shape")
       private$.chunk <- check_shape(metadata$chunk_grid$configuration$chunk_shape, "chunk shape")
       private$.codecs <- lapply(metadata$codecs, function(cd) list(name = cd$name, configuration = cd$configuration))
@@ -50,14 +48,15 @@ array_builder <- R6::R6Class("array_builder",
       if (!self$is_valid()) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
       dt <- private$.dt
       codecs <- private$codec_chain()
-      meta <- list(zarr_format = 3L, node_type = "array", shape = json_array(private$.shape),
+      meta <- list(zarr_format = private$.format, node_type = "array", shape = json_array(private$.shape),
                    data_type = dt$data_type,
                    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),
                    codecs = lapply(codecs, function(cd) cd$metadata_fragment()),
                    attributes = private$.attributes %||% named_list())
       if (!is.null(private$.encoding)) meta$chunk_key_encoding <- private$.encoding
-      if (!is.null(private$.dimnames)) meta$dimension_names <- json_array(private$.dimnames)
+      if (!is.null(private$.dimnames))
+        meta$dimension_names <- lapply(private$.dimnames, function(n) if (is.na(n)) NULL else n)
       if (format == "JSON") return(json_write(json_prepare_metadata(meta)))
       meta
     },
@@ -76,6 +75,18 @@ array_builder <- R6::R6Class("array_builder",
         zarr_abort("codec", sprintf("unsupported codec '%s'", codec))
       entry <- list(name = codec, configuration = configuration)
       codecs <- private$.codecs
+      if (codec == "bytes") { # there is always one bytes codec: reconfigure it
+        at <- match("bytes", vapply(codecs, function(cd) cd$name, ""))
+        if (!is.na(at)) {
+          codecs[[at]] <- entry
+          tryCatch(private$instantiate(codecs), zarr_error = function(e) {
+            zarr_warn("codec", sprintf("codec 'bytes' was not changed: %s", conditionMessage(e)))
+            codecs <<- NULL
+          })
+          if (!is.null(codecs)) private$.codecs <- codecs
+          return(invisible(self))
+        }
+      }
       pos <- if (is.null(.position)) length(codecs) + 1L else min(max(1L, as.integer(.position)), length(codecs) + 1L)
       trial <- append(codecs, list(entry), after = pos - 1L)
       ok <- tryCatch({
@@ -118,12 +129,24 @@ array_builder <- R6::R6Class("array_builder",
     }
   ),
   active = list(
-    #' @field format The Zarr format: 3.
+    #' @field format The Zarr format, 3 (default) or 2. An array follows the
+    #'   format of the group it is added to.
     format = function(value) {
       if (missing(value)) return(private$.format)
-      value <- as.integer(value)
-      if (!identical(value, 3L)) zarr_abort("argument", "the format must be 3")
+      value <- suppressWarnings(as.integer(value))
+      if (length(value) != 1L || !value %in% c(2L, 3L)) zarr_abort("argument", "the format must be 2 or 3")
       private$.format <- value
+    },
+    #' @field dimension_names Optional names of the dimensions (a character
+    #'   vector with one name per dimension, `NA` for none), or `NULL`.
+    dimension_names = function(value) {
+      if (missing(value)) return(if (is.null(private$.dimnames)) NULL else unlist(private$.dimnames))
+      if (!is.null(value)) {
+        if (length(value) != length(private$.shape))
+          zarr_abort("argument", "dimension_names needs one name per dimension")
+        value <- as.list(as.character(value))
+      }
+      private$.dimnames <- value
     },
     #' @field portable `FALSE` (default): chunks are stored in R's
     #'   column-major order through a transpose codec. `TRUE`: chunks are
@@ -143,7 +166,14 @@ array_builder <- R6::R6Class("array_builder",
     #'   resets the fill value to the type's default.
     data_type = function(value) {
       if (missing(value)) return(if (is.null(private$.dt)) NULL else private$.dt$data_type)
-      private$.dt <- zarr_data_type$new(if (inherits(value, "zarr_data_type")) value$data_type else value)
+      if (inherits(value, "zarr_data_type"))
+        value <- if (is.null(value$configuration)) value$data_type else list(name = value$data_type, configuration = value$configuration)
+      private$.dt <- zarr_data_type$new(value)
+      # variable-length types need their own array -> bytes codec
+      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = "vlen-bytes", "bytes")
+      is_ab <- vapply(private$.codecs, function(cd) cd$name %in% c("bytes", "vlen-utf8", "vlen-bytes"), TRUE)
+      if (any(is_ab) && private$.codecs[[which(is_ab)[1L]]]$name != ab)
+        private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = if (ab == "bytes") list(endian = "little") else named_list())
     },
     #' @field fill_value The value of elements that were never written.
     fill_value = function(value) {
@@ -204,7 +234,9 @@ array_builder <- R6::R6Class("array_builder",
 #' zstd compression. Adjust the returned [array_builder] before creating the
 #' array with `add_array()`.
 #'
-#' @param data_type The data type, such as "int32" or "float64".
+#' @param data_type The data type, such as "int32", "float64" or "string";
+#'   parametrised types as a list, e.g. `list(name = "numpy.datetime64",
+#'   configuration = list(unit = "s", scale_factor = 1))`.
 #' @param shape The length of each dimension.
 #' @return An [array_builder].
 #' @export

@@ -69,6 +69,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     read_selection = function(sel, fill_as_na = zarr_fill_as_na()) {
       private$check_ready()
       spec <- private$c_spec()
+      spec$rtype <- engine_rtype(private$.dt) # options such as zarr.int64 apply at once
       out <- .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
                    list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na))
       lost <- attr(out, "zarr_lost")
@@ -99,9 +100,6 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64"))
         data <- time_to_storage(data, private$.dt, private$.path)
       data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
-      if (is.double(data) && !inherits(data, "integer64") && spec$rtype == "integer64") {
-        data <- bit64::as.integer64(data)
-      }
       spec$rtype <- r_storage(data)
       n <- prod(lengths(sel))
       if (length(data) != n && length(data) != 1L)

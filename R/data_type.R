@@ -73,8 +73,12 @@ normalize_fill <- function(name, value) {
   }
   if (is.character(value)) return(value)
   if (is.numeric(value) && name %in% c("int64", "uint64", "numpy.datetime64", "numpy.timedelta64") &&
-      is.finite(value))
+      is.finite(value)) {
+    # JSON parsers hand large 64-bit values over as doubles: 2^64 - 1 rounds up
+    if (name == "uint64" && value >= 18446744073709549568) return("18446744073709551615")
+    if (value <= -9223372036854775808) return("-9223372036854775808")
     return(format(value, scientific = FALSE, trim = TRUE))
+  }
   value
 }
 

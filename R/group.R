@@ -99,9 +99,10 @@ zarr_group <- R6::R6Class("zarr_group",
       check_node_name(name)
       if (!is.null(self$children[[name]]))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
-      meta <- private$.store$create_group(self$path, name)
+      meta <- private$.store$create_group(self$path, name, private$.metadata$zarr_format)
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
+      write_consolidated(self)
       node
     },
 
@@ -113,9 +114,17 @@ zarr_group <- R6::R6Class("zarr_group",
       check_node_name(name)
       if (!is.null(self$children[[name]]))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+      if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
+      # arrays follow the format of their group: a v3 reader never sees a v2 node
+      fmt <- as.integer(private$.metadata$zarr_format %||% 3L)
+      if (!identical(as.integer(metadata$zarr_format %||% 3L), fmt)) {
+        metadata$zarr_format <- fmt
+        metadata$chunk_key_encoding <- NULL
+      }
       meta <- private$.store$create_array(self$path, name, metadata)
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
+      write_consolidated(self)
       node
     },
 
@@ -133,6 +142,7 @@ zarr_group <- R6::R6Class("zarr_group",
       store$erase_prefix(node$prefix)
       store$erase(sub("/$", "", node$prefix))
       private$.children[[name]] <- NULL
+      write_consolidated(self)
       invisible(self)
     },
 
@@ -148,6 +158,7 @@ zarr_group <- R6::R6Class("zarr_group",
       self$save()
       private$.children <- list()
       private$.built <- TRUE
+      write_consolidated(self)
       invisible(self)
     }
   ),
@@ -174,7 +185,7 @@ zarr_group <- R6::R6Class("zarr_group",
       out
     }
   ),
-  private = list(.children = list(), .built = FALSE)
+  private = list(.children = list(), .built = FALSE, .consolidated = NULL)
 )
 
 # A tree drawing of the hierarchy, one line per node.

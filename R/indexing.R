@@ -27,7 +27,8 @@ NULL
 # Collect the index arguments of a `[` call without evaluating missing ones.
 index_args <- function(nd, call_args, env, path) {
   n <- length(call_args)
-  if (n == 1L && nd != 1L && !identical(call_args[[1L]], quote(expr = ))) {
+  if (n == 1L && nd != 1L) {
+    if (identical(call_args[[1L]], quote(expr = ))) return(rep(list(NULL), nd)) # x[]
     return(list(linear = eval(call_args[[1L]], env)))
   }
   if (n != nd)

@@ -94,6 +94,7 @@ json_format <- function(x, indent = 0L, pretty = TRUE) {
     return(paste0("[", nl, paste0(pad, items, collapse = paste0(",", nl)), nl, end, "]"))
   }
   if (is.atomic(x)) {
+    if (!length(x)) return("[]")
     if (length(x) == 1L && is.null(attr(x, "json_array"))) return(json_scalars(x))
     return(paste0("[", paste(json_scalars(x), collapse = ", "), "]"))
   }

@@ -54,6 +54,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #'   or a (named) list.
     #' @return Self, invisibly.
     set_attribute = function(name, value) {
+      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
       if (!is.character(name) || length(name) != 1L || is.na(name) ||
           !grepl("^[A-Za-z_][A-Za-z0-9_]{0,254}$", name))
         zarr_abort("argument", sprintf("invalid attribute name '%s'", paste(name, collapse = " ")))
@@ -68,6 +69,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @param name Character vector of attribute names.
     #' @return Self, invisibly.
     delete_attributes = function(name) {
+      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
       attrs <- private$.metadata$attributes
       if (is.null(attrs)) return(invisible(self))
       keep <- !names(attrs) %in% name
@@ -83,6 +85,8 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @return Self, invisibly.
     save = function() {
       private$.store$set_metadata(self$prefix, private$.metadata)
+      if (!is.null(private$.parent) || !is.null(private$.metadata$consolidated_metadata))
+        write_consolidated(self)
       invisible(self)
     }
   ),

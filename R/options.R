@@ -14,6 +14,9 @@
 #'     want for arrays written elsewhere that use `0` as their fill value.
 #'     Floating point arrays whose fill value is `NaN` keep `NaN` and `NA`
 #'     apart either way.}
+#'   \item{`zarr.format`}{The Zarr format of new stores made by
+#'     [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
+#'     know Zarr v2. Groups and arrays follow the format of their store.}
 #'   \item{`zarr.int64`}{How 64-bit integers are returned: `"integer64"`
 #'     (default when the \pkg{bit64} package is installed) or `"double"`
 #'     (with a warning when a value cannot be represented exactly).}
@@ -45,3 +48,9 @@ zarr_int64_mode <- function() {
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
 `%|NA|%` <- function(a, b) if (length(a) != 1L || is.na(a)) b else a
+
+zarr_default_format <- function() {
+  f <- suppressWarnings(as.integer(getOption("zarr.format", 3L)))
+  if (length(f) != 1L || !f %in% c(2L, 3L)) zarr_abort("argument", "option zarr.format must be 2 or 3")
+  f
+}

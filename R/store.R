@@ -191,12 +191,12 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @description Create a group.
     #' @param parent The path of the parent group (ignored for the root).
     #' @param name The name of the new group, or "" for the root group.
+    #' @param format The Zarr format of the group (default: the store's).
     #' @return The metadata of the new group.
-    create_group = function(parent, name) {
+    create_group = function(parent, name, format = private$.version) {
       private$check_writable()
       prefix <- private$new_node_prefix(parent, name)
-      meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
-      if (identical(private$.version, 2L)) meta$zarr_format <- 2L
+      meta <- list(zarr_format = as.integer(format %||% 3L), node_type = "group", attributes = named_list())
       self$set_metadata(prefix, meta)
       meta
     },
@@ -213,7 +213,11 @@ zarr_store <- R6::R6Class("zarr_store",
         metadata <- metadata$metadata()
       }
       prefix <- private$new_node_prefix(parent, name)
-      if (!identical(as.integer(metadata$zarr_format), 2L)) {
+      parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
+      if (identical(as.integer(metadata$zarr_format), 2L)) {
+        if (!identical(metadata$chunk_key_encoding$name, "v2"))
+          metadata$chunk_key_encoding <- list(name = "v2", configuration = list(separator = "."))
+      } else {
         enc <- metadata$chunk_key_encoding
         sep <- enc$configuration$separator
         if (is.null(enc) || !(identical(sep, "/") || identical(sep, ".")))

@@ -26,7 +26,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
         zarr_abort("argument", "the store root must be a single path")
       root <- enc2utf8(sub("^file://", "", root))
       root <- path.expand(root)
-      version <- 3L
+      version <- zarr_default_format()
       if (dir.exists(root)) {
         has3 <- file.exists(file.path(root, "zarr.json"))
         has2 <- file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray"))
@@ -34,6 +34,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
             !length(list.files(root, pattern = "^(zarr[.]json|[.]zgroup|[.]zarray)$",
                                recursive = TRUE, all.files = TRUE)))
           zarr_abort("store", sprintf("'%s' exists but is not a Zarr store", root))
+        if (has3) version <- 3L
         if (!has3 && has2) version <- 2L
       } else if (file.exists(root)) {
         zarr_abort("store", sprintf("'%s' is a file, not a directory", root))
@@ -81,7 +82,9 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       p <- private$path(key)
       if (dir.exists(p)) {
         unlink(file.path(p, c("zarr.json", ".zgroup", ".zattrs", ".zarray")))
-        return(unlink(p, recursive = FALSE) == 0L && !dir.exists(p))
+        if (length(list.files(p, all.files = TRUE, no.. = TRUE)))
+          zarr_abort("not_empty", sprintf("'%s' is not empty", key))
+        return(unlink(p, recursive = TRUE) == 0L && !dir.exists(p))
       }
       if (!file.exists(p)) return(FALSE)
       file.remove(p)
@@ -122,7 +125,9 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
       if (!dir.exists(dir)) return(character())
       out <- list.files(dir, recursive = TRUE, all.files = TRUE)
-      paste0(prefix, out[!grepl("\\.partial$", out)])
+      out <- out[!grepl("\\.partial$", out)]
+      if (!length(out)) return(character())
+      paste0(prefix, out)
     },
 
     #' @description Store a value (atomically: temporary file, then rename).

@@ -12,7 +12,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @description Create an empty memory store.
     #' @return An instance of this class.
     initialize = function() {
-      super$initialize(FALSE, 3L)
+      super$initialize(FALSE, zarr_default_format())
       private$.data <- new.env(hash = TRUE, parent = emptyenv())
       private$.separator <- "."
     },
@@ -27,13 +27,16 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @param key The key.
     #' @return `TRUE` or `FALSE`.
     exists = function(key) {
+      check_key(key)
       exists(key, envir = private$.data, inherits = FALSE)
     },
 
-    #' @description Remove all keys and values.
+    #' @description Remove all keys and values except the root metadata
+    #'   document (as for [zarr_localstore]).
     #' @return `TRUE`.
     clear = function() {
-      rm(list = ls(private$.data, all.names = TRUE), envir = private$.data)
+      keys <- ls(private$.data, all.names = TRUE)
+      rm(list = setdiff(keys, c("zarr.json", ".zgroup", ".zattrs", ".zarray")), envir = private$.data)
       TRUE
     },
 
@@ -55,7 +58,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
       was_group <- self$is_group(prefix)
       keys <- self$list_prefix(prefix)
       if (length(keys)) rm(list = keys, envir = private$.data)
-      if (was_group) self$set_metadata(prefix, list(zarr_format = 3L, node_type = "group",
+      if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
                                                     attributes = named_list()))
       TRUE
     },
@@ -96,6 +99,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @param byte_range See [zarr_store].
     #' @return A raw vector, or `NULL` when the key does not exist.
     get = function(key, prototype = NULL, byte_range = NULL) {
+      check_key(key)
       v <- private$.data[[key]]
       if (is.null(v) || is.null(byte_range)) return(v)
       rng <- resolve_byte_range(byte_range, length(v), key)

@@ -65,10 +65,16 @@ v2_get_metadata <- function(store, prefix) {
   attrs <- if (is.null(attrs_raw)) named_list() else json_parse(attrs_raw, ".zattrs", key = paste0(prefix, ".zattrs"))
   if (!is.null(zgroup)) {
     json_parse(zgroup, ".zgroup", key = paste0(prefix, ".zgroup"))
-    return(list(zarr_format = 2L, node_type = "group", attributes = attrs))
+    return(v2_to_v3(NULL, attrs))
   }
   key <- paste0(prefix, ".zarray")
-  z <- json_parse(zarray, ".zarray", key = key)
+  v2_to_v3(json_parse(zarray, ".zarray", key = key), attrs, key)
+}
+
+# Parsed v2 documents -> metadata in v3 form (zarray NULL: a group).
+v2_to_v3 <- function(z, attrs, key = NULL) {
+  if (is.null(attrs) || !length(attrs)) attrs <- named_list()
+  if (is.null(z)) return(list(zarr_format = 2L, node_type = "group", attributes = attrs))
   for (f in c("shape", "chunks", "dtype"))
     if (is.null(z[[f]])) zarr_abort("metadata", sprintf(".zarray has no '%s'", f), key = key)
   dt <- v2_parse_dtype(z$dtype)
@@ -123,8 +129,92 @@ v2_get_metadata <- function(store, prefix) {
   meta
 }
 
+# Metadata in v3 form -> the v2 documents (.zgroup / .zarray and .zattrs).
+v2_from_v3 <- function(meta) {
+  attrs <- meta$attributes
+  if (!is.null(meta$dimension_names))
+    attrs[["_ARRAY_DIMENSIONS"]] <- json_array(unlist(meta$dimension_names))
+  attrs <- if (length(attrs)) json_prepare(attrs) else named_list()
+  if (identical(meta$node_type, "group")) return(list(.zgroup = list(zarr_format = 2L), .zattrs = attrs))
+  shape <- unlist(meta$shape)
+  dt <- meta$data_type
+  name <- if (is.list(dt)) dt$name else dt
+  codecs <- meta$codecs
+  names_ <- vapply(codecs, function(cd) cd$name, "")
+  ab <- match(TRUE, names_ %in% c("bytes", "vlen-utf8", "vlen-bytes"))
+  if (is.na(ab)) zarr_abort("unsupported", "this codec chain cannot be written as Zarr v2")
+  endian <- codecs[[ab]]$configuration$endian %||% "little"
+  order <- "C"
+  filters <- list()
+  for (cd in codecs[seq_len(ab - 1L)]) {
+    if (cd$name == "transpose") {
+      ord <- unlist(cd$configuration$order)
+      if (identical(as.integer(ord), rev(seq_along(shape) - 1L))) order <- "F"
+      else if (!identical(as.integer(ord), seq_along(shape) - 1L))
+        zarr_abort("unsupported", "Zarr v2 stores only C or F order, not another transpose")
+    } else {
+      filters[[length(filters) + 1L]] <- v2_codec_doc(cd)
+    }
+  }
+  if (codecs[[ab]]$name != "bytes") filters[[length(filters) + 1L]] <- list(id = codecs[[ab]]$name)
+  after <- lapply(codecs[-seq_len(ab)], v2_codec_doc)
+  compressor <- if (length(after)) after[[length(after)]] else NULL
+  filters <- c(filters, after[seq_len(max(0L, length(after) - 1L))])
+  zarray <- list(
+    zarr_format = 2L,
+    shape = json_array(shape),
+    chunks = json_array(unlist(meta$chunk_grid$configuration$chunk_shape)),
+    dtype = v2_dtype_string(name, if (is.list(dt)) dt$configuration else NULL, endian),
+    compressor = compressor,
+    fill_value = meta$fill_value,
+    order = order,
+    filters = if (length(filters)) filters else NULL,
+    dimension_separator = meta$chunk_key_encoding$configuration$separator %||% "."
+  )
+  if (name == "null_terminated_bytes" && is.character(zarray$fill_value))
+    zarray$fill_value <- jsonlite::base64_enc(charToRaw(zarray$fill_value))
+  list(.zarray = zarray, .zattrs = attrs)
+}
+
+v2_dtype_string <- function(name, config, endian) {
+  e <- if (endian == "big") ">" else "<"
+  code <- names(v2_dtypes)[match(name, v2_dtypes)]
+  if (!is.na(code)) return(paste0(if (code %in% c("b1", "i1", "u1")) "|" else e, code))
+  switch(name,
+    string = , variable_length_bytes = "|O",
+    fixed_length_utf32 = paste0(e, "U", as.integer(config$length_bytes) / 4L),
+    null_terminated_bytes = paste0("|S", as.integer(config$length_bytes)),
+    numpy.datetime64 = , numpy.timedelta64 = {
+      unit <- paste0(if ((config$scale_factor %||% 1) != 1) config$scale_factor, config$unit %||% "s")
+      paste0(e, if (name == "numpy.datetime64") "M8[" else "m8[", unit, "]")
+    },
+    zarr_abort("unsupported", sprintf("data type '%s' cannot be written as Zarr v2", name))
+  )
+}
+
+v2_codec_doc <- function(cd) {
+  cfg <- cd$configuration %||% list()
+  switch(cd$name,
+    blosc = list(id = "blosc", cname = cfg$cname, clevel = cfg$clevel,
+                 shuffle = match(cfg$shuffle %||% "shuffle", blosc_shuffles) - 1L,
+                 blocksize = cfg$blocksize %||% 0L),
+    zstd = list(id = "zstd", level = cfg$level %||% 1L, checksum = isTRUE(cfg$checksum)),
+    gzip = list(id = "gzip", level = cfg$level %||% 5L),
+    crc32c = list(id = "crc32c"),
+    c(list(id = sub("^numcodecs[.]", "", cd$name)), cfg)
+  )
+}
+
 v2_set_metadata <- function(store, prefix, metadata) {
-  zarr_abort("unsupported", "writing Zarr v2 metadata is not supported yet")
+  docs <- v2_from_v3(metadata)
+  for (doc in names(docs)) {
+    value <- docs[[doc]]
+    if (doc == ".zattrs" && !length(value)) {
+      if (store$exists(paste0(prefix, doc))) store$erase(paste0(prefix, doc))
+      next
+    }
+    store$set(paste0(prefix, doc), charToRaw(json_write(value)))
+  }
 }
 
 # numcodecs' "json2" object codec (v2 only, read only): each chunk is a JSON

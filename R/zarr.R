@@ -18,6 +18,8 @@ zarr <- R6::R6Class("zarr",
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
       if (is.null(meta)) zarr_abort("not_found", "the store has no root group or array")
       private$.root <- build_node("", meta, NULL, store)
+      if (inherits(private$.root, "zarr_group"))
+        private$.root$.__enclos_env__$private$.consolidated <- read_consolidated(store, meta)
       private$.domain <- default_domain()
     },
 

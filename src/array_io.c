@@ -94,6 +94,8 @@ typedef struct {
   int64_t njobs;
   /* store access */
   const char *root;          /* local store root, or NULL */
+  const zipidx *zip;         /* zip store: member index, or NULL */
+  const char *zip_prefix;    /* the store root inside the zip, "" or "dir/" */
   const uint8_t **pre;       /* prefetched bytes per job (NULL: missing) */
   int64_t *pre_n;
   /* R side */
@@ -102,6 +104,7 @@ typedef struct {
   int na;
   /* write */
   int writing;
+  uint8_t **merged;          /* partial chunks: existing content, decoded up front */
   uint8_t **out;             /* encoded chunk per job (callback stores) */
   size_t *out_n;
   int *out_state;            /* 0 untouched, 1 written, 2 erased (all fill) */
@@ -344,6 +347,16 @@ static int job_key(const engine *g, const int64_t *jc, char *key) {
 static int job_fetch(engine *g, int64_t j, const char *key, tbufs *tb, const uint8_t **src,
                      size_t *n, int *missing, int *writable, zerr *e) {
   *writable = 0;
+  if (g->zip != NULL) {
+    char name[KEY_CAP + 1024];
+    int k = snprintf(name, sizeof name, "%s%s", g->zip_prefix, key);
+    if (k < 0 || (size_t)k >= sizeof name) return zerr_set(e, ZE_KEY, "store path is too long");
+    /* a deflated member's compressed bytes go to a decode buffer: they are
+     * dead by the time decoding starts */
+    if (zip_fetch(g->zip, name, &tb->fetch, &tb->a[0], src, n, missing, e)) return -1;
+    *writable = 1;
+    return 0;
+  }
   if (g->root == NULL) {
     *src = g->pre[j];
     *n = (size_t)g->pre_n[j];
@@ -414,6 +427,40 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
   return 1;
 }
 
+/* Phase 1 of a write: decode the existing content of every chunk the write
+ * only partly covers, so that a corrupt chunk fails the call before anything
+ * is written. */
+static void merge_task(void *ctx, size_t task, int thread) {
+  engine *g = ctx;
+  if (g->merged[task] == NULL || __atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return;
+  const zarray *a = g->arr;
+  tbufs *tb = &g->tb[thread];
+  int64_t jc[ZARR_MAX_DIMS];
+  job_coords(g, (int64_t)task, jc);
+  char key[KEY_CAP];
+  zerr e = {ZE_OK, ""};
+  if (job_key(g, jc, key)) {
+    zerr_set(&e, ZE_KEY, "chunk key is too long");
+    engine_fail(g, &e, NULL);
+    return;
+  }
+  if (a->chain.ab == AB_SHARDING) {
+    zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
+    engine_fail(g, &e, key);
+    return;
+  }
+  zslab s;
+  job_slab(g, jc, &s);
+  zconv cv;
+  memset(&cv, 0, sizeof cv);
+  const uint8_t *src;
+  size_t n;
+  int missing, writable;
+  if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, &e) ||
+      decode_into(g, &a->chain, src, n, missing, writable, &s, tb, 0, g->merged[task], &cv, &e))
+    engine_fail(g, &e, key);
+}
+
 static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es) {
   for (int64_t i = 0; i < ne; i++, p += es)
     if (memcmp(p, fill, es) != 0) return 0;
@@ -453,15 +500,8 @@ static void write_task(void *ctx, size_t task, int thread) {
   memcpy(cv.fill, a->fill, sizeof cv.fill);
   zslab s;
   job_slab(g, jc, &s);
-  if (!chunk_fully_covered(g, jc)) {
-    const uint8_t *src;
-    size_t n;
-    int missing, writable;
-    if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, &e) ||
-        decode_into(g, ch, src, n, missing, writable, &s, tb, 0, cb->data, &cv, &e)) {
-      engine_fail(g, &e, key);
-      return;
-    }
+  if (g->merged[task] != NULL) {
+    memcpy(cb->data, g->merged[task], nbytes);
   } else if (chunk_is_edge(g, jc)) {
     for (int64_t i = 0; i < ne; i++) memcpy(cb->data + i * (int64_t)a->elsize, a->fill, a->elsize);
   }
@@ -539,6 +579,15 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   }
   const char *kind = list_str(store, "kind", "r");
   g->root = strcmp(kind, "local") == 0 ? list_str(store, "root", ".") : NULL;
+  if (strcmp(kind, "zip") == 0) {
+    /* The workers read the members themselves; a non-NULL root keeps the
+     * callers from asking R for the bytes. Zip stores are read-only and R
+     * refuses writes before they get here (a write that did would fail, as
+     * the zip file is no directory to put chunk files in). */
+    g->zip = zip_index_from(list_get(store, "index"));
+    g->zip_prefix = list_str(store, "prefix", "");
+    g->root = list_str(store, "root", "");
+  }
   int fill_as_na = asLogical(list_get(opts, "fill_as_na")) != FALSE;
   int is_float = a->dtype == DT_FLOAT16 || a->dtype == DT_FLOAT32 || a->dtype == DT_FLOAT64 ||
                  a->dtype == DT_COMPLEX64 || a->dtype == DT_COMPLEX128;
@@ -718,6 +767,7 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   } else if (XLENGTH(data) != total) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
+  if (g.zip != NULL) zarr_raise(ZE_STORE, a.name, NULL, "zip stores are read-only");
   g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data) : (uint8_t *)DATAPTR(data);
   int64_t first = -1;
   int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
@@ -751,8 +801,29 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   int nt = engine_threads(opts, g.njobs);
   g.tb = tbufs_new(nt);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  parallel_for((size_t)g.njobs, nt, write_task, &g);
+  /* phase 1: existing content of partly covered chunks (nothing written yet) */
+  g.merged = (uint8_t **)R_alloc((size_t)g.njobs + 1, sizeof(uint8_t *));
+  size_t chunk_bytes = (size_t)chain_nelem(&a.chain) * a.elsize;
+  int any_partial = 0, nomem = 0;
+  int64_t jc0[ZARR_MAX_DIMS];
+  for (int64_t j = 0; j < g.njobs; j++) {
+    job_coords(&g, j, jc0);
+    g.merged[j] = NULL;
+    if (!nomem && !chunk_fully_covered(&g, jc0)) {
+      g.merged[j] = malloc(chunk_bytes ? chunk_bytes : 1);
+      nomem = g.merged[j] == NULL;
+      any_partial = 1;
+    }
+  }
+  if (!nomem && any_partial) parallel_for((size_t)g.njobs, nt, merge_task, &g);
+  /* phase 2: encode and store every chunk */
+  if (!nomem && !g.failed) parallel_for((size_t)g.njobs, nt, write_task, &g);
+  for (int64_t j = 0; j < g.njobs; j++) free(g.merged[j]);
   tbufs_free(g.tb, nt);
+  if (nomem) {
+    for (int64_t j = 0; g.out != NULL && j < g.njobs; j++) free(g.out[j]);
+    zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
+  }
   if (g.root == NULL) {
     /* hand the encoded chunks to the R store in one call */
     SEXP keys = PROTECT(allocVector(STRSXP, (R_xlen_t)g.njobs));

@@ -1,6 +1,52 @@
-/* zstd codec through the system libzstd. */
+/* zstd codec through the system libzstd. Contexts are costly to create (large
+ * allocations, page faults), so finished ones wait in a small pool for the next
+ * chunk, whichever thread decodes it. */
+#include <pthread.h>
 #include <zstd.h>
 #include "zarr.h"
+
+#define POOL_MAX 16
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static ZSTD_DCtx *dpool[POOL_MAX];
+static ZSTD_CCtx *cpool[POOL_MAX];
+static int ndpool = 0, ncpool = 0;
+
+static ZSTD_DCtx *dctx_get(void) {
+  ZSTD_DCtx *c = NULL;
+  pthread_mutex_lock(&pool_lock);
+  if (ndpool > 0) c = dpool[--ndpool];
+  pthread_mutex_unlock(&pool_lock);
+  return c != NULL ? c : ZSTD_createDCtx();
+}
+
+static void dctx_put(ZSTD_DCtx *c) {
+  pthread_mutex_lock(&pool_lock);
+  if (ndpool < POOL_MAX) {
+    dpool[ndpool++] = c;
+    c = NULL;
+  }
+  pthread_mutex_unlock(&pool_lock);
+  ZSTD_freeDCtx(c); /* accepts NULL */
+}
+
+static ZSTD_CCtx *cctx_get(void) {
+  ZSTD_CCtx *c = NULL;
+  pthread_mutex_lock(&pool_lock);
+  if (ncpool > 0) c = cpool[--ncpool];
+  pthread_mutex_unlock(&pool_lock);
+  if (c != NULL) ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  return c != NULL ? c : ZSTD_createCCtx();
+}
+
+static void cctx_put(ZSTD_CCtx *c) {
+  pthread_mutex_lock(&pool_lock);
+  if (ncpool < POOL_MAX) {
+    cpool[ncpool++] = c;
+    c = NULL;
+  }
+  pthread_mutex_unlock(&pool_lock);
+  ZSTD_freeCCtx(c);
+}
 
 int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) {
   unsigned long long fsize = ZSTD_getFrameContentSize(src, n);
@@ -8,7 +54,10 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");
   if (fsize != ZSTD_CONTENTSIZE_UNKNOWN) {
     if (zbuf_reserve(out, fsize ? (size_t)fsize : 1, e)) return -1;
-    size_t r = ZSTD_decompress(out->data, (size_t)fsize, src, n);
+    ZSTD_DCtx *dc = dctx_get();
+    if (dc == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd context");
+    size_t r = ZSTD_decompressDCtx(dc, out->data, (size_t)fsize, src, n);
+    dctx_put(dc);
     if (ZSTD_isError(r))
       return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt: %s", ZSTD_getErrorName(r));
     out->size = r;
@@ -43,12 +92,12 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
 int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e) {
   size_t bound = ZSTD_compressBound(n);
   if (zbuf_reserve(out, bound, e)) return -1;
-  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  ZSTD_CCtx *cc = cctx_get();
   if (cc == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd context");
   ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, checksum ? 1 : 0);
   size_t r = ZSTD_compress2(cc, out->data, out->cap, src, n);
-  ZSTD_freeCCtx(cc);
+  cctx_put(cc);
   if (ZSTD_isError(r))
     return zerr_set(e, ZE_CODEC, "zstd compression failed: %s", ZSTD_getErrorName(r));
   out->size = r;

@@ -23,6 +23,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fill_bytes, 2),
     CALLDEF(ffi_num_cores, 0),
     CALLDEF(ffi_library_versions, 0),
+    CALLDEF(ffi_zip_open, 1),
+    CALLDEF(ffi_zip_list, 1),
+    CALLDEF(ffi_zip_read, 3),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {

@@ -277,6 +277,22 @@ int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e);
 int file_remove(const char *path, zerr *e);
 int path_join(char *buf, size_t cap, const char *root, const char *key);
 
+/* ---- zip files (store_zip.c) ---- */
+
+/* A zip file's member index; read-only once opened, so worker threads share it. */
+typedef struct zipidx zipidx;
+int zip_open(const char *path, zipidx **out, zerr *e);
+void zip_close(zipidx *z);
+/* Whole member `name` into `out` (*data, *n point into it; CRC-32 checked);
+ * `scratch` holds compressed bytes meanwhile. *missing = 1 when absent. */
+int zip_fetch(const zipidx *z, const char *name, zbuf *out, zbuf *scratch, const uint8_t **data,
+              size_t *n, int *missing, zerr *e);
+/* Main thread: the index behind an external pointer from ffi_zip_open(). */
+const zipidx *zip_index_from(SEXP ptr);
+SEXP ffi_zip_open(SEXP path);
+SEXP ffi_zip_list(SEXP ptr);
+SEXP ffi_zip_read(SEXP ptr, SEXP name, SEXP range);
+
 /* ---- threads (threads.c) --------------------------------------------------------- */
 
 typedef void (*ztask_fn)(void *ctx, size_t task, int thread);
