@@ -45,7 +45,11 @@ zarr_array <- R6::R6Class("zarr_array",
       cat("Format     : Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
           "', ...\n", sep = "")
-      size <- tryCatch(private$.store$getsize_prefix(self$prefix), error = function(e) NA)
+      size <- tryCatch({
+        keys <- private$.store$list_prefix(self$prefix)
+        keys <- keys[!basename(keys) %in% c("zarr.json", ".zarray", ".zattrs")]
+        sum(vapply(keys, function(k) as.numeric(private$.store$getsize(k)), 0), na.rm = TRUE)
+      }, error = function(e) NA)
       if (!is.na(size)) {
         raw <- prod(self$shape) * self$data_type$size
         cat("Stored     :", format_bytes(size),

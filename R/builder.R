@@ -49,7 +49,7 @@ array_builder <- R6::R6Class("array_builder",
       dt <- private$.dt
       codecs <- private$codec_chain()
       meta <- list(zarr_format = private$.format, node_type = "array", shape = json_array(private$.shape),
-                   data_type = dt$data_type,
+                   data_type = dt$metadata_fragment()$data_type,
                    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),
                    codecs = lapply(codecs, function(cd) cd$metadata_fragment()),

@@ -574,6 +574,9 @@ coerce_for_dtype <- function(data, dtype, array = NULL) {
   if (is.character(data))
     zarr_abort("value", sprintf("character values cannot be stored as %s", dtype), array = array)
   if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
+  # NA of a logical or integer vector is R's NA in a floating point array too
+  if (dtype %in% c("float16", "float32", "float64") && (is.logical(data) || is.integer(data)))
+    return(as.double(data))
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
   if (is.complex(data)) {

@@ -6,7 +6,12 @@
 #' `[` as you would base R arrays. Decoding, encoding and copying between
 #' chunks and R arrays run in C, in parallel (see [zarr-options]).
 #'
+#' @name zarr-package
+#' @aliases zarr-package
+#' @docType package
 #' @keywords internal
 #' @useDynLib zarr, .registration = TRUE
 #' @importFrom utils str
-"_PACKAGE"
+#' @importFrom R6 R6Class
+#' @importFrom stats setNames
+NULL

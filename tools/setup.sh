@@ -72,6 +72,8 @@ if command -v dpkg >/dev/null 2>&1; then
   for p in "${required_debs[@]}" "${optional_debs[@]}" "${r_debs[@]}"; do
     have_deb "$p" || missing+=("$p")
   done
+  # R itself (a fresh machine may have none), with the headers packages build against
+  command -v Rscript >/dev/null 2>&1 || missing+=(r-base-dev)
   # checkbashisms (devscripts): R CMD check --as-cran wants it for ./configure
   command -v checkbashisms >/dev/null 2>&1 || missing+=(devscripts)
   # node/npm may come from elsewhere (nodesource, nvm, ...): then leave them be.
