@@ -42,7 +42,9 @@ dtype_default_fill <- function(name) {
 dtype_info <- function(name) {
   i <- match(name, dtype_table$name)
   if (is.na(i)) zarr_abort("data_type", sprintf("unsupported data type '%s'", name))
-  as.list(dtype_table[i, ])
+  # column by column: indexing a data.frame row is slow on every read
+  list(name = name, size = dtype_table$size[i], signed = dtype_table$signed[i],
+       rtype = dtype_table$rtype[i], strkind = dtype_table$strkind[i])
 }
 
 # Fill values in memory: numbers, TRUE/FALSE, or character for 64-bit
