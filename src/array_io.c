@@ -373,30 +373,47 @@ static int job_fetch(engine *g, int64_t j, const char *key, tbufs *tb, const uin
   return 0;
 }
 
-static void read_task(void *ctx, size_t task, int thread) {
-  engine *g = ctx;
-  if (__atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return;
-  tbufs *tb = &g->tb[thread];
-  int64_t jc[ZARR_MAX_DIMS];
+/* Coordinates, key and slab of a job; 0 on success (else the engine has failed). */
+static int job_begin(engine *g, size_t task, int64_t *jc, char *key, zslab *s) {
+  if (__atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return -1;
   job_coords(g, (int64_t)task, jc);
-  char key[KEY_CAP];
-  zerr e = {ZE_OK, ""};
   if (job_key(g, jc, key)) {
+    zerr e = {ZE_OK, ""};
     zerr_set(&e, ZE_KEY, "chunk key is too long");
     engine_fail(g, &e, NULL);
-    return;
+    return -1;
   }
-  zslab s;
-  job_slab(g, jc, &s);
+  job_slab(g, jc, s);
+  return 0;
+}
+
+static void conv_init(const engine *g, zconv *cv) {
+  memset(cv, 0, sizeof *cv);
+  cv->na = g->na;
+  memcpy(cv->fill, g->arr->fill, sizeof cv->fill);
+}
+
+/* Fetch a job's bytes and decode them into the R array (dst == NULL) or into
+ * a whole-chunk buffer. */
+static int job_decode(engine *g, size_t task, const char *key, zslab *s, tbufs *tb, uint8_t *dst,
+                      zconv *cv, zerr *e) {
   const uint8_t *src;
   size_t n;
   int missing, writable;
+  if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, e)) return -1;
+  return decode_into(g, &g->arr->chain, src, n, missing, writable, s, tb, 0, dst, cv, e);
+}
+
+static void read_task(void *ctx, size_t task, int thread) {
+  engine *g = ctx;
+  int64_t jc[ZARR_MAX_DIMS];
+  char key[KEY_CAP];
+  zslab s;
+  if (job_begin(g, task, jc, key, &s)) return;
+  zerr e = {ZE_OK, ""};
   zconv cv;
-  memset(&cv, 0, sizeof cv);
-  cv.na = g->na;
-  memcpy(cv.fill, g->arr->fill, sizeof cv.fill);
-  if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, &e) ||
-      decode_into(g, &g->arr->chain, src, n, missing, writable, &s, tb, 0, NULL, &cv, &e)) {
+  conv_init(g, &cv);
+  if (job_decode(g, task, key, &s, &g->tb[thread], NULL, &cv, &e)) {
     engine_fail(g, &e, key);
     return;
   }
@@ -432,32 +449,17 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
  * is written. */
 static void merge_task(void *ctx, size_t task, int thread) {
   engine *g = ctx;
-  if (g->merged[task] == NULL || __atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return;
-  const zarray *a = g->arr;
-  tbufs *tb = &g->tb[thread];
+  if (g->merged[task] == NULL) return;
   int64_t jc[ZARR_MAX_DIMS];
-  job_coords(g, (int64_t)task, jc);
   char key[KEY_CAP];
-  zerr e = {ZE_OK, ""};
-  if (job_key(g, jc, key)) {
-    zerr_set(&e, ZE_KEY, "chunk key is too long");
-    engine_fail(g, &e, NULL);
-    return;
-  }
-  if (a->chain.ab == AB_SHARDING) {
-    zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
-    engine_fail(g, &e, key);
-    return;
-  }
   zslab s;
-  job_slab(g, jc, &s);
+  if (job_begin(g, task, jc, key, &s)) return;
+  zerr e = {ZE_OK, ""};
   zconv cv;
-  memset(&cv, 0, sizeof cv);
-  const uint8_t *src;
-  size_t n;
-  int missing, writable;
-  if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, &e) ||
-      decode_into(g, &a->chain, src, n, missing, writable, &s, tb, 0, g->merged[task], &cv, &e))
+  conv_init(g, &cv);
+  if (g->arr->chain.ab == AB_SHARDING)
+    zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
+  if (e.kind != ZE_OK || job_decode(g, task, key, &s, &g->tb[thread], g->merged[task], &cv, &e))
     engine_fail(g, &e, key);
 }
 
@@ -469,19 +471,14 @@ static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es
 
 static void write_task(void *ctx, size_t task, int thread) {
   engine *g = ctx;
-  if (__atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return;
   const zarray *a = g->arr;
   const zchain *ch = &a->chain;
   tbufs *tb = &g->tb[thread];
   int64_t jc[ZARR_MAX_DIMS];
-  job_coords(g, (int64_t)task, jc);
   char key[KEY_CAP];
+  zslab s;
+  if (job_begin(g, task, jc, key, &s)) return;
   zerr e = {ZE_OK, ""};
-  if (job_key(g, jc, key)) {
-    zerr_set(&e, ZE_KEY, "chunk key is too long");
-    engine_fail(g, &e, NULL);
-    return;
-  }
   if (ch->ab == AB_SHARDING) {
     zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
     engine_fail(g, &e, key);
@@ -495,11 +492,7 @@ static void write_task(void *ctx, size_t task, int thread) {
     return;
   }
   zconv cv;
-  memset(&cv, 0, sizeof cv);
-  cv.na = g->na;
-  memcpy(cv.fill, a->fill, sizeof cv.fill);
-  zslab s;
-  job_slab(g, jc, &s);
+  conv_init(g, &cv);
   if (g->merged[task] != NULL) {
     memcpy(cb->data, g->merged[task], nbytes);
   } else if (chunk_is_edge(g, jc)) {

@@ -594,36 +594,21 @@ int64_t slab_validate(zdtype dt, zrtype rt, const void *rdata, int64_t n, int64_
   return bad;
 }
 
+#define SWAP_LOOP(T, SWAP)                       \
+  for (size_t i = 0; i < nelem; i++, p += sizeof(T)) { \
+    T v;                                         \
+    memcpy(&v, p, sizeof(T));                    \
+    v = SWAP(v);                                 \
+    memcpy(p, &v, sizeof(T));                    \
+  }
+
 void byteswap_inplace(uint8_t *p, size_t nelem, size_t elsize) {
   switch (elsize) {
-  case 1: return;
-  case 2:
-    for (size_t i = 0; i < nelem; i++, p += 2) {
-      uint16_t v;
-      memcpy(&v, p, 2);
-      v = __builtin_bswap16(v);
-      memcpy(p, &v, 2);
-    }
-    return;
-  case 4:
-    for (size_t i = 0; i < nelem; i++, p += 4) {
-      uint32_t v;
-      memcpy(&v, p, 4);
-      v = __builtin_bswap32(v);
-      memcpy(p, &v, 4);
-    }
-    return;
-  case 8:
-    for (size_t i = 0; i < nelem; i++, p += 8) {
-      uint64_t v;
-      memcpy(&v, p, 8);
-      v = __builtin_bswap64(v);
-      memcpy(p, &v, 8);
-    }
-    return;
-  case 16: /* complex128: swap each half */
-    byteswap_inplace(p, nelem * 2, 8);
-    return;
+  case 2: SWAP_LOOP(uint16_t, __builtin_bswap16) return;
+  case 4: SWAP_LOOP(uint32_t, __builtin_bswap32) return;
+  case 8: SWAP_LOOP(uint64_t, __builtin_bswap64) return;
+  case 16: byteswap_inplace(p, nelem * 2, 8); return; /* complex128: each half */
+  default: return;
   }
 }
 
