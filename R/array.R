@@ -108,7 +108,7 @@ zarr_array <- R6::R6Class("zarr_array",
           zarr_abort("value", sprintf("data of dimensions %s does not fit an array of shape %s",
                                       paste(d, collapse = " x "), paste(shape, collapse = " x ")),
                      array = self$path)
-        sel <- lapply(d, function(n) seq_len(n) - 1)
+        sel <- lapply(d, function(n) zarr_range(0, n))
       } else {
         sel <- private$normalize_selection(selection)
       }
@@ -194,7 +194,7 @@ zarr_array <- R6::R6Class("zarr_array",
     # R selection (list of 1-based indices / NULL) -> list of 0-based indices
     normalize_selection = function(selection) {
       shape <- private$.shape
-      if (is.null(selection)) return(lapply(shape, function(n) seq_len(n) - 1))
+      if (is.null(selection)) return(lapply(shape, function(n) zarr_range(0, n)))
       if (!is.list(selection)) selection <- list(selection)
       if (length(selection) != length(shape))
         zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
@@ -252,27 +252,41 @@ as_plain_vector <- function(x) {
   x
 }
 
+# A contiguous run of 0-based indices, c(start, count): the C engine plans it
+# without materialising one number per index.
+zarr_range <- function(start, count) structure(as.numeric(c(start, count)), class = "zarr_range")
+
+# 0-based indices -> a zarr_range when they are contiguous and ascending
+as_range_if_contiguous <- function(i) {
+  n <- length(i)
+  if (n > 1L && i[n] - i[1L] == n - 1 && !is.unsorted(i, strictly = TRUE)) zarr_range(i[1L], n) else i
+}
+
+sel_lengths <- function(sel) vapply(sel, function(x) if (inherits(x, "zarr_range")) x[[2L]] else length(x), 0)
+
+sel_indices <- function(x) if (inherits(x, "zarr_range")) x[[1L]] + seq_len(x[[2L]]) - 1 else x
+
 # One R index (numeric, negative, logical or missing/NULL) -> 0-based indices.
 resolve_index <- function(i, n, d, path = NULL) {
-  if (is.null(i)) return(seq_len(n) - 1)
+  if (is.null(i)) return(zarr_range(0, n))
   if (is.factor(i) || is.character(i))
     zarr_abort("index", sprintf("dimension %d: character indices are not supported", d), array = path)
   if (is.logical(i)) {
     if (length(i) > n) zarr_abort("index", sprintf("dimension %d: logical index longer than the extent", d), array = path)
     if (anyNA(i)) zarr_abort("index", sprintf("dimension %d: NA in a logical index", d), array = path)
-    return(which(rep_len(i, n)) - 1)
+    return(as_range_if_contiguous(which(rep_len(i, n)) - 1))
   }
   if (!is.numeric(i)) zarr_abort("index", sprintf("dimension %d: indices must be numeric or logical", d), array = path)
   if (anyNA(i)) zarr_abort("index", sprintf("dimension %d: NA indices are not supported", d), array = path)
   i <- trunc(as.numeric(i))
   if (any(i < 0)) {
     if (any(i > 0)) zarr_abort("index", "positive and negative indices cannot be mixed", array = path)
-    return(setdiff(seq_len(n), -i) - 1)
+    return(as_range_if_contiguous(setdiff(seq_len(n), -i) - 1))
   }
   i <- i[i != 0]
   if (any(i > n))
     zarr_abort("index", sprintf("subscript out of bounds: dimension %d has extent %s", d, format(n)), array = path)
-  i - 1
+  as_range_if_contiguous(i - 1)
 }
 
 #' @rdname zarr_array

@@ -82,7 +82,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
       out <- finish_rtype(out, spec$rtype)
-      if (length(sel) > 1L) dim(out) <- lengths(sel)
+      if (length(sel) > 1L) dim(out) <- sel_lengths(sel)
       out
     },
 
@@ -101,7 +101,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         data <- time_to_storage(data, private$.dt, private$.path)
       data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       spec$rtype <- r_storage(data)
-      n <- prod(lengths(sel))
+      n <- prod(sel_lengths(sel))
       if (length(data) != n && length(data) != 1L)
         zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
                                     format(length(data)), format(n)), array = private$.path)
@@ -232,5 +232,5 @@ range_selection <- function(start, stop, shape) {
     zarr_abort("argument", "start and stop need one value per dimension")
   if (any(start < 1) || any(stop > shape) || any(stop < start))
     zarr_abort("index", "start and stop must lie within the array, with start <= stop")
-  lapply(seq_along(shape), function(d) seq(start[d], stop[d]) - 1)
+  lapply(seq_along(shape), function(d) zarr_range(start[d] - 1, stop[d] - start[d] + 1))
 }

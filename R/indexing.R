@@ -54,7 +54,7 @@ index_args <- function(nd, call_args, env, path) {
 read_linear <- function(x, idx) {
   shape <- x$shape
   n <- prod(shape)
-  pos <- resolve_index(idx, n, 1L, x$path) # 0-based linear positions
+  pos <- sel_indices(resolve_index(idx, n, 1L, x$path)) # 0-based linear positions
   if (!length(pos)) return(x$read(lapply(shape, function(s) numeric()))[0])
   sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
   # read the bounding box of the wanted elements once, then pick

@@ -226,6 +226,7 @@ read_json2 <- function(array, grid, sel) {
   codecs <- array$codecs
   bb <- codecs[vapply(codecs, function(cd) cd$mode == "bytes -> bytes", TRUE)]
   order_codec <- Filter(function(cd) cd$name == "transpose", codecs)
+  sel <- lapply(sel, sel_indices)
   n_out <- lengths(sel)
   out <- rep(NA_character_, prod(n_out))
   chunks_per_dim <- lapply(seq_along(shape), function(d) unique(sel[[d]] %/% chunk[d]))

@@ -19,11 +19,37 @@ typedef struct {
   int64_t n;      /* selected indices */
   int64_t nch;    /* distinct chunks touched */
   int64_t *ch;    /* chunk ids */
-  int64_t *start; /* first pair of each chunk */
+  int64_t *start; /* first pair of each chunk (a range: its first output position) */
   int64_t *cnt;   /* pairs per chunk */
-  int64_t *local; /* index within the chunk */
-  int64_t *outpos;/* position in the R array */
+  int64_t *local; /* index within the chunk (NULL for a range) */
+  int64_t *outpos;/* position in the R array (NULL for a range) */
+  int64_t *l0;    /* a range: first index within each chunk */
 } dimplan;
+
+/* A contiguous range c(start, count) (class "zarr_range" in R): per chunk
+ * only where it starts, so selecting a whole extent costs no memory. */
+static void plan_range(double start, double count, int64_t extent, int64_t chunk, dimplan *p,
+                       const char *name) {
+  if (!(start >= 0 && count >= 0 && start + count <= (double)extent))
+    zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
+  int64_t r0 = (int64_t)start, n = (int64_t)count;
+  p->n = n;
+  p->local = p->outpos = NULL;
+  int64_t c0 = n ? r0 / chunk : 0, c1 = n ? (r0 + n - 1) / chunk : -1;
+  p->nch = n ? c1 - c0 + 1 : 0;
+  p->ch = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
+  p->start = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
+  p->cnt = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
+  p->l0 = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
+  for (int64_t j = 0; j < p->nch; j++) {
+    int64_t c = c0 + j, lo = c * chunk > r0 ? c * chunk : r0;
+    int64_t hi = (c + 1) * chunk < r0 + n ? (c + 1) * chunk : r0 + n;
+    p->ch[j] = c;
+    p->start[j] = lo - r0;
+    p->cnt[j] = hi - lo;
+    p->l0[j] = lo - c * chunk;
+  }
+}
 
 typedef struct {
   int64_t chunk, local, outpos;
@@ -40,6 +66,11 @@ static int cmp_triple(const void *a, const void *b) {
  * error anywhere in this .Call frees it. */
 static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const char *name,
                      int d) {
+  if (inherits(idx, "zarr_range") && XLENGTH(idx) == 2 && TYPEOF(idx) == REALSXP) {
+    plan_range(REAL(idx)[0], REAL(idx)[1], extent, chunk, p, name);
+    return;
+  }
+  p->l0 = NULL;
   R_xlen_t n = XLENGTH(idx);
   p->n = n;
   p->local = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
@@ -216,7 +247,7 @@ static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t 
     /* counting sort by inner chunk id keeps each group's original order */
     int64_t *count = grp_cnt[d];
     for (int64_t q = 0; q <= cps[d]; q++) count[q] = 0;
-    for (int64_t k = 0; k < m->cnt; k++) count[m->local[k] / ic]++;
+    for (int64_t k = 0; k < m->cnt; k++) count[map_local(m, k) / ic]++;
     int64_t pos = 0, g2 = 0;
     for (int64_t q = 0; q < cps[d]; q++) {
       if (count[q] == 0) continue;
@@ -231,10 +262,10 @@ static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t 
     if (fillpos == NULL) { rc = zerr_set(e, ZE_NOMEM, "out of memory"); break; }
     for (int64_t q = 0; q < g2; q++) fillpos[grp_id[d][q]] = grp_start[d][q];
     for (int64_t k = 0; k < m->cnt; k++) {
-      int64_t q = m->local[k] / ic;
+      int64_t q = map_local(m, k) / ic;
       int64_t at = fillpos[q]++;
-      sub_local[d][at] = m->local[k] - q * ic;
-      sub_out[d][at] = m->outpos[k];
+      sub_local[d][at] = map_local(m, k) - q * ic;
+      sub_out[d][at] = map_out(m, k);
     }
     for (int64_t q = 0; q < g2; q++) grp_cnt[d][q] = count[grp_id[d][q]];
     free(fillpos);
@@ -331,8 +362,13 @@ static void job_slab(const engine *g, const int64_t *jc, zslab *s) {
   for (int d = 0; d < g->ndim; d++) {
     const dimplan *p = &g->dp[d];
     s->dim[d].cnt = p->cnt[jc[d]];
-    s->dim[d].local = p->local + p->start[jc[d]];
-    s->dim[d].outpos = p->outpos + p->start[jc[d]];
+    if (p->local == NULL) { /* a range */
+      s->dim[d].l0 = p->l0[jc[d]];
+      s->dim[d].o0 = p->start[jc[d]];
+    } else {
+      s->dim[d].local = p->local + p->start[jc[d]];
+      s->dim[d].outpos = p->outpos + p->start[jc[d]];
+    }
     s->ostride[d] = g->ostride[d];
   }
 }
@@ -437,6 +473,10 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
     int64_t cs = a->chain.chunk_shape[d], c0 = p->ch[jc[d]] * cs;
     int64_t ext = a->shape[d] - c0 < cs ? a->shape[d] - c0 : cs;
     if (p->cnt[jc[d]] != ext) return 0;
+    if (p->local == NULL) {
+      if (p->l0[jc[d]] != 0) return 0;
+      continue;
+    }
     const int64_t *loc = p->local + p->start[jc[d]];
     for (int64_t k = 0; k < ext; k++)
       if (loc[k] != k) return 0;

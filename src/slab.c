@@ -487,6 +487,7 @@ int kernel_supported(zdtype dt, zrtype rt, int encode) {
 /* ---- the strided walk ---------------------------------------------------- */
 
 static int is_unit_run(const zdimmap *m) {
+  if (m->local == NULL) return 1;
   for (int64_t k = 1; k < m->cnt; k++)
     if (m->local[k] != m->local[k - 1] + 1 || m->outpos[k] != m->outpos[k - 1] + 1) return 0;
   return 1;
@@ -509,19 +510,19 @@ static void slab_walk(const zslab *s, kern_fn k, size_t csz, size_t rsz, uint8_t
   int64_t idx[ZARR_MAX_DIMS] = {0};
   int64_t coff = 0, ooff = 0; /* byte offsets of dims >= 1 */
   for (int d = 1; d < nd; d++) {
-    coff += s->dim[d].local[0] * s->cstride[d] * (int64_t)csz;
-    ooff += s->dim[d].outpos[0] * s->ostride[d] * (int64_t)rsz;
+    coff += map_local(&s->dim[d], 0) * s->cstride[d] * (int64_t)csz;
+    ooff += map_out(&s->dim[d], 0) * s->ostride[d] * (int64_t)rsz;
   }
   while (1) {
     if (unit) {
-      uint8_t *c = chunk + coff + m0->local[0] * cs0;
-      uint8_t *o = rdata + ooff + m0->outpos[0] * os0;
+      uint8_t *c = chunk + coff + map_local(m0, 0) * cs0;
+      uint8_t *o = rdata + ooff + map_out(m0, 0) * os0;
       if (dir == 0) k(o, os0, c, cs0, m0->cnt, cv);
       else k(c, cs0, o, os0, m0->cnt, cv);
     } else {
       for (int64_t j = 0; j < m0->cnt; j++) {
-        uint8_t *c = chunk + coff + m0->local[j] * cs0;
-        uint8_t *o = rdata + ooff + m0->outpos[j] * os0;
+        uint8_t *c = chunk + coff + map_local(m0, j) * cs0;
+        uint8_t *o = rdata + ooff + map_out(m0, j) * os0;
         if (dir == 0) k(o, 0, c, 0, 1, cv);
         else k(c, 0, o, 0, 1, cv);
       }
@@ -531,16 +532,16 @@ static void slab_walk(const zslab *s, kern_fn k, size_t csz, size_t rsz, uint8_t
     for (; d < nd; d++) {
       const zdimmap *m = &s->dim[d];
       int64_t cst = s->cstride[d] * (int64_t)csz, ost = s->ostride[d] * (int64_t)rsz;
-      coff -= m->local[idx[d]] * cst;
-      ooff -= m->outpos[idx[d]] * ost;
+      coff -= map_local(m, idx[d]) * cst;
+      ooff -= map_out(m, idx[d]) * ost;
       if (++idx[d] < m->cnt) {
-        coff += m->local[idx[d]] * cst;
-        ooff += m->outpos[idx[d]] * ost;
+        coff += map_local(m, idx[d]) * cst;
+        ooff += map_out(m, idx[d]) * ost;
         break;
       }
       idx[d] = 0;
-      coff += m->local[0] * cst;
-      ooff += m->outpos[0] * ost;
+      coff += map_local(m, 0) * cst;
+      ooff += map_out(m, 0) * ost;
     }
     if (d == nd) break;
   }

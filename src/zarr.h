@@ -226,12 +226,21 @@ int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int b
 /* ---- slab copies (slab.c) ------------------------------------------------------ */
 
 /* One dimension of a copy between a chunk and the R-side array: `cnt` pairs of
- * (position in the chunk, position in the R array). */
+ * (position in the chunk, position in the R array). A contiguous range needs
+ * no arrays: with local == NULL the pairs are (l0 + k, o0 + k). */
 typedef struct {
   int64_t cnt;
   const int64_t *local;
   const int64_t *outpos;
+  int64_t l0, o0;
 } zdimmap;
+
+static inline int64_t map_local(const zdimmap *m, int64_t k) {
+  return m->local ? m->local[k] : m->l0 + k;
+}
+static inline int64_t map_out(const zdimmap *m, int64_t k) {
+  return m->local ? m->outpos[k] : m->o0 + k;
+}
 
 typedef struct {
   int ndim;
