@@ -625,6 +625,9 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   int is_float = a->dtype == DT_FLOAT16 || a->dtype == DT_FLOAT32 || a->dtype == DT_FLOAT64 ||
                  a->dtype == DT_COMPLEX64 || a->dtype == DT_COMPLEX128;
   g->na = fill_as_na && a->dtype != DT_BOOL && !(is_float && a->fill_is_nan);
+  int32_t f32;
+  memcpy(&f32, a->fill, 4);
+  if (a->dtype == DT_INT32 && a->rtype == RT_INTEGER && f32 == INT32_MIN) g->na = 0; /* already NA */
 }
 
 static int engine_threads(SEXP opts, int64_t njobs) {

@@ -79,7 +79,13 @@ typedef void (*kern_fn)(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, in
   }
 DEC_TO_INT(dec_i8_int, int8_t)
 DEC_TO_INT(dec_i16_int, int16_t)
-DEC_TO_INT(dec_i32_int, int32_t)
+DEC_TO_INT(dec_i32_int_slow, int32_t)
+
+static void dec_i32_int(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  if (!cv->na && ds == 4 && ss == 4) memcpy(d, s, (size_t)n * 4);
+  else dec_i32_int_slow(d, ds, s, ss, n, cv);
+}
 DEC_TO_INT(dec_u8_int, uint8_t)
 DEC_TO_INT(dec_u16_int, uint16_t)
 
@@ -311,6 +317,15 @@ static void enc_dbl_bool(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, i
   }
 }
 
+static void enc_int_i32_fast(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                             zconv *cv) {
+  /* R's NA is INT_MIN: with that fill value every int is stored as it is */
+  int32_t f;
+  memcpy(&f, cv->fill, 4);
+  if (f == INT_MIN && ds == 4 && ss == 4) memcpy(d, s, (size_t)n * 4);
+  else enc_int_i32(d, ds, s, ss, n, cv);
+}
+
 static void enc_dbl_f64(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
                         zconv *cv) {
   /* A NaN fill keeps R's NA bits as they are (other readers see a NaN); any
@@ -438,7 +453,7 @@ static void tables_init(void) {
     enc_table[DT_BOOL][r] = enc_lgl_bool;
     enc_table[DT_INT8][r] = enc_int_i8;
     enc_table[DT_INT16][r] = enc_int_i16;
-    enc_table[DT_INT32][r] = enc_int_i32;
+    enc_table[DT_INT32][r] = r == RT_INTEGER ? enc_int_i32_fast : enc_int_i32;
     enc_table[DT_INT64][r] = enc_int_i64;
     enc_table[DT_UINT8][r] = enc_int_u8;
     enc_table[DT_UINT16][r] = enc_int_u16;

@@ -110,13 +110,19 @@ static int make_parents(const char *path, zerr *e) {
 static unsigned long temp_counter = 0;
 
 int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) {
-  if (make_parents(path, e)) return -1;
   size_t plen = strlen(path) + 64;
   char *tmp = malloc(plen);
   if (tmp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
   unsigned long id = __atomic_add_fetch(&temp_counter, 1, __ATOMIC_RELAXED);
   snprintf(tmp, plen, "%s.%ld.%lu.partial", path, (long)getpid(), id);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
+  if (fd < 0 && errno == ENOENT) { /* create the directories only when missing */
+    if (make_parents(path, e)) {
+      free(tmp);
+      return -1;
+    }
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
+  }
   if (fd < 0) {
     int err = errno;
     zerr_set(e, ZE_IO, "cannot create '%s': %s", tmp, strerror(err));

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set up, install and benchmark the zarr R package from this checkout.
+#
+# usage: bash bench/run.sh
+#
+# 1. tools/setup.sh (skip with ZARR_SKIP_SETUP=true);
+# 2. R CMD INSTALL into the private library .lib/ (as tools/test.sh does);
+# 3. unless ZARR_BENCH_CRAN=false: bench/setup-cran-zarr.R installs the CRAN
+#    'zarr' package into bench/lib (a failure only drops the comparison);
+# 4. Rscript bench/run.R (table on stdout, bench/results/results.csv).
+# The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+say() { printf 'bench: %s\n' "$*"; }
+is_true() { case "${1:-}" in true|TRUE|True|1|yes) return 0 ;; *) return 1 ;; esac; }
+is_false() { case "${1:-}" in false|FALSE|False|0|no) return 0 ;; *) return 1 ;; esac; }
+
+# ---- 1. dependencies
+if is_true "${ZARR_SKIP_SETUP:-}"; then
+  say "skipping tools/setup.sh (ZARR_SKIP_SETUP)"
+else
+  bash tools/setup.sh
+fi
+
+# ---- 2. install into the private library
+lib="$repo/.lib"
+mkdir -p "$lib"
+rm -rf "$lib"/00LOCK-*   # left by an interrupted install; the library is ours
+say "R CMD INSTALL into $lib"
+R_LIBS="$lib${R_LIBS:+:$R_LIBS}" R CMD INSTALL --preclean --no-multiarch -l "$lib" .
+export ZARR_BENCH_LIB="${ZARR_BENCH_LIB:-$lib}"
+
+# ---- 3. the CRAN zarr package, in bench/lib only
+if is_false "${ZARR_BENCH_CRAN:-true}"; then
+  say "skipping the CRAN zarr package (ZARR_BENCH_CRAN=false)"
+else
+  Rscript bench/setup-cran-zarr.R ||
+    say "CRAN zarr not installed: the table says 'not available'"
+fi
+
+# ---- 4. the benchmarks
+say "Rscript bench/run.R"
+exec Rscript bench/run.R
