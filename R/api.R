@@ -98,7 +98,6 @@ as_zarr <- function(x, name = NULL, location = NULL) {
   def <- define_array(r_data_type(x), dims)
   dn <- names(dimnames(x))
   if (!is.null(dn) && any(nzchar(dn))) def$dimension_names <- ifelse(nzchar(dn), dn, NA)
-  def$format <- zarr_default_format()
   if (inherits(location, "zarr_group")) {
     if (is.null(name)) zarr_abort("argument", "a name is needed to add an array to a group")
     arr <- location$add_array(name, def)
@@ -113,6 +112,7 @@ as_zarr <- function(x, name = NULL, location = NULL) {
     location
   }
   store <- if (is.null(z)) zarr_memorystore$new() else zarr_localstore$new(z)
+  def$format <- store$version
   if (is.null(name)) {
     store$create_array("/", "", def)
     out <- zarr$new(store)

@@ -48,7 +48,7 @@ array_builder <- R6::R6Class("array_builder",
       if (!self$is_valid()) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
       dt <- private$.dt
       codecs <- private$codec_chain()
-      meta <- list(zarr_format = private$.format, node_type = "array", shape = json_array(private$.shape),
+      meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
                    data_type = dt$metadata_fragment()$data_type,
                    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),
@@ -129,10 +129,11 @@ array_builder <- R6::R6Class("array_builder",
     }
   ),
   active = list(
-    #' @field format The Zarr format, 3 (default) or 2. An array follows the
-    #'   format of the group it is added to.
+    #' @field format The Zarr format, 3 or 2. Unless set, an array takes the
+    #'   format of the group it is added to; a format that is set must match it
+    #'   (a Zarr v3 reader never sees a v2 array in a v3 group).
     format = function(value) {
-      if (missing(value)) return(private$.format)
+      if (missing(value)) return(private$.format %||% 3L)
       value <- suppressWarnings(as.integer(value))
       if (length(value) != 1L || !value %in% c(2L, 3L)) zarr_abort("argument", "the format must be 2 or 3")
       private$.format <- value
@@ -213,7 +214,8 @@ array_builder <- R6::R6Class("array_builder",
     codecs = function(value) private$codec_chain()
   ),
   private = list(
-    .format = 3L, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL,
+    # .format NULL: the array takes the format of the group it goes into
+    .format = NULL, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL,
     .codecs = list(list(name = "bytes", configuration = list(endian = "little")),
                    list(name = "zstd", configuration = list(level = 1L, checksum = FALSE))),
     .attributes = NULL, .dimnames = NULL, .encoding = NULL,

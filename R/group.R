@@ -114,10 +114,18 @@ zarr_group <- R6::R6Class("zarr_group",
       check_node_name(name)
       if (!is.null(self$children[[name]]))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
-      if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
-      # arrays follow the format of their group: a v3 reader never sees a v2 node
+      # an array takes the format of its group unless its builder sets one
       fmt <- as.integer(private$.metadata$zarr_format %||% 3L)
+      explicit <- TRUE
+      if (inherits(metadata, "array_builder")) {
+        explicit <- !is.null(metadata$.__enclos_env__$private$.format)
+        metadata <- metadata$metadata()
+      }
       if (!identical(as.integer(metadata$zarr_format %||% 3L), fmt)) {
+        if (explicit)
+          zarr_abort("format", sprintf(
+            "a Zarr v%d array cannot be added to the Zarr v%d group '%s'; create the store with options(zarr.format = %d)",
+            as.integer(metadata$zarr_format %||% 3L), fmt, self$path, as.integer(metadata$zarr_format %||% 3L)))
         metadata$zarr_format <- fmt
         metadata$chunk_key_encoding <- NULL
       }

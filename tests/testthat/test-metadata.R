@@ -395,3 +395,21 @@ test_that("the builder's data type, fill value and shape settings interact as do
   expect_error(b$fill_value, class = "zarr_error_argument")
   expect_error(b$chunk_shape <- 3, class = "zarr_error_argument")
 })
+
+test_that("an array takes its group's format unless its builder sets one", {
+  z <- create_zarr()
+  expect_identical(z$add_array("/", "a", define_array("int32", 3))$metadata$zarr_format, 3L)
+  d <- define_array("int32", 3)
+  d$format <- 2
+  expect_error(z$add_array("/", "b", d), class = "zarr_error_format")
+  expect_null(z[["/b"]])
+  withr::local_options(zarr.format = 2L)
+  p <- local_store_path()
+  z2 <- create_zarr(p)
+  a <- z2$add_array("/", "a", define_array("float64", c(2, 3)))
+  expect_identical(a$metadata$zarr_format, 2L)
+  a$write(matrix(1:6 / 2, 2))
+  expect_true(file.exists(file.path(p, "a", ".zarray")))
+  expect_identical(open_zarr(p)[["/a"]][, ], matrix(1:6 / 2, 2))
+  expect_identical(as_zarr(1:3, name = "v", location = z2$root)$metadata$zarr_format, 2L)
+})
