@@ -413,3 +413,29 @@ test_that("an array takes its group's format unless its builder sets one", {
   expect_identical(open_zarr(p)[["/a"]][, ], matrix(1:6 / 2, 2))
   expect_identical(as_zarr(1:3, name = "v", location = z2$root)$metadata$zarr_format, 2L)
 })
+
+test_that("conventions register themselves and write their properties", {
+  z <- create_zarr()
+  arr <- z$add_array("/", "t", define_array("float32", 3))
+  uom <- zarr_conv_uom$new()
+  uom$unit <- "Cel"
+  uom$version <- "2.2"
+  attrs <- uom$write(arr$attributes)
+  expect_identical(attrs$uom, list(ucum = list(version = "2.2", unit = "Cel")))
+  expect_identical(attrs$zarr_conventions[[1]]$uuid, "3bbe438d-df37-49fe-8e2b-739296d46dfb")
+  expect_length(uom$register(attrs)$zarr_conventions, 1L) # registered once
+  ref <- zarr_conv_ref$new()
+  ref$array <- "/other"
+  ref$index <- 2
+  attrs <- ref$write(attrs)
+  expect_identical(attrs$ref, list(array = "/other", index = 2L))
+  expect_identical(vapply(attrs$zarr_conventions, function(x) x$name, ""), c("uom", "ref"))
+  expect_identical(zarr_convention$new("x:", "s", "u")$register(list(), brief = TRUE)$zarr_conventions,
+                   list(list(name = "x:", schema_url = "s")))
+  for (n in names(attrs)) arr$set_attribute(n, attrs[[n]])
+  back <- zarr$new(z$store)[["/t"]]$attributes
+  expect_identical(back$uom$ucum$unit, "Cel")
+  expect_identical(back$ref$array, "/other")
+  expect_error(zarr_conv_uom$new()$write(list()), class = "zarr_error_argument")
+  expect_error(ref$index <- -1, class = "zarr_error_argument")
+})
