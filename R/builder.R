@@ -63,7 +63,10 @@ array_builder <- R6::R6Class("array_builder",
 
     #' @description Add a codec at the end of the chain, or at `.position`.
     #'   A codec whose kind does not fit at that place is not added, with a
-    #'   warning.
+    #'   warning. Adding "bytes" reconfigures the one bytes codec (for example
+    #'   `list(endian = "big")`). Adding "sharding_indexed" with
+    #'   `list(chunk_shape = ...)` turns each chunk into a shard of inner
+    #'   chunks of that shape, encoded with the codecs defined so far.
     #' @param codec The codec name, for example "gzip", "zstd", "blosc",
     #'   "crc32c", "transpose" or "bytes".
     #' @param configuration List of its parameters, or `NULL`.
@@ -71,10 +74,30 @@ array_builder <- R6::R6Class("array_builder",
     #' @return Self, invisibly.
     add_codec = function(codec, configuration, .position = NULL) {
       if (missing(configuration) || is.null(configuration)) configuration <- list()
-      if (is.null(codec_registry[[codec]]) || codec == "sharding_indexed")
+      if (is.null(codec_registry[[codec]]))
         zarr_abort("codec", sprintf("unsupported codec '%s'", codec))
       entry <- list(name = codec, configuration = configuration)
       codecs <- private$.codecs
+      if (codec == "sharding_indexed") { # the chain so far encodes each inner chunk
+        if (is.null(configuration$chunk_shape))
+          zarr_abort("codec", "sharding_indexed needs the inner chunk_shape")
+        cfg <- configuration
+        cfg$chunk_shape <- json_array(check_shape(cfg$chunk_shape, "inner chunk shape"))
+        cfg$codecs <- cfg$codecs %||% codecs
+        cfg$index_codecs <- cfg$index_codecs %||%
+          list(list(name = "bytes", configuration = list(endian = "little")), list(name = "crc32c"))
+        cfg$index_location <- cfg$index_location %||% "end"
+        trial <- list(list(name = codec, configuration = cfg))
+        ok <- tryCatch({
+          check_codec_order(private$instantiate(trial), "")
+          TRUE
+        }, zarr_error = function(e) {
+          zarr_warn("codec", sprintf("codec '%s' was not added: %s", codec, conditionMessage(e)))
+          FALSE
+        })
+        if (ok) private$.codecs <- trial
+        return(invisible(self))
+      }
       if (codec == "bytes") { # there is always one bytes codec: reconfigure it
         at <- match("bytes", vapply(codecs, function(cd) cd$name, ""))
         if (!is.na(at)) {

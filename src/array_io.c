@@ -221,9 +221,29 @@ static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t 
   memcpy(index, idx, index_n);
   if (ch->index->big_endian) byteswap_inplace((uint8_t *)index, (size_t)ninner * 2, 8);
 
-  if (dst_chunk != NULL) { /* read-modify-write of shards comes with sharded writes */
+  if (dst_chunk != NULL) { /* a partial write: the whole shard, element by element */
+    int64_t ine = chain_nelem(in);
+    uint8_t *innerbuf = malloc((size_t)ine * g->arr->elsize + 1);
+    int rc = innerbuf == NULL ? zerr_set(e, ZE_NOMEM, "out of memory") : 0;
+    for (int64_t k = 0; k < ninner && rc == 0; k++) {
+      int64_t ic[ZARR_MAX_DIMS], r = k;
+      for (int d = nd - 1; d >= 0; d--) {
+        ic[d] = r % cps[d];
+        r /= cps[d];
+      }
+      uint64_t off = index[2 * k], len = index[2 * k + 1];
+      int miss = (off == UINT64_MAX && len == UINT64_MAX);
+      if (!miss && (off > n || len > n - off)) {
+        rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
+        break;
+      }
+      rc = decode_into(g, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, NULL, tb,
+                       depth + 1, innerbuf, cv, e);
+      if (rc == 0) shard_inner_copy(ch, ic, dst_chunk, innerbuf, g->arr->elsize, 0);
+    }
+    free(innerbuf);
     free(index);
-    return zerr_set(e, ZE_CODEC, "writing into sharded arrays is not supported yet");
+    return rc;
   }
 
   /* group the slab's entries by inner chunk, per dimension */
@@ -497,9 +517,7 @@ static void merge_task(void *ctx, size_t task, int thread) {
   zerr e = {ZE_OK, ""};
   zconv cv;
   conv_init(g, &cv);
-  if (g->arr->chain.ab == AB_SHARDING)
-    zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
-  if (e.kind != ZE_OK || job_decode(g, task, key, &s, &g->tb[thread], g->merged[task], &cv, &e))
+  if (job_decode(g, task, key, &s, &g->tb[thread], g->merged[task], &cv, &e))
     engine_fail(g, &e, key);
 }
 
@@ -520,9 +538,13 @@ static void write_task(void *ctx, size_t task, int thread) {
   if (job_begin(g, task, jc, key, &s)) return;
   zerr e = {ZE_OK, ""};
   if (ch->ab == AB_SHARDING) {
-    zerr_set(&e, ZE_CODEC, "writing sharded arrays is not supported yet");
-    engine_fail(g, &e, key);
-    return;
+    for (int d = 0; d < ch->ndim; d++)
+      if (ch->order[d] != d) zerr_set(&e, ZE_CODEC, "a transpose before sharding cannot be written");
+    if (a->dtype == DT_STRING) zerr_set(&e, ZE_CODEC, "sharded string arrays cannot be written yet");
+    if (e.kind != ZE_OK) {
+      engine_fail(g, &e, key);
+      return;
+    }
   }
   int64_t ne = chain_nelem(ch);
   size_t nbytes = (size_t)ne * a->elsize;
@@ -551,7 +573,14 @@ static void write_task(void *ctx, size_t task, int thread) {
   if (!empty) {
     const uint8_t *payload = cb->data;
     size_t payload_n = nbytes;
-    if (a->dtype == DT_STRING) {
+    if (ch->ab == AB_SHARDING) {
+      if (shard_encode(a, ch, cb->data, &tb->elem[0], &tb->elem[1], &tb->a[1], &tb->b[1], &empty, &e)) {
+        engine_fail(g, &e, key);
+        return;
+      }
+      payload = tb->elem[0].data;
+      payload_n = tb->elem[0].size;
+    } else if (a->dtype == DT_STRING) {
       if (strings_encode(a, cb->data, ne, ch->big_endian, &tb->elem[0], &e)) {
         engine_fail(g, &e, key);
         return;

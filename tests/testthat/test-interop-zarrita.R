@@ -1002,3 +1002,22 @@ test_that("zarrita opens Zarr v2 stores written by R as v2 and reads them", {
   expect_identical(z2$version, 2L)
   expect_identical(z2[["/f_order"]][, ], mf)
 })
+
+test_that("zarrita reads sharded arrays written by R", {
+  skip_without_zarrita()
+  p <- local_store_path()
+  z <- create_zarr(p)
+  set.seed(5)
+  x <- matrix(sample(-1000:1000, 13 * 11, TRUE), 13, 11)
+  d <- define_array("int16", dim(x)); d$chunk_shape <- c(6, 4)
+  d$add_codec("sharding_indexed", list(chunk_shape = c(3, 2)))   # R order inside
+  z$add_array("/", "r_order", d)$write(x)
+  y <- array(as.double(1:(7 * 9 * 4)) / 4, c(7, 9, 4))
+  d <- define_array("float32", dim(y)); d$chunk_shape <- c(4, 6, 2); d$portable <- TRUE
+  d$add_codec("crc32c")
+  d$add_codec("sharding_indexed", list(chunk_shape = c(2, 3, 1)))
+  z$add_array("/", "c_order", d)$write(y)
+  got <- run_node("read.mjs", c(p, "/r_order", "/c_order"))
+  expect_identical(c_order_array(as.integer(unlist(got[["/r_order"]]$data)), dim(x)), x)
+  expect_identical(c_order_array(json_numbers(got[["/c_order"]]$data), dim(y)), y)
+})

@@ -490,3 +490,40 @@ test_that("the zarr.int64 option can be changed after the array was first used",
   expect_identical(arr$data_type$Rtype, "double")
   expect_identical(arr$read(), c(1, 2, 3))
 })
+
+test_that("sharded arrays are written and read back, also by partial writes", {
+  for (kind in c("memory", "local")) {
+    z <- if (kind == "memory") create_zarr() else create_zarr(local_store_path())
+    set.seed(11)
+    x <- array(rnorm(13 * 11 * 3), c(13, 11, 3))
+    d <- define_array("float64", dim(x))
+    d$chunk_shape <- c(6, 4, 3)
+    d$add_codec("crc32c")
+    d$add_codec("sharding_indexed", list(chunk_shape = c(3, 2, 1)))
+    expect_identical(d$codec_info$name, "sharding_indexed")
+    a <- z$add_array("/", "s", d)
+    a$write(x)
+    expect_identical(a[, , ], x, info = kind)
+    a[2:9, 3:5, 2] <- 0
+    x[2:9, 3:5, 2] <- 0
+    expect_identical(zarr$new(z$store)[["/s"]][, , ], x, info = kind)
+    # index at the start, big-endian inner chunks, a 1-d array
+    d <- define_array("int32", 17)
+    d$chunk_shape <- 8
+    d$add_codec("bytes", list(endian = "big"))
+    d$add_codec("sharding_indexed", list(chunk_shape = 2, index_location = "start"))
+    b <- z$add_array("/", "t", d)
+    v <- c(1:10, NA, 12:17)
+    b$write(v)
+    expect_identical(b[], v, info = kind)
+    b[c(1, 17)] <- c(-1L, -17L)
+    v[c(1, 17)] <- c(-1L, -17L)
+    expect_identical(zarr$new(z$store)[["/t"]][], v, info = kind)
+    # shards with nothing but the fill value are not stored
+    keys <- z$store$list_prefix("t/")
+    b[1:17] <- NA
+    expect_true(all(is.na(b[])))
+    expect_length(setdiff(z$store$list_prefix("t/"), "t/zarr.json"), 0L)
+    expect_gt(length(keys), 1L)
+  }
+})
