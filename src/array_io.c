@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "zarr.h"
 
 #define KEY_CAP 4096
@@ -141,6 +142,8 @@ typedef struct {
   int *out_state;            /* 0 untouched, 1 written, 2 erased (all fill) */
   /* results */
   tbufs *tb;
+  int interrupted;
+  double next_poll;
   int failed;
   zerr err;
   char err_key[KEY_CAP];
@@ -154,6 +157,21 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
     g->err = *e;
     snprintf(g->err_key, sizeof g->err_key, "%s", key ? key : "");
   }
+}
+
+/* Thread 0, between tasks: a user interrupt stops the call (checked at most
+ * every 50 ms: the check itself is not free). */
+static int engine_poll(void *ctx) {
+  engine *g = ctx;
+  double now = (double)clock() / CLOCKS_PER_SEC;
+  if (now < g->next_poll) return 0;
+  g->next_poll = now + 0.05;
+  if (!interrupt_pending()) return 0;
+  g->interrupted = 1;
+  zerr e = {ZE_OK, ""};
+  zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
+  engine_fail(g, &e, NULL);
+  return 1;
 }
 
 static void job_coords(const engine *g, int64_t job, int64_t *jc) {
@@ -806,7 +824,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   int nt = engine_threads(opts, g.njobs);
   g.tb = tbufs_new(nt);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  parallel_for((size_t)g.njobs, nt, read_task, &g);
+  parallel_for((size_t)g.njobs, nt, read_task, &g, engine_poll);
   if (strings && !g.failed) strings_to_r(out, (const zstr *)g.rdata, total, a.rtype);
   tbufs_free(g.tb, nt);
   if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
@@ -880,9 +898,9 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
       any_partial = 1;
     }
   }
-  if (!nomem && any_partial) parallel_for((size_t)g.njobs, nt, merge_task, &g);
+  if (!nomem && any_partial) parallel_for((size_t)g.njobs, nt, merge_task, &g, engine_poll);
   /* phase 2: encode and store every chunk */
-  if (!nomem && !g.failed) parallel_for((size_t)g.njobs, nt, write_task, &g);
+  if (!nomem && !g.failed) parallel_for((size_t)g.njobs, nt, write_task, &g, engine_poll);
   for (int64_t j = 0; j < g.njobs; j++) free(g.merged[j]);
   tbufs_free(g.tb, nt);
   if (nomem) {

@@ -27,6 +27,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_VALUE: return "value";
   case ZE_KEY: return "key";
   case ZE_STORE: return "store";
+  case ZE_INTERRUPT: return "interrupted";
   default: return "internal";
   }
 }
@@ -66,3 +67,12 @@ void zbuf_free(zbuf *b) {
   b->data = NULL;
   b->size = b->cap = 0;
 }
+
+static void check_interrupt_fn(void *unused) {
+  (void)unused;
+  R_CheckUserInterrupt();
+}
+
+/* R_CheckUserInterrupt() jumps away on an interrupt; inside R_ToplevelExec
+ * the jump stops there, so C can clean up before raising an error. */
+int interrupt_pending(void) { return R_ToplevelExec(check_interrupt_fn, NULL) == FALSE; }

@@ -10,6 +10,7 @@ typedef struct {
   size_t next;
   ztask_fn fn;
   void *ctx;
+  zpoll_fn poll;
 } pool_state;
 
 typedef struct {
@@ -22,8 +23,13 @@ static void run_tasks(pool_state *st, int id) {
     size_t i = __atomic_fetch_add(&st->next, 1, __ATOMIC_RELAXED);
     if (i >= st->n) return;
     st->fn(st->ctx, i, id);
+    if (id == 0 && st->poll != NULL && st->poll(st->ctx)) {
+      __atomic_store_n(&st->next, st->n, __ATOMIC_RELAXED); /* hand out no more tasks */
+      return;
+    }
   }
 }
+
 
 static void *worker_main(void *p) {
   worker_arg *a = p;
@@ -31,8 +37,8 @@ static void *worker_main(void *p) {
   return NULL;
 }
 
-void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx) {
-  pool_state st = {n, 0, fn, ctx};
+void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll) {
+  pool_state st = {n, 0, fn, ctx, poll};
   if (nthreads > (int)n) nthreads = (int)n;
   if (nthreads < 1) nthreads = 1;
   pthread_t *tids = NULL;

@@ -27,7 +27,8 @@ typedef enum {
   ZE_CODEC,     /* unsupported codec or configuration */
   ZE_VALUE,     /* data cannot be represented in the array's data type */
   ZE_KEY,       /* invalid or unsafe store key */
-  ZE_STORE      /* store refused the operation */
+  ZE_STORE,     /* store refused the operation */
+  ZE_INTERRUPT  /* the user interrupted a long call */
 } zerr_kind;
 
 typedef struct {
@@ -311,9 +312,14 @@ SEXP ffi_zip_read(SEXP ptr, SEXP name, SEXP range);
 /* ---- threads (threads.c) --------------------------------------------------------- */
 
 typedef void (*ztask_fn)(void *ctx, size_t task, int thread);
+/* Called on the calling (R) thread between its tasks; nonzero stops handing
+ * out tasks. */
+typedef int (*zpoll_fn)(void *ctx);
 /* Run fn(ctx, i, thread) for i in [0, n) on up to `nthreads` threads (the
  * calling thread is thread 0). Workers must not call the R API. */
-void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx);
+void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll);
+/* A user interrupt is pending (checked safely, on the R thread only). */
+int interrupt_pending(void);
 
 /* ---- entry points ------------------------------------------------------------- */
 
