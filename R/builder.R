@@ -78,7 +78,8 @@ array_builder <- R6::R6Class("array_builder",
         zarr_abort("codec", sprintf("unsupported codec '%s'", codec))
       entry <- list(name = codec, configuration = configuration)
       codecs <- private$.codecs
-      if (codec == "sharding_indexed") { # the chain so far encodes each inner chunk
+      at <- match(codec, vapply(codecs, function(cd) cd$name, ""))
+      trial <- if (codec == "sharding_indexed") { # the chain so far encodes each inner chunk
         if (is.null(configuration$chunk_shape))
           zarr_abort("codec", "sharding_indexed needs the inner chunk_shape")
         cfg <- configuration
@@ -87,31 +88,14 @@ array_builder <- R6::R6Class("array_builder",
         cfg$index_codecs <- cfg$index_codecs %||%
           list(list(name = "bytes", configuration = list(endian = "little")), list(name = "crc32c"))
         cfg$index_location <- cfg$index_location %||% "end"
-        trial <- list(list(name = codec, configuration = cfg))
-        ok <- tryCatch({
-          check_codec_order(private$instantiate(trial), "")
-          TRUE
-        }, zarr_error = function(e) {
-          zarr_warn("codec", sprintf("codec '%s' was not added: %s", codec, conditionMessage(e)))
-          FALSE
-        })
-        if (ok) private$.codecs <- trial
-        return(invisible(self))
+        list(list(name = codec, configuration = cfg))
+      } else if (codec == "bytes" && !is.na(at)) { # the one bytes codec is reconfigured
+        codecs[[at]] <- entry
+        codecs
+      } else {
+        pos <- if (is.null(.position)) length(codecs) + 1L else min(max(1L, as.integer(.position)), length(codecs) + 1L)
+        append(codecs, list(entry), after = pos - 1L)
       }
-      if (codec == "bytes") { # there is always one bytes codec: reconfigure it
-        at <- match("bytes", vapply(codecs, function(cd) cd$name, ""))
-        if (!is.na(at)) {
-          codecs[[at]] <- entry
-          tryCatch(private$instantiate(codecs), zarr_error = function(e) {
-            zarr_warn("codec", sprintf("codec 'bytes' was not changed: %s", conditionMessage(e)))
-            codecs <<- NULL
-          })
-          if (!is.null(codecs)) private$.codecs <- codecs
-          return(invisible(self))
-        }
-      }
-      pos <- if (is.null(.position)) length(codecs) + 1L else min(max(1L, as.integer(.position)), length(codecs) + 1L)
-      trial <- append(codecs, list(entry), after = pos - 1L)
       ok <- tryCatch({
         check_codec_order(private$instantiate(trial), "")
         TRUE

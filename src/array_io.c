@@ -478,8 +478,8 @@ static int job_decode(engine *g, size_t task, const char *key, zslab *s, tbufs *
   return decode_into(g, &g->arr->chain, src, n, missing, writable, s, tb, 0, dst, cv, e);
 }
 
-static void read_task(void *ctx, size_t task, int thread) {
-  engine *g = ctx;
+/* Decode one chunk into the R array (dst == NULL) or a whole-chunk buffer. */
+static void decode_task(engine *g, size_t task, int thread, uint8_t *dst) {
   int64_t jc[ZARR_MAX_DIMS];
   char key[KEY_CAP];
   zslab s;
@@ -487,12 +487,14 @@ static void read_task(void *ctx, size_t task, int thread) {
   zerr e = {ZE_OK, ""};
   zconv cv;
   conv_init(g, &cv);
-  if (job_decode(g, task, key, &s, &g->tb[thread], NULL, &cv, &e)) {
+  if (job_decode(g, task, key, &s, &g->tb[thread], dst, &cv, &e)) {
     engine_fail(g, &e, key);
     return;
   }
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
 }
+
+static void read_task(void *ctx, size_t task, int thread) { decode_task(ctx, task, thread, NULL); }
 
 static int chunk_is_edge(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
@@ -527,16 +529,7 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
  * is written. */
 static void merge_task(void *ctx, size_t task, int thread) {
   engine *g = ctx;
-  if (g->merged[task] == NULL) return;
-  int64_t jc[ZARR_MAX_DIMS];
-  char key[KEY_CAP];
-  zslab s;
-  if (job_begin(g, task, jc, key, &s)) return;
-  zerr e = {ZE_OK, ""};
-  zconv cv;
-  conv_init(g, &cv);
-  if (job_decode(g, task, key, &s, &g->tb[thread], g->merged[task], &cv, &e))
-    engine_fail(g, &e, key);
+  if (g->merged[task] != NULL) decode_task(g, task, thread, g->merged[task]);
 }
 
 static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es) {
