@@ -212,6 +212,31 @@ static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
   return 0;
 }
 
+/* Where in the R result a chunk can be decoded to directly, or NULL: the
+ * chunk must be whole (not an edge chunk, every element selected, in order),
+ * stored in R's order, and its elements must need no conversion. */
+static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s, int big) {
+  const zarray *a = g->arr;
+  if (g->na || big || a->dtype == DT_STRING) return NULL;
+  int same = (a->dtype == DT_FLOAT64 && a->rtype == RT_DOUBLE) ||
+             (a->dtype == DT_INT32 && a->rtype == RT_INTEGER) ||
+             (a->dtype == DT_INT64 && a->rtype == RT_INT64) ||
+             (a->dtype == DT_COMPLEX128 && a->rtype == RT_COMPLEX);
+  if (!same) return NULL;
+  int64_t cstride[ZARR_MAX_DIMS];
+  chunk_strides(ch, cstride);
+  int64_t off = 0;
+  for (int d = 0; d < s->ndim; d++) {
+    const zdimmap *m = &s->dim[d];
+    if (m->cnt != ch->chunk_shape[d]) return NULL;
+    if (m->local != NULL) return NULL; /* only ranges: cheap to check */
+    if (m->l0 != 0) return NULL;
+    if (m->cnt > 1 && cstride[d] != s->ostride[d]) return NULL;
+    off += m->o0 * s->ostride[d];
+  }
+  return g->rdata + off * (int64_t)rtype_size(a->rtype);
+}
+
 static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t n, zslab *slab,
                         tbufs *tb, int depth, uint8_t *dst_chunk, zconv *cv, zerr *e) {
   const zchain *in = ch->inner;
@@ -360,6 +385,11 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
     return emit(g, ch, a->fill, slab, NULL, cv, e);
   }
   int64_t ne = chain_nelem(ch);
+  uint8_t *direct = (dst_chunk == NULL && ch->ab == AB_BYTES) ? direct_target(g, ch, slab, ch->big_endian) : NULL;
+  if (direct != NULL) { /* zero-copy: the last codec writes into the result */
+    int rc = chain_decode_to(ch, src, n, direct, (size_t)ne * a->elsize, &tb->a[depth], &tb->b[depth], e);
+    if (rc <= 0) return rc;
+  }
   size_t expect = ch->ab != AB_BYTES ? 0
                   : a->dtype == DT_STRING ? (size_t)ne * a->stored_size
                                           : (size_t)ne * a->elsize;

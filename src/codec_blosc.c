@@ -19,6 +19,22 @@ int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
   return 0;
 }
 
+int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
+                    zerr *e) {
+  size_t nbytes = 0, cbytes = 0, blocksize = 0;
+  if (n < BLOSC_MIN_HEADER_LENGTH) return zerr_set(e, ZE_CORRUPT, "blosc data is truncated");
+  blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
+  if (cbytes > n) return zerr_set(e, ZE_CORRUPT, "blosc data is truncated");
+  if (nbytes != dst_n) {
+    *got = nbytes;
+    return 0; /* the caller reports the size mismatch */
+  }
+  int r = blosc_decompress_ctx(src, dst, dst_n, 1);
+  if (r < 0 || (size_t)r != nbytes) return zerr_set(e, ZE_CORRUPT, "blosc data is corrupt (code %d)", r);
+  *got = nbytes;
+  return 0;
+}
+
 int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
   if (zbuf_reserve(out, n + BLOSC_MAX_OVERHEAD, e)) return -1;
   int typesize = c->typesize > 0 ? c->typesize : 1;

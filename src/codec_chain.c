@@ -72,6 +72,27 @@ int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr 
   return zerr_set(e, ZE_CODEC, "unknown codec");
 }
 
+/* Decode into `dst`, which must receive exactly `dst_n` bytes. Returns 1 when
+ * the codec cannot write into foreign memory (the caller then uses a buffer). */
+static int bb_decode_to(const zcodec_bb *c, const uint8_t *src, size_t n, uint8_t *dst,
+                        size_t dst_n, zerr *e) {
+  size_t got = 0;
+  switch (c->kind) {
+  case BB_ZSTD:
+    if (zstd_decode_to(src, n, dst, dst_n, &got, e)) return -1;
+    break;
+  case BB_BLOSC:
+    if (blosc_decode_to(src, n, dst, dst_n, &got, e)) return -1;
+    break;
+  default:
+    return 1;
+  }
+  if (got != dst_n)
+    return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)got,
+                    (double)dst_n);
+  return 0;
+}
+
 /* Which of the two buffers (if any) currently holds `cur`. */
 static zbuf *owner(const uint8_t *cur, zbuf *a, zbuf *b) {
   if (cur != NULL && cur == a->data) return a;
@@ -106,6 +127,22 @@ int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t exp
   *res = cur;
   *res_n = cur_n;
   return 0;
+}
+
+int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
+                    zbuf *a, zbuf *b, zerr *e) {
+  /* the first codec must decode last and be able to write into dst */
+  int first = 0;
+  while (first < c->n_bb && c->bb[first].kind == BB_CRC32C) first++;
+  if (first != 0 || c->n_bb == 0) return 1;
+  if (c->bb[0].kind != BB_ZSTD && c->bb[0].kind != BB_BLOSC) return 1;
+  zchain rest = *c; /* every codec but the first, decoded into buffers */
+  for (int i = 1; i < c->n_bb; i++) rest.bb[i - 1] = c->bb[i];
+  rest.n_bb = c->n_bb - 1;
+  const uint8_t *cur;
+  size_t cur_n;
+  if (chain_decode_bytes(&rest, src, n, 0, a, b, &cur, &cur_n, e)) return -1;
+  return bb_decode_to(&c->bb[0], cur, cur_n, dst, dst_n, e);
 }
 
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,

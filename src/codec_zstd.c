@@ -89,6 +89,17 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
   return e->kind == ZE_OK ? 0 : -1;
 }
 
+int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
+                   zerr *e) {
+  ZSTD_DCtx *dc = dctx_get();
+  if (dc == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd context");
+  size_t r = ZSTD_decompressDCtx(dc, dst, dst_n, src, n);
+  dctx_put(dc);
+  if (ZSTD_isError(r)) return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt: %s", ZSTD_getErrorName(r));
+  *got = r;
+  return 0;
+}
+
 int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e) {
   size_t bound = ZSTD_compressBound(n);
   if (zbuf_reserve(out, bound, e)) return -1;

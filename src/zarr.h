@@ -199,6 +199,8 @@ int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_hea
 int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
 int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e);
 int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
+int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
 int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
 int lz4_decode(const uint8_t *src, size_t n, zbuf *out, zerr *e);
@@ -216,6 +218,10 @@ int checksum_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
 int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t expect,
                        zbuf *out, zbuf *scratch, const uint8_t **res, size_t *res_n,
                        zerr *e);
+/* Decode a whole chunk straight into `dst` (exactly dst_n bytes); 1 when the
+ * chain cannot (the caller then decodes into a buffer and copies). */
+int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
+                    zbuf *a, zbuf *b, zerr *e);
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
 

@@ -527,3 +527,25 @@ test_that("sharded arrays are written and read back, also by partial writes", {
     expect_gt(length(keys), 1L)
   }
 })
+
+test_that("chunks that are contiguous in the result decode straight into it", {
+  z <- create_zarr()
+  set.seed(2)
+  m <- matrix(runif(300 * 40), 300)
+  for (codec in c("zstd", "blosc", "gzip")) {
+    d <- define_array("float64", dim(m))
+    d$chunk_shape <- c(300, 7) # whole columns: each chunk is one run of the result
+    d$remove_codec("zstd")
+    d$add_codec(codec)
+    a <- z$add_array("/", codec, d)
+    a$write(m)
+    expect_identical(a[, ], m, info = codec)
+    expect_identical(a[, 8:21], m[, 8:21], info = codec)       # whole chunks inside the selection
+    expect_identical(a[2:300, 1:40], m[2:300, 1:40], info = codec) # none whole
+    v <- z$add_array("/", paste0(codec, "_v"), {
+      d <- define_array("int32", 1000); d$chunk_shape <- 100; d$remove_codec("zstd"); d$add_codec(codec); d
+    })
+    v$write(1:1000)
+    expect_identical(v[], 1:1000, info = codec)
+  }
+})
