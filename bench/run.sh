@@ -18,19 +18,9 @@ say() { printf 'bench: %s\n' "$*"; }
 is_true() { case "${1:-}" in true|TRUE|True|1|yes) return 0 ;; *) return 1 ;; esac; }
 is_false() { case "${1:-}" in false|FALSE|False|0|no) return 0 ;; *) return 1 ;; esac; }
 
-# ---- 1. dependencies
-if is_true "${ZARR_SKIP_SETUP:-}"; then
-  say "skipping tools/setup.sh (ZARR_SKIP_SETUP)"
-else
-  bash tools/setup.sh
-fi
-
-# ---- 2. install into the private library
-lib="$repo/.lib"
-mkdir -p "$lib"
-rm -rf "$lib"/00LOCK-*   # left by an interrupted install; the library is ours
-say "R CMD INSTALL into $lib"
-R_LIBS="$lib${R_LIBS:+:$R_LIBS}" R CMD INSTALL --preclean --no-multiarch -l "$lib" .
+# ---- 1. and 2. dependencies, then the package into the private library
+# shellcheck source=tools/install.sh
+. "$repo/tools/install.sh"
 export ZARR_BENCH_LIB="${ZARR_BENCH_LIB:-$lib}"
 
 # ---- 3. the CRAN zarr package, in bench/lib only

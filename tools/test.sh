@@ -33,20 +33,9 @@ if is_true "${CI:-}"; then ci=true; fi
 check=false
 if is_true "${ZARR_CHECK:-$ci}"; then check=true; fi
 
-# ---- 1. dependencies
-if is_true "${ZARR_SKIP_SETUP:-}"; then
-  say "skipping tools/setup.sh (ZARR_SKIP_SETUP)"
-else
-  bash tools/setup.sh
-fi
-
-# ---- 2. install into the private library
-lib="$repo/.lib"
-mkdir -p "$lib"
-rm -rf "$lib"/00LOCK-*   # left by an interrupted install; the library is ours
-export R_LIBS="$lib${R_LIBS:+:$R_LIBS}"
-say "R CMD INSTALL into $lib"
-R CMD INSTALL --preclean --no-multiarch -l "$lib" .
+# ---- 1. and 2. dependencies, then the package into the private library
+# shellcheck source=tools/install.sh
+. "$repo/tools/install.sh"
 
 # ---- 3. test suite
 export ZARR_INTEROP_DIR="$repo/tools/interop"
