@@ -65,8 +65,7 @@ static int cmp_triple(const void *a, const void *b) {
 
 /* Group (0-based) indices by chunk. All memory comes from R_alloc, so an R
  * error anywhere in this .Call frees it. */
-static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const char *name,
-                     int d) {
+static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const char *name) {
   if (inherits(idx, "zarr_range") && XLENGTH(idx) == 2 && TYPEOF(idx) == REALSXP) {
     plan_range(REAL(idx)[0], REAL(idx)[1], extent, chunk, p, name);
     return;
@@ -82,7 +81,6 @@ static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const 
     double v = TYPEOF(idx) == REALSXP ? REAL(idx)[i] : (double)INTEGER(idx)[i];
     if (!(v >= 0 && v < (double)extent))
       zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
-    (void)d;
     int64_t iv = (int64_t)v;
     t[i].chunk = iv / chunk;
     t[i].local = iv - t[i].chunk * chunk;
@@ -135,7 +133,6 @@ typedef struct {
   int64_t ostride[ZARR_MAX_DIMS];
   int na;
   /* write */
-  int writing;
   uint8_t **merged;          /* partial chunks: existing content, decoded up front */
   uint8_t **out;             /* encoded chunk per job (callback stores) */
   size_t *out_n;
@@ -672,7 +669,7 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   if (XLENGTH(sel) != a->ndim) zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
   g->njobs = 1;
   for (int d = 0; d < a->ndim; d++) {
-    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], &g->dp[d], a->name, d);
+    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], &g->dp[d], a->name);
     g->njobs *= g->dp[d].nch;
   }
   int64_t acc = 1;
@@ -884,7 +881,6 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
              (double)bad, list_str(spec, "dtype", "?"), (double)first + 1);
     zarr_raise(ZE_VALUE, a.name, NULL, msg);
   }
-  g.writing = 1;
   int nprot = 0;
   if (g.root == NULL) {
     int *need = (int *)R_alloc((size_t)g.njobs + 1, sizeof(int));

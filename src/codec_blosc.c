@@ -3,22 +3,6 @@
 #include <blosc.h>
 #include "zarr.h"
 
-int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
-  size_t nbytes = 0, cbytes = 0, blocksize = 0;
-  if (n < BLOSC_MIN_HEADER_LENGTH)
-    return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
-  blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
-  if (cbytes > n)
-    return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f of %.0f bytes)",
-                    (double)n, (double)cbytes);
-  if (zbuf_reserve(out, nbytes ? nbytes : 1, e)) return -1;
-  int r = blosc_decompress_ctx(src, out->data, nbytes, 1);
-  if (r < 0 || (size_t)r != nbytes)
-    return zerr_set(e, ZE_CORRUPT, "blosc data is corrupt (code %d)", r);
-  out->size = nbytes;
-  return 0;
-}
-
 int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
                     zerr *e) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
@@ -33,6 +17,15 @@ int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, si
   if (r < 0 || (size_t)r != nbytes) return zerr_set(e, ZE_CORRUPT, "blosc data is corrupt (code %d)", r);
   *got = nbytes;
   return 0;
+}
+
+int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  size_t nbytes = 0, cbytes = 0, blocksize = 0;
+  if (n < BLOSC_MIN_HEADER_LENGTH)
+    return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
+  blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
+  if (zbuf_reserve(out, nbytes ? nbytes : 1, e)) return -1;
+  return blosc_decode_to(src, n, out->data, nbytes, &out->size, e);
 }
 
 int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {

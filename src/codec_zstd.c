@@ -54,14 +54,7 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");
   if (fsize != ZSTD_CONTENTSIZE_UNKNOWN) {
     if (zbuf_reserve(out, fsize ? (size_t)fsize : 1, e)) return -1;
-    ZSTD_DCtx *dc = dctx_get();
-    if (dc == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd context");
-    size_t r = ZSTD_decompressDCtx(dc, out->data, (size_t)fsize, src, n);
-    dctx_put(dc);
-    if (ZSTD_isError(r))
-      return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt: %s", ZSTD_getErrorName(r));
-    out->size = r;
-    return 0;
+    return zstd_decode_to(src, n, out->data, (size_t)fsize, &out->size, e);
   }
   /* Frames written by streaming encoders may omit the content size. */
   ZSTD_DStream *ds = ZSTD_createDStream();

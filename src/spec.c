@@ -1,4 +1,4 @@
-/* Turn the array description built by R (`array_c_spec()` in R/array_spec.R)
+/* Turn the array description built by R (chunk_grid_regular's c_spec() in R/chunk_grid.R)
  * into a zarray. R has already validated the metadata; errors here mean the
  * description itself is inconsistent. */
 #include <string.h>

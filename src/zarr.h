@@ -181,7 +181,7 @@ typedef struct {
   int pool_used;
 } zarray;
 
-/* Build a zarray from the list made by R's `array_c_spec()`; raises R errors. */
+/* Build a zarray from the list made by chunk_grid_regular's c_spec(); raises R errors. */
 void spec_parse(SEXP spec, zarray *a);
 const char *list_str(SEXP list, const char *name, const char *dflt);
 SEXP list_get(SEXP list, const char *name);
