@@ -28,6 +28,8 @@ static const char *kind_name(zerr_kind k) {
   case ZE_KEY: return "key";
   case ZE_STORE: return "store";
   case ZE_INTERRUPT: return "interrupted";
+  case ZE_HTTP: return "http";
+  case ZE_READ_ONLY: return "read_only";
   default: return "internal";
   }
 }

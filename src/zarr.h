@@ -28,7 +28,9 @@ typedef enum {
   ZE_VALUE,     /* data cannot be represented in the array's data type */
   ZE_KEY,       /* invalid or unsafe store key */
   ZE_STORE,     /* store refused the operation */
-  ZE_INTERRUPT  /* the user interrupted a long call */
+  ZE_INTERRUPT, /* the user interrupted a long call */
+  ZE_HTTP,      /* an HTTP request failed (after its retries) */
+  ZE_READ_ONLY  /* the store cannot be written to */
 } zerr_kind;
 
 typedef struct {

@@ -1,0 +1,83 @@
+/* The store interface: what the engine asks of any store.
+ *
+ * A store is a map from keys (relative paths such as "a/c/0/0") to byte
+ * values. Each kind (local files, zip members, an R store called back on
+ * the R thread, HTTP) fills one zstore_ops table; the engine plans key and
+ * byte-range requests and never looks at which kind it talks to.
+ *
+ * "Not found" is a result (missing = 1), never an error.
+ */
+#ifndef ZARR_STORE_H
+#define ZARR_STORE_H
+
+#include "zarr.h"
+
+/* One request: a whole value, a range, or a suffix. */
+typedef struct {
+  const char *key;  /* below the store root */
+  int64_t off;      /* >= 0: first byte; < 0: the last -off bytes (len ignored) */
+  int64_t len;      /* bytes from off; -1: to the end */
+} zrange;
+
+typedef struct zstore zstore;
+
+/* Called once per request as it completes, on whichever thread fetched it
+ * (never touching the R API unless the store is main_thread). `body` holds
+ * the bytes; the sink may take them over (then it sets body->data = NULL and
+ * body->size = body->cap = 0). With missing = 1 the key does not exist. A
+ * nonzero return stops the batch. */
+typedef int (*zsink_fn)(void *ctx, size_t i, zbuf *body, int missing);
+
+typedef struct {
+  const char *kind; /* for messages only: the engine never branches on it */
+  /* Read one request, blocking; safe to call from several threads at once.
+   * NULL when the store reads only in batches. */
+  int (*get)(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e);
+  /* Read n requests, concurrently where the store can, calling sink for each
+   * as it completes. Returns promptly once *stop becomes nonzero (the engine
+   * failed or the user interrupted). NULL: the engine calls get() from its
+   * worker threads. */
+  int (*get_many)(zstore *s, const zrange *r, size_t n, zsink_fn sink, void *ctx,
+                  const volatile int *stop, zerr *e);
+  /* Write or remove one key (atomically where the store can). NULL: the
+   * store is read-only. Thread-safe unless main_thread. */
+  int (*set)(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e);
+  int (*erase)(zstore *s, const char *key, zerr *e);
+  void (*destroy)(zstore *s);
+  /* get_many/set/erase call R: run them on the R thread, one batch at a time. */
+  int main_thread;
+} zstore_ops;
+
+struct zstore {
+  const zstore_ops *ops;
+  void *impl;
+  char *where; /* root path or URL, for messages */
+};
+
+/* store.c: the external pointer that R holds, and one place that runs a
+ * batch for any store (on worker threads, a fetch thread or the R thread),
+ * polling for user interrupts on the R thread meanwhile. */
+zstore *store_from(SEXP ptr);
+SEXP store_wrap(zstore *s, SEXP protect);
+int store_fetch(zstore *s, const zrange *r, size_t n, zsink_fn sink, void *ctx, int nthreads,
+                volatile int *stop, zerr *e);
+
+/* Constructors (each in its own store_<kind>.c). */
+zstore *local_store_new(const char *root, zerr *e);
+zstore *zip_store_new(const char *path, const char *prefix, zerr *e);
+
+/* HTTP (store_http.c): `base` is the URL of the store root without a
+ * trailing slash or query; `query` ("" or "a=b&c=d", without '?') is added
+ * to every request (signed URLs). */
+typedef struct {
+  int concurrency;        /* requests in flight at once */
+  int retries;            /* further attempts after the first */
+  double backoff;         /* first retry delay in seconds, doubled each time, with jitter */
+  double backoff_max;     /* cap on one delay (Retry-After is honoured up to this) */
+  double connect_timeout; /* seconds */
+  double low_speed_time;  /* abort when below 1 byte/s for this many seconds */
+  const char *user_agent;
+} zhttp_opts;
+zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o, zerr *e);
+
+#endif
