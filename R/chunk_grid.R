@@ -71,7 +71,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       spec <- private$c_spec()
       spec$rtype <- engine_rtype(private$.dt) # options such as zarr.int64 apply at once
       out <- .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
-                   list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na))
+                   engine_opts(fill_as_na))
       lost <- attr(out, "zarr_lost")
       attr(out, "zarr_lost") <- NULL
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {
@@ -106,7 +106,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
                                     format(length(data)), format(n)), array = private$.path)
       .Call(ffi_array_write, spec, private$.store$io_spec(), sel, data,
-            list(nthreads = zarr_num_threads(), fill_as_na = zarr_fill_as_na()))
+            engine_opts())
       invisible(self)
     },
 

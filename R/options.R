@@ -20,6 +20,24 @@
 #'   \item{`zarr.int64`}{How 64-bit integers are returned: `"integer64"`
 #'     (default when the \pkg{bit64} package is installed) or `"double"`
 #'     (with a warning when a value cannot be represented exactly).}
+#'   \item{`zarr.range_gap`, `zarr.range_max`}{How a read of part of a
+#'     sharded array asks for the inner chunks it needs: byte ranges of one
+#'     shard closer than `zarr.range_gap` bytes (default 1 MiB) are fetched
+#'     in one request, up to `zarr.range_max` bytes per request (default
+#'     16 MiB). Smaller values move fewer bytes; larger ones make fewer
+#'     requests, which pays off on remote stores.}
+#'   \item{`zarr.http_concurrency`}{HTTP requests in flight at once
+#'     (default 16).}
+#'   \item{`zarr.http_retries`}{Further attempts after a request fails on a
+#'     connection error, a timeout, a truncated body or a status 408, 429,
+#'     500, 502, 503 or 504 (default 5).}
+#'   \item{`zarr.http_backoff`, `zarr.http_backoff_max`}{The wait before the
+#'     first retry in seconds (default 0.25), doubled for each further one,
+#'     with random jitter, and its cap (default 32). A `Retry-After` header
+#'     is honoured up to the cap.}
+#'   \item{`zarr.http_connect_timeout`, `zarr.http_low_speed_time`}{Seconds
+#'     to wait for a connection (default 10), and seconds a transfer may go
+#'     on without receiving a byte before it is abandoned (default 30).}
 #' }
 #' @name zarr-options
 NULL
@@ -33,6 +51,22 @@ zarr_num_threads <- function() {
   }
   n <- suppressWarnings(as.integer(n))
   if (length(n) != 1L || is.na(n) || n < 1L) 1L else n
+}
+
+# What the engine is told besides the selection.
+engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
+  list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na,
+       range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
+       range_max = zarr_num_option("zarr.range_max", 16777216, 1))
+}
+
+# A numeric option: its default when unset, an error when not a number >= min.
+zarr_num_option <- function(name, default, min = 0) {
+  v <- getOption(name, default)
+  v <- suppressWarnings(as.numeric(v))
+  if (length(v) != 1L || is.na(v) || v < min)
+    zarr_abort("argument", sprintf("option %s must be a number of at least %s", name, format(min)))
+  v
 }
 
 zarr_fill_as_na <- function(value = getOption("zarr.fill_as_na", TRUE)) {

@@ -227,19 +227,24 @@ zarr_store <- R6::R6Class("zarr_store",
       metadata
     },
 
-    #' @description How the C engine reaches this store. Stores that the engine
-    #'   cannot read directly are called back once per read or write with all
-    #'   keys.
-    #' @return A list.
+    #' @description How the C engine reaches this store. A store written in
+    #'   R is called back on the R thread: once per read with all the keys it
+    #'   needs, and once per chunk written.
+    #' @return An external pointer to the store's C implementation.
     io_spec = function() {
-      list(kind = "r",
-           get = function(keys) lapply(keys, function(k) self$get(k)),
-           set = function(keys, values) {
-             for (i in seq_along(keys)) {
-               if (is.null(values[[i]])) self$erase(keys[[i]]) else self$set(keys[[i]], values[[i]])
-             }
-           })
-    }
+      if (is.null(private$.io))
+        private$.io <- store_io_r(
+          get = function(keys) lapply(keys, function(k) self$get(k)),
+          set = function(key, value) self$set(key, value),
+          erase = function(key) self$erase(key))
+      private$.io
+    },
+
+    #' @description Requests made by the C engine and bytes they returned
+    #'   since the store was opened (local, zip and HTTP stores count reads of
+    #'   chunks, shard indexes and byte ranges).
+    #' @return A named numeric vector: `requests`, `bytes`.
+    io_stats = function() .Call(ffi_store_stats, self$io_spec())
   ),
   active = list(
     #' @field friendlyClassName (read-only) Name of the class for printing.
@@ -268,7 +273,7 @@ zarr_store <- R6::R6Class("zarr_store",
     separator = function(value) private$.separator
   ),
   private = list(
-    .read_only = FALSE, .version = 3L, .separator = "/",
+    .read_only = FALSE, .version = 3L, .separator = "/", .io = NULL,
     check_writable = function() {
       if (private$.read_only) zarr_abort("read_only", "the store is read-only")
     },
@@ -286,6 +291,16 @@ zarr_store <- R6::R6Class("zarr_store",
     }
   )
 )
+
+# The C side of a store written in R: its get(keys), set(key, value) and
+# erase(key), called on the R thread only.
+store_io_r <- function(get, set, erase) {
+  env <- new.env(parent = emptyenv())
+  env$get <- get
+  env$set <- set
+  env$erase <- erase
+  .Call(ffi_store_r, env)
+}
 
 named_list <- function() structure(list(), names = character())
 

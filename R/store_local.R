@@ -163,9 +163,13 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       if (s < 0) NA_real_ else s
     },
 
-    #' @description How the C engine reaches this store: directly, by path.
-    #' @return A list.
-    io_spec = function() list(kind = "local", root = private$.root)
+    #' @description How the C engine reaches this store: the files are read
+    #'   (whole or by byte range) and written by its worker threads.
+    #' @return An external pointer to the store's C implementation.
+    io_spec = function() {
+      if (is.null(private$.io)) private$.io <- .Call(ffi_store_local, private$.root)
+      private$.io
+    }
   ),
   active = list(
     #' @field friendlyClassName (read-only) Name of the class for printing.
@@ -178,7 +182,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     separator = function(value) private$.separator
   ),
   private = list(
-    .root = NULL,
+    .root = NULL, .io = NULL,
     path = function(key) {
       check_key(key)
       file.path(private$.root, key)

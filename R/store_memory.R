@@ -109,16 +109,14 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @description How the C engine reaches this store: one call for all keys.
     #' @return A list.
     io_spec = function() {
-      env <- private$.data
-      list(kind = "r",
-           get = function(keys) unname(mget(keys, envir = env, ifnotfound = list(NULL))),
-           set = function(keys, values) {
-             gone <- vapply(values, is.null, TRUE)
-             if (any(!gone)) list2env(stats::setNames(values[!gone], keys[!gone]), envir = env)
-             drop <- keys[gone]
-             drop <- drop[vapply(drop, exists, TRUE, envir = env, inherits = FALSE)]
-             if (length(drop)) rm(list = drop, envir = env)
-           })
+      if (is.null(private$.io)) {
+        env <- private$.data
+        private$.io <- store_io_r(
+          get = function(keys) unname(mget(keys, envir = env, ifnotfound = list(NULL))),
+          set = function(key, value) assign(key, value, envir = env),
+          erase = function(key) if (exists(key, envir = env, inherits = FALSE)) rm(list = key, envir = env))
+      }
+      private$.io
     }
   ),
   active = list(
@@ -129,5 +127,5 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @field keys (read-only) All keys in the store.
     keys = function(value) sort(ls(private$.data, all.names = TRUE))
   ),
-  private = list(.data = NULL)
+  private = list(.data = NULL, .io = NULL)
 )

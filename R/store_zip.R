@@ -138,7 +138,8 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #'   opened.
     #' @return A list.
     io_spec = function() {
-      list(kind = "zip", root = private$.path, index = private$.index, prefix = private$.prefix)
+      if (is.null(private$.io)) private$.io <- .Call(ffi_store_zip, private$.index, private$.prefix)
+      private$.io
     }
   ),
   active = list(
@@ -153,7 +154,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     root_in_zip = function(value) private$.prefix
   ),
   private = list(
-    .path = NULL, .index = NULL, .prefix = "", .keys = character(), .sizes = numeric()
+    .path = NULL, .index = NULL, .io = NULL, .prefix = "", .keys = character(), .sizes = numeric()
   )
 )
 

@@ -1,15 +1,17 @@
 /* The read and write engine: one .Call per selection.
  *
  * 1. plan: for every dimension, group the selected indices by chunk;
- * 2. fetch: local stores are read by the workers themselves, any other store
- *    is asked once, from the main thread, for all keys (an R callback);
+ * 2. fetch: one batch of key or byte-range requests through the store
+ *    interface (store.c), decoded as the bytes arrive; a sharded read asks
+ *    first for the shard indexes, then for the inner chunks under the
+ *    selection, neighbours merged into one range;
  * 3. decode / encode every touched chunk in parallel;
  * 4. stitch with one strided copy per chunk (slab.c).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "zarr.h"
+#include "store.h"
 
 #define KEY_CAP 4096
 #define MAX_DEPTH 3
@@ -112,29 +114,62 @@ static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const 
 /* ---- shared engine state -------------------------------------------------- */
 
 typedef struct {
-  zbuf fetch;
   zbuf a[MAX_DEPTH], b[MAX_DEPTH], elem[MAX_DEPTH];
   zpool *pools; /* string text decoded by this thread; freed after the call */
 } tbufs;
+
+/* A slab's entries grouped by inner chunk, per dimension: group q of
+ * dimension d is inner chunk id[d][q], holding cnt[d][q] entries from
+ * start[d][q] on in local[d] / out[d]. */
+typedef struct {
+  int nd;
+  int64_t ngrp[ZARR_MAX_DIMS];
+  int64_t *local[ZARR_MAX_DIMS], *out[ZARR_MAX_DIMS];
+  int64_t *start[ZARR_MAX_DIMS], *cnt[ZARR_MAX_DIMS], *id[ZARR_MAX_DIMS];
+  int64_t ostride[ZARR_MAX_DIMS];
+  int64_t total; /* groups in all: the product of ngrp */
+} shard_groups;
+
+/* A shard whose index has been read: the groups of the selection, each
+ * group's inner chunk bytes, and those bytes merged into ranges to fetch. */
+typedef struct {
+  int64_t k;          /* group */
+  uint64_t off, len;  /* its inner chunk in the shard */
+} shard_item;
+
+typedef struct {
+  uint64_t off, len;  /* one request */
+  int64_t first, n;   /* its items */
+} shard_range;
+
+typedef struct {
+  shard_groups sg;
+  int64_t cps[ZARR_MAX_DIMS];
+  shard_item *items;
+  shard_range *ranges;
+  int64_t nranges;
+} shard_plan;
 
 typedef struct {
   const zarray *arr;
   int ndim;
   dimplan dp[ZARR_MAX_DIMS];
   int64_t njobs;
-  /* store access */
-  const char *root;          /* local store root, or NULL */
-  const zipidx *zip;         /* zip store: member index, or NULL */
-  const char *zip_prefix;    /* the store root inside the zip, "" or "dir/" */
-  const uint8_t **pre;       /* prefetched bytes per job (NULL: missing) */
-  int64_t *pre_n;
+  zstore *st;
+  volatile int stop;         /* set on failure or interrupt: every batch ends */
+  int nthreads;
+  /* the jobs a batch is about (NULL: all), and sharded reads */
+  const int64_t *jobs;
+  int64_t range_gap, range_max;
+  shard_plan **plans;        /* per job: the inner chunks still to fetch */
+  int64_t *r2_job, *r2_range;/* second batch: request -> (job, range) */
   /* R side */
   uint8_t *rdata;
   int64_t ostride[ZARR_MAX_DIMS];
   int na;
   /* write */
   uint8_t **merged;          /* partial chunks: existing content, decoded up front */
-  uint8_t **out;             /* encoded chunk per job (callback stores) */
+  uint8_t **out;             /* encoded chunk per job (main-thread stores) */
   size_t *out_n;
   int *out_state;            /* 0 untouched, 1 written, 2 erased (all fill) */
   /* results */
@@ -154,6 +189,7 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
     g->err = *e;
     snprintf(g->err_key, sizeof g->err_key, "%s", key ? key : "");
   }
+  g->stop = 1;
 }
 
 /* Thread 0, between tasks: a user interrupt stops the call (checked at most
@@ -234,45 +270,160 @@ static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s,
   return g->rdata + off * (int64_t)rtype_size(a->rtype);
 }
 
-static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t n, zslab *slab,
-                        tbufs *tb, int depth, uint8_t *dst_chunk, zconv *cv, zerr *e) {
-  const zchain *in = ch->inner;
-  const int nd = ch->ndim;
-  int64_t cps[ZARR_MAX_DIMS], ninner = 1;
-  for (int d = 0; d < nd; d++) {
-    cps[d] = ch->chunk_shape[d] / in->chunk_shape[d];
+/* ---- shards ------------------------------------------------------------------ */
+
+/* Inner chunks per shard dimension, and how many in all. */
+static int64_t shard_grid(const zchain *ch, int64_t *cps) {
+  int64_t ninner = 1;
+  for (int d = 0; d < ch->ndim; d++) {
+    cps[d] = ch->chunk_shape[d] / ch->inner->chunk_shape[d];
     ninner *= cps[d];
   }
-  size_t index_n = (size_t)ninner * 16, enc_n = index_n;
-  for (int i = 0; i < ch->index->n_bb; i++)
-    if (ch->index->bb[i].kind == BB_CRC32C) enc_n += 4;
-    else return zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
-  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
-  const uint8_t *ip = ch->index_at_end ? src + n - enc_n : src;
+  return ninner;
+}
+
+/* Size of the encoded index (0 when its codecs are not supported). */
+static size_t shard_index_size(const zchain *ch, int64_t ninner) {
+  size_t enc_n = (size_t)ninner * 16;
+  for (int i = 0; i < ch->index->n_bb; i++) {
+    if (ch->index->bb[i].kind != BB_CRC32C) return 0;
+    enc_n += 4;
+  }
+  return enc_n;
+}
+
+/* Decode an encoded index (enc_n bytes at ip) into a malloc'd array of
+ * (offset, length) pairs in native order. */
+static uint64_t *shard_index_decode(const zchain *ch, const uint8_t *ip, size_t enc_n,
+                                    int64_t ninner, tbufs *tb, int depth, zerr *e) {
+  size_t index_n = (size_t)ninner * 16;
   const uint8_t *idx;
   size_t idx_n;
   if (chain_decode_bytes(ch->index, ip, enc_n, index_n, &tb->a[depth], &tb->b[depth], &idx,
                          &idx_n, e))
-    return -1;
-  if (idx_n != index_n) return zerr_set(e, ZE_CORRUPT, "shard index has the wrong size");
-  /* copy the index: the buffers are reused by the inner decodes */
-  uint64_t *index = malloc(index_n);
-  if (index == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+    return NULL;
+  if (idx_n != index_n) {
+    zerr_set(e, ZE_CORRUPT, "shard index has the wrong size");
+    return NULL;
+  }
+  /* a copy: the buffers are reused by the inner decodes */
+  uint64_t *index = malloc(index_n ? index_n : 1);
+  if (index == NULL) {
+    zerr_set(e, ZE_NOMEM, "out of memory");
+    return NULL;
+  }
   memcpy(index, idx, index_n);
   if (ch->index->big_endian) byteswap_inplace((uint8_t *)index, (size_t)ninner * 2, 8);
+  return index;
+}
 
+static int inner_missing(const uint64_t *index, int64_t lin) {
+  return index[2 * lin] == UINT64_MAX && index[2 * lin + 1] == UINT64_MAX;
+}
+
+
+static void shard_groups_free(shard_groups *sg) {
+  for (int d = 0; d < ZARR_MAX_DIMS; d++) {
+    free(sg->local[d]);
+    free(sg->out[d]);
+    free(sg->start[d]);
+    free(sg->cnt[d]);
+    free(sg->id[d]);
+    sg->local[d] = sg->out[d] = sg->start[d] = sg->cnt[d] = sg->id[d] = NULL;
+  }
+}
+
+static int shard_groups_make(const zchain *ch, const int64_t *cps, const zslab *slab,
+                             shard_groups *sg, zerr *e) {
+  memset(sg, 0, sizeof *sg);
+  sg->nd = ch->ndim;
+  sg->total = 1;
+  for (int d = 0; d < ch->ndim; d++) {
+    const zdimmap *m = &slab->dim[d];
+    int64_t ic = ch->inner->chunk_shape[d];
+    size_t cnt = (size_t)(m->cnt ? m->cnt : 1), ng = (size_t)cps[d] + 1;
+    sg->ostride[d] = slab->ostride[d];
+    sg->local[d] = malloc(sizeof(int64_t) * cnt);
+    sg->out[d] = malloc(sizeof(int64_t) * cnt);
+    sg->start[d] = malloc(sizeof(int64_t) * ng);
+    sg->cnt[d] = malloc(sizeof(int64_t) * ng);
+    sg->id[d] = malloc(sizeof(int64_t) * ng);
+    int64_t *fillpos = malloc(sizeof(int64_t) * ng);
+    if (!sg->local[d] || !sg->out[d] || !sg->start[d] || !sg->cnt[d] || !sg->id[d] || !fillpos) {
+      free(fillpos);
+      shard_groups_free(sg);
+      return zerr_set(e, ZE_NOMEM, "out of memory");
+    }
+    /* counting sort by inner chunk keeps each group's original order */
+    int64_t *count = sg->cnt[d];
+    for (int64_t q = 0; q <= cps[d]; q++) count[q] = 0;
+    for (int64_t k = 0; k < m->cnt; k++) count[map_local(m, k) / ic]++;
+    int64_t pos = 0, g2 = 0;
+    for (int64_t q = 0; q < cps[d]; q++) {
+      if (count[q] == 0) continue;
+      sg->id[d][g2] = q;
+      sg->start[d][g2] = pos;
+      fillpos[q] = pos;
+      pos += count[q];
+      g2++;
+    }
+    sg->ngrp[d] = g2;
+    for (int64_t k = 0; k < m->cnt; k++) {
+      int64_t q = map_local(m, k) / ic;
+      int64_t at = fillpos[q]++;
+      sg->local[d][at] = map_local(m, k) - q * ic;
+      sg->out[d][at] = map_out(m, k);
+    }
+    for (int64_t q = 0; q < g2; q++) sg->cnt[d][q] = count[sg->id[d][q]];
+    free(fillpos);
+    sg->total *= g2;
+  }
+  return 0;
+}
+
+/* The slab of group k (0 <= k < total) and its inner chunk's C-order index. */
+static int64_t shard_group_slab(const shard_groups *sg, const int64_t *cps, int64_t k, zslab *sub) {
+  int64_t r = k, lin = 0;
+  memset(sub, 0, sizeof *sub);
+  sub->ndim = sg->nd;
+  for (int d = 0; d < sg->nd; d++) {
+    int64_t gi = r % sg->ngrp[d];
+    r /= sg->ngrp[d];
+    sub->dim[d].cnt = sg->cnt[d][gi];
+    sub->dim[d].local = sg->local[d] + sg->start[d][gi];
+    sub->dim[d].outpos = sg->out[d] + sg->start[d][gi];
+    sub->ostride[d] = sg->ostride[d];
+    lin = lin * cps[d] + sg->id[d][gi]; /* C order: the last dimension varies fastest */
+  }
+  return lin;
+}
+
+/* A whole shard in memory: decode what the slab needs (or, for a partial
+ * write, every inner chunk into dst_chunk). */
+static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t n, zslab *slab,
+                        tbufs *tb, int depth, uint8_t *dst_chunk, zconv *cv, zerr *e) {
+  const zchain *in = ch->inner;
+  int64_t cps[ZARR_MAX_DIMS];
+  int64_t ninner = shard_grid(ch, cps);
+  size_t enc_n = shard_index_size(ch, ninner);
+  if (enc_n == 0) return zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
+  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
+  uint64_t *index = shard_index_decode(ch, ch->index_at_end ? src + n - enc_n : src, enc_n, ninner,
+                                       tb, depth, e);
+  if (index == NULL) return -1;
+  int rc = 0;
   if (dst_chunk != NULL) { /* a partial write: the whole shard, element by element */
     int64_t ine = chain_nelem(in);
     uint8_t *innerbuf = malloc((size_t)ine * g->arr->elsize + 1);
-    int rc = innerbuf == NULL ? zerr_set(e, ZE_NOMEM, "out of memory") : 0;
+    rc = innerbuf == NULL ? zerr_set(e, ZE_NOMEM, "out of memory") : 0;
     for (int64_t k = 0; k < ninner && rc == 0; k++) {
       int64_t ic[ZARR_MAX_DIMS], r = k;
-      for (int d = nd - 1; d >= 0; d--) {
+      for (int d = ch->ndim - 1; d >= 0; d--) {
         ic[d] = r % cps[d];
         r /= cps[d];
       }
       uint64_t off = index[2 * k], len = index[2 * k + 1];
-      int miss = (off == UINT64_MAX && len == UINT64_MAX);
+      int miss = inner_missing(index, k);
       if (!miss && (off > n || len > n - off)) {
         rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
         break;
@@ -285,85 +436,24 @@ static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t 
     free(index);
     return rc;
   }
-
-  /* group the slab's entries by inner chunk, per dimension */
-  int rc = 0;
-  int64_t *sub_local[ZARR_MAX_DIMS] = {0}, *sub_out[ZARR_MAX_DIMS] = {0};
-  int64_t *grp_start[ZARR_MAX_DIMS] = {0}, *grp_cnt[ZARR_MAX_DIMS] = {0};
-  int64_t *grp_id[ZARR_MAX_DIMS] = {0}, ngrp[ZARR_MAX_DIMS] = {0};
-  for (int d = 0; d < nd && rc == 0; d++) {
-    const zdimmap *m = &slab->dim[d];
-    int64_t ic = in->chunk_shape[d];
-    size_t cnt = (size_t)(m->cnt ? m->cnt : 1);
-    sub_local[d] = malloc(sizeof(int64_t) * cnt);
-    sub_out[d] = malloc(sizeof(int64_t) * cnt);
-    grp_start[d] = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
-    grp_cnt[d] = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
-    grp_id[d] = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
-    if (!sub_local[d] || !sub_out[d] || !grp_start[d] || !grp_cnt[d] || !grp_id[d]) {
-      rc = zerr_set(e, ZE_NOMEM, "out of memory");
+  shard_groups sg;
+  if (shard_groups_make(ch, cps, slab, &sg, e)) {
+    free(index);
+    return -1;
+  }
+  for (int64_t k = 0; k < sg.total && rc == 0; k++) {
+    zslab sub;
+    int64_t lin = shard_group_slab(&sg, cps, k, &sub);
+    uint64_t off = index[2 * lin], len = index[2 * lin + 1];
+    int miss = inner_missing(index, lin);
+    if (!miss && (off > n || len > n - off)) {
+      rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
       break;
     }
-    /* counting sort by inner chunk id keeps each group's original order */
-    int64_t *count = grp_cnt[d];
-    for (int64_t q = 0; q <= cps[d]; q++) count[q] = 0;
-    for (int64_t k = 0; k < m->cnt; k++) count[map_local(m, k) / ic]++;
-    int64_t pos = 0, g2 = 0;
-    for (int64_t q = 0; q < cps[d]; q++) {
-      if (count[q] == 0) continue;
-      grp_id[d][g2] = q;
-      grp_start[d][g2] = pos;
-      pos += count[q];
-      g2++;
-    }
-    ngrp[d] = g2;
-    /* fill positions */
-    int64_t *fillpos = malloc(sizeof(int64_t) * (size_t)(cps[d] + 1));
-    if (fillpos == NULL) { rc = zerr_set(e, ZE_NOMEM, "out of memory"); break; }
-    for (int64_t q = 0; q < g2; q++) fillpos[grp_id[d][q]] = grp_start[d][q];
-    for (int64_t k = 0; k < m->cnt; k++) {
-      int64_t q = map_local(m, k) / ic;
-      int64_t at = fillpos[q]++;
-      sub_local[d][at] = map_local(m, k) - q * ic;
-      sub_out[d][at] = map_out(m, k);
-    }
-    for (int64_t q = 0; q < g2; q++) grp_cnt[d][q] = count[grp_id[d][q]];
-    free(fillpos);
+    rc = decode_into(g, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, &sub, tb,
+                     depth + 1, NULL, cv, e);
   }
-  if (rc == 0) {
-    int64_t total = 1;
-    for (int d = 0; d < nd; d++) total *= ngrp[d];
-    for (int64_t k = 0; k < total && rc == 0; k++) {
-      int64_t r = k, lin = 0;
-      zslab sub;
-      memset(&sub, 0, sizeof sub);
-      sub.ndim = nd;
-      for (int d = 0; d < nd; d++) {
-        int64_t gi = r % ngrp[d];
-        r /= ngrp[d];
-        sub.dim[d].cnt = grp_cnt[d][gi];
-        sub.dim[d].local = sub_local[d] + grp_start[d][gi];
-        sub.dim[d].outpos = sub_out[d] + grp_start[d][gi];
-        sub.ostride[d] = slab->ostride[d];
-        lin = lin * cps[d] + grp_id[d][gi]; /* C order over inner chunk coords */
-      }
-      uint64_t off = index[2 * lin], len = index[2 * lin + 1];
-      int miss = (off == UINT64_MAX && len == UINT64_MAX);
-      if (!miss && (off > n || len > n - off)) {
-        rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
-        break;
-      }
-      rc = decode_into(g, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, &sub,
-                       tb, depth + 1, NULL, cv, e);
-    }
-  }
-  for (int d = 0; d < nd; d++) {
-    free(sub_local[d]);
-    free(sub_out[d]);
-    free(grp_start[d]);
-    free(grp_cnt[d]);
-    free(grp_id[d]);
-  }
+  shard_groups_free(&sg);
   free(index);
   return rc;
 }
@@ -444,40 +534,10 @@ static int job_key(const engine *g, const int64_t *jc, char *key) {
   return chunk_key(g->arr, coords, key, KEY_CAP);
 }
 
-/* Bytes of job j: prefetched, or read from the local store. */
-static int job_fetch(engine *g, int64_t j, const char *key, tbufs *tb, const uint8_t **src,
-                     size_t *n, int *missing, int *writable, zerr *e) {
-  *writable = 0;
-  if (g->zip != NULL) {
-    char name[KEY_CAP + 1024];
-    int k = snprintf(name, sizeof name, "%s%s", g->zip_prefix, key);
-    if (k < 0 || (size_t)k >= sizeof name) return zerr_set(e, ZE_KEY, "store path is too long");
-    /* a deflated member's compressed bytes go to a decode buffer: they are
-     * dead by the time decoding starts */
-    if (zip_fetch(g->zip, name, &tb->fetch, &tb->a[0], src, n, missing, e)) return -1;
-    *writable = 1;
-    return 0;
-  }
-  if (g->root == NULL) {
-    *src = g->pre[j];
-    *n = (size_t)g->pre_n[j];
-    *missing = g->pre[j] == NULL;
-    return 0;
-  }
-  char path[KEY_CAP + 1024];
-  if (path_join(path, sizeof path, g->root, key))
-    return zerr_set(e, ZE_KEY, "store path is too long");
-  if (file_read(path, 0, -1, &tb->fetch, missing, e)) return -1;
-  *src = tb->fetch.data;
-  *n = tb->fetch.size;
-  *writable = 1;
-  return 0;
-}
-
 /* Coordinates, key and slab of a job; 0 on success (else the engine has failed). */
-static int job_begin(engine *g, size_t task, int64_t *jc, char *key, zslab *s) {
-  if (__atomic_load_n(&g->failed, __ATOMIC_ACQUIRE)) return -1;
-  job_coords(g, (int64_t)task, jc);
+static int job_begin(engine *g, int64_t job, int64_t *jc, char *key, zslab *s) {
+  if (g->stop) return -1;
+  job_coords(g, job, jc);
   if (job_key(g, jc, key)) {
     zerr e = {ZE_OK, ""};
     zerr_set(&e, ZE_KEY, "chunk key is too long");
@@ -493,35 +553,6 @@ static void conv_init(const engine *g, zconv *cv) {
   cv->na = g->na;
   memcpy(cv->fill, g->arr->fill, sizeof cv->fill);
 }
-
-/* Fetch a job's bytes and decode them into the R array (dst == NULL) or into
- * a whole-chunk buffer. */
-static int job_decode(engine *g, size_t task, const char *key, zslab *s, tbufs *tb, uint8_t *dst,
-                      zconv *cv, zerr *e) {
-  const uint8_t *src;
-  size_t n;
-  int missing, writable;
-  if (job_fetch(g, (int64_t)task, key, tb, &src, &n, &missing, &writable, e)) return -1;
-  return decode_into(g, &g->arr->chain, src, n, missing, writable, s, tb, 0, dst, cv, e);
-}
-
-/* Decode one chunk into the R array (dst == NULL) or a whole-chunk buffer. */
-static void decode_task(engine *g, size_t task, int thread, uint8_t *dst) {
-  int64_t jc[ZARR_MAX_DIMS];
-  char key[KEY_CAP];
-  zslab s;
-  if (job_begin(g, task, jc, key, &s)) return;
-  zerr e = {ZE_OK, ""};
-  zconv cv;
-  conv_init(g, &cv);
-  if (job_decode(g, task, key, &s, &g->tb[thread], dst, &cv, &e)) {
-    engine_fail(g, &e, key);
-    return;
-  }
-  if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
-}
-
-static void read_task(void *ctx, size_t task, int thread) { decode_task(ctx, task, thread, NULL); }
 
 static int chunk_is_edge(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
@@ -551,12 +582,195 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
   return 1;
 }
 
-/* Phase 1 of a write: decode the existing content of every chunk the write
- * only partly covers, so that a corrupt chunk fails the call before anything
- * is written. */
-static void merge_task(void *ctx, size_t task, int thread) {
+/* ---- fetching: batches of requests through the store --------------------------- */
+
+static int64_t batch_job(const engine *g, size_t i) { return g->jobs ? g->jobs[i] : (int64_t)i; }
+
+static int sharded_read(const engine *g) { return g->merged == NULL && g->arr->chain.ab == AB_SHARDING; }
+
+/* First batch: every chunk whole, or the index of every shard. */
+static int req_chunk(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e) {
   engine *g = ctx;
-  if (g->merged[task] != NULL) decode_task(g, task, thread, g->merged[task]);
+  (void)cap;
+  int64_t jc[ZARR_MAX_DIMS];
+  job_coords(g, batch_job(g, i), jc);
+  if (job_key(g, jc, keybuf)) return zerr_set(e, ZE_KEY, "chunk key is too long");
+  r->key = keybuf;
+  r->off = 0;
+  r->len = -1;
+  if (sharded_read(g)) {
+    const zchain *ch = &g->arr->chain;
+    int64_t cps[ZARR_MAX_DIMS];
+    size_t enc_n = shard_index_size(ch, shard_grid(ch, cps));
+    if (enc_n == 0) return zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
+    r->off = ch->index_at_end ? -(int64_t)enc_n : 0;
+    r->len = (int64_t)enc_n;
+  }
+  return 0;
+}
+
+static int cmp_item(const void *a, const void *b) {
+  const shard_item *x = a, *y = b;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void shard_plan_free(shard_plan *p) {
+  if (p == NULL) return;
+  shard_groups_free(&p->sg);
+  free(p->items);
+  free(p->ranges);
+  free(p);
+}
+
+/* A shard's index arrived: the missing inner chunks are fill at once; the
+ * others become ranges, neighbours closer than range_gap merged into one
+ * request of at most range_max bytes. */
+static int shard_index_arrived(engine *g, int64_t job, const uint8_t *p, size_t n, zslab *slab,
+                               tbufs *tb, zconv *cv, zerr *e) {
+  const zchain *ch = &g->arr->chain;
+  shard_plan *sp = calloc(1, sizeof *sp);
+  if (sp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  g->plans[job] = sp;
+  int64_t ninner = shard_grid(ch, sp->cps);
+  size_t enc_n = shard_index_size(ch, ninner);
+  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
+  uint64_t *index = shard_index_decode(ch, p, enc_n, ninner, tb, 0, e);
+  if (index == NULL) return -1;
+  int rc = shard_groups_make(ch, sp->cps, slab, &sp->sg, e);
+  if (rc == 0) {
+    sp->items = malloc(sizeof(shard_item) * (size_t)(sp->sg.total ? sp->sg.total : 1));
+    sp->ranges = malloc(sizeof(shard_range) * (size_t)(sp->sg.total ? sp->sg.total : 1));
+    if (sp->items == NULL || sp->ranges == NULL) rc = zerr_set(e, ZE_NOMEM, "out of memory");
+  }
+  int64_t nitems = 0;
+  for (int64_t k = 0; rc == 0 && k < sp->sg.total; k++) {
+    zslab sub;
+    int64_t lin = shard_group_slab(&sp->sg, sp->cps, k, &sub);
+    if (inner_missing(index, lin)) {
+      rc = decode_into(g, ch->inner, NULL, 0, 1, 0, &sub, tb, 1, NULL, cv, e);
+      continue;
+    }
+    uint64_t off = index[2 * lin], len = index[2 * lin + 1];
+    if (len == 0 || off > UINT64_MAX - len || off + len > (uint64_t)INT64_MAX)
+      rc = zerr_set(e, ZE_CORRUPT, "shard index holds an impossible range");
+    sp->items[nitems++] = (shard_item){k, off, len};
+  }
+  free(index);
+  if (rc) return rc;
+  qsort(sp->items, (size_t)nitems, sizeof(shard_item), cmp_item);
+  for (int64_t i = 0; i < nitems; i++) {
+    const shard_item *it = &sp->items[i];
+    shard_range *last = sp->nranges ? &sp->ranges[sp->nranges - 1] : NULL;
+    if (last != NULL && it->off >= last->off + last->len &&
+        it->off - (last->off + last->len) <= (uint64_t)g->range_gap &&
+        it->off + it->len - last->off <= (uint64_t)g->range_max) {
+      last->len = it->off + it->len - last->off;
+      last->n++;
+    } else {
+      sp->ranges[sp->nranges++] = (shard_range){it->off, it->len, i, 1};
+    }
+  }
+  return 0;
+}
+
+static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
+                        int writable, zerr *e) {
+  engine *g = ctx;
+  int64_t job = batch_job(g, i), jc[ZARR_MAX_DIMS];
+  char key[KEY_CAP];
+  zslab s;
+  if (job_begin(g, job, jc, key, &s)) return -1;
+  zconv cv;
+  conv_init(g, &cv);
+  tbufs *tb = &g->tb[thread];
+  int rc;
+  if (sharded_read(g) && !missing)
+    rc = shard_index_arrived(g, job, p, n, &s, tb, &cv, e);
+  else
+    rc = decode_into(g, &g->arr->chain, p, n, missing, writable, &s, tb, 0,
+                     g->merged ? g->merged[job] : NULL, &cv, e);
+  if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
+  if (rc) engine_fail(g, e, key);
+  return rc;
+}
+
+/* Second batch of a sharded read: the merged ranges of inner chunks. */
+static int req_range(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e) {
+  engine *g = ctx;
+  (void)cap;
+  int64_t job = g->r2_job[i], jc[ZARR_MAX_DIMS];
+  job_coords(g, job, jc);
+  if (job_key(g, jc, keybuf)) return zerr_set(e, ZE_KEY, "chunk key is too long");
+  const shard_range *sr = &g->plans[job]->ranges[g->r2_range[i]];
+  r->key = keybuf;
+  r->off = (int64_t)sr->off;
+  r->len = (int64_t)sr->len;
+  return 0;
+}
+
+static int handle_range(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
+                        int writable, zerr *e) {
+  engine *g = ctx;
+  int64_t job = g->r2_job[i], jc[ZARR_MAX_DIMS];
+  char key[KEY_CAP];
+  zslab s;
+  if (job_begin(g, job, jc, key, &s)) return -1;
+  const shard_plan *sp = g->plans[job];
+  const shard_range *sr = &sp->ranges[g->r2_range[i]];
+  zconv cv;
+  conv_init(g, &cv);
+  int rc = 0;
+  if (missing || n != sr->len)
+    rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
+  for (int64_t k = 0; rc == 0 && k < sr->n; k++) {
+    const shard_item *it = &sp->items[sr->first + k];
+    zslab sub;
+    shard_group_slab(&sp->sg, sp->cps, it->k, &sub);
+    rc = decode_into(g, g->arr->chain.inner, p + (it->off - sr->off), (size_t)it->len, 0, writable,
+                     &sub, &g->tb[thread], 1, NULL, &cv, e);
+  }
+  if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
+  if (rc) engine_fail(g, e, key);
+  return rc;
+}
+
+/* Fetch and decode the chunks of a batch of jobs (all of them when jobs is
+ * NULL): into the R array, or into g->merged for a partial write. */
+static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
+  g->jobs = jobs;
+  zerr e = {ZE_OK, ""};
+  int sharded = sharded_read(g);
+  if (sharded) {
+    g->plans = (shard_plan **)R_alloc((size_t)g->njobs + 1, sizeof(shard_plan *));
+    memset(g->plans, 0, sizeof(shard_plan *) * ((size_t)g->njobs + 1));
+  }
+  if (store_fetch(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, &g->stop, &e))
+    engine_fail(g, &e, NULL);
+  if (sharded && !g->failed) {
+    int64_t nr = 0;
+    for (int64_t j = 0; j < g->njobs; j++) nr += g->plans[j] ? g->plans[j]->nranges : 0;
+    g->r2_job = malloc(sizeof(int64_t) * (size_t)(nr + 1));
+    g->r2_range = malloc(sizeof(int64_t) * (size_t)(nr + 1));
+    if (g->r2_job == NULL || g->r2_range == NULL) {
+      zerr_set(&e, ZE_NOMEM, "out of memory");
+      engine_fail(g, &e, NULL);
+    } else {
+      nr = 0;
+      for (int64_t j = 0; j < g->njobs; j++)
+        for (int64_t k = 0; g->plans[j] && k < g->plans[j]->nranges; k++) {
+          g->r2_job[nr] = j;
+          g->r2_range[nr++] = k;
+        }
+      if (store_fetch(g->st, (size_t)nr, req_range, handle_range, g, g->nthreads, &g->stop, &e))
+        engine_fail(g, &e, NULL);
+    }
+    free(g->r2_job);
+    free(g->r2_range);
+    g->r2_job = g->r2_range = NULL;
+  }
+  if (sharded)
+    for (int64_t j = 0; j < g->njobs; j++) shard_plan_free(g->plans[j]);
+  g->jobs = NULL;
 }
 
 static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es) {
@@ -634,17 +848,9 @@ static void write_task(void *ctx, size_t task, int thread) {
       return;
     }
   }
-  if (g->root != NULL) {
-    char path[KEY_CAP + 1024];
-    if (path_join(path, sizeof path, g->root, key)) {
-      zerr_set(&e, ZE_KEY, "store path is too long");
+  if (g->out == NULL) { /* the store takes writes from any thread */
+    if (empty ? g->st->ops->erase(g->st, key, &e) : g->st->ops->set(g->st, key, res, res_n, &e))
       engine_fail(g, &e, key);
-      return;
-    }
-    if (empty ? file_remove(path, &e) : file_write_atomic(path, res, res_n, &e)) {
-      engine_fail(g, &e, key);
-      return;
-    }
   } else if (empty) {
     g->out_state[task] = 2;
   } else {
@@ -666,6 +872,7 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   memset(g, 0, sizeof *g);
   g->arr = a;
   g->ndim = a->ndim;
+  g->st = store_from(store);
   if (XLENGTH(sel) != a->ndim) zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
   g->njobs = 1;
   for (int d = 0; d < a->ndim; d++) {
@@ -677,17 +884,6 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
     g->ostride[d] = acc;
     acc *= g->dp[d].n;
   }
-  const char *kind = list_str(store, "kind", "r");
-  g->root = strcmp(kind, "local") == 0 ? list_str(store, "root", ".") : NULL;
-  if (strcmp(kind, "zip") == 0) {
-    /* The workers read the members themselves; a non-NULL root keeps the
-     * callers from asking R for the bytes. Zip stores are read-only and R
-     * refuses writes before they get here (a write that did would fail, as
-     * the zip file is no directory to put chunk files in). */
-    g->zip = zip_index_from(list_get(store, "index"));
-    g->zip_prefix = list_str(store, "prefix", "");
-    g->root = list_str(store, "root", "");
-  }
   int fill_as_na = asLogical(list_get(opts, "fill_as_na")) != FALSE;
   int is_float = a->dtype == DT_FLOAT16 || a->dtype == DT_FLOAT32 || a->dtype == DT_FLOAT64 ||
                  a->dtype == DT_COMPLEX64 || a->dtype == DT_COMPLEX128;
@@ -695,71 +891,14 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   int32_t f32;
   memcpy(&f32, a->fill, 4);
   if (a->dtype == DT_INT32 && a->rtype == RT_INTEGER && f32 == INT32_MIN) g->na = 0; /* already NA */
-}
-
-static int engine_threads(SEXP opts, int64_t njobs) {
+  double gap = asReal(list_get(opts, "range_gap")), max = asReal(list_get(opts, "range_max"));
+  g->range_gap = ISNAN(gap) || gap < 0 ? 0 : (int64_t)gap;
+  g->range_max = ISNAN(max) || max < 1 ? 1 : (int64_t)max;
   int nt = asInteger(list_get(opts, "nthreads"));
   if (nt == NA_INTEGER || nt < 1) nt = 1;
   if (nt > 64) nt = 64;
-  if (njobs < nt) nt = (int)(njobs > 0 ? njobs : 1);
-  return nt;
-}
-
-/* Ask an R store for the bytes of every job (one call for all keys). */
-static SEXP engine_prefetch(engine *g, SEXP store, const int *need) {
-  int64_t nj = g->njobs;
-  SEXP keys = PROTECT(allocVector(STRSXP, (R_xlen_t)nj));
-  char key[KEY_CAP];
-  int64_t jc[ZARR_MAX_DIMS];
-  for (int64_t j = 0; j < nj; j++) {
-    job_coords(g, j, jc);
-    if (job_key(g, jc, key)) zarr_raise(ZE_KEY, g->arr->name, NULL, "chunk key is too long");
-    SET_STRING_ELT(keys, (R_xlen_t)j, mkCharCE(key, CE_UTF8));
-  }
-  g->pre = (const uint8_t **)R_alloc((size_t)nj + 1, sizeof(uint8_t *));
-  g->pre_n = (int64_t *)R_alloc((size_t)nj + 1, sizeof(int64_t));
-  for (int64_t j = 0; j < nj; j++) {
-    g->pre[j] = NULL;
-    g->pre_n[j] = 0;
-  }
-  int any = 0;
-  for (int64_t j = 0; j < nj && !any; j++) any = need == NULL || need[j];
-  if (!any) {
-    UNPROTECT(1);
-    return keys;
-  }
-  SEXP ask = keys;
-  if (need != NULL) { /* only the keys we must read */
-    int64_t m = 0;
-    for (int64_t j = 0; j < nj; j++) m += need[j] != 0;
-    ask = PROTECT(allocVector(STRSXP, (R_xlen_t)m));
-    m = 0;
-    for (int64_t j = 0; j < nj; j++)
-      if (need[j]) SET_STRING_ELT(ask, (R_xlen_t)m++, STRING_ELT(keys, (R_xlen_t)j));
-  } else {
-    PROTECT(ask);
-  }
-  SEXP getter = list_get(store, "get");
-  SEXP call = PROTECT(lang2(getter, ask));
-  SEXP vals = PROTECT(eval(call, R_GlobalEnv));
-  if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != XLENGTH(ask))
-    zarr_raise(ZE_STORE, g->arr->name, NULL, "store returned the wrong number of values");
-  /* keep the values alive for the rest of the .Call */
-  setAttrib(keys, install("values"), vals);
-  int64_t m = 0;
-  for (int64_t j = 0; j < nj; j++) {
-    if (need != NULL && !need[j]) continue;
-    SEXP v = VECTOR_ELT(vals, (R_xlen_t)m++);
-    if (TYPEOF(v) == RAWSXP) {
-      g->pre[j] = RAW(v);
-      g->pre_n[j] = XLENGTH(v);
-    } else if (v != R_NilValue) {
-      zarr_raise(ZE_STORE, g->arr->name, CHAR(STRING_ELT(keys, (R_xlen_t)j)),
-                 "store returned a value that is not a raw vector");
-    }
-  }
-  UNPROTECT(4);
-  return keys;
+  if (g->njobs < nt) nt = (int)(g->njobs > 0 ? g->njobs : 1);
+  g->nthreads = nt;
 }
 
 static tbufs *tbufs_new(int nt) { return calloc((size_t)nt, sizeof(tbufs)); }
@@ -768,7 +907,6 @@ static void tbufs_free(tbufs *tb, int nt) {
   if (tb == NULL) return;
   for (int t = 0; t < nt; t++) {
     pool_free(tb[t].pools);
-    zbuf_free(&tb[t].fetch);
     for (int d = 0; d < MAX_DEPTH; d++) {
       zbuf_free(&tb[t].a[d]);
       zbuf_free(&tb[t].b[d]);
@@ -838,18 +976,14 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   }
   int strings = a.dtype == DT_STRING;
   g.rdata = strings ? (uint8_t *)R_alloc((size_t)total, sizeof(zstr)) : (uint8_t *)DATAPTR(out);
-  SEXP keep = R_NilValue;
-  if (g.root == NULL) keep = engine_prefetch(&g, store, NULL);
-  PROTECT(keep);
-  int nt = engine_threads(opts, g.njobs);
-  g.tb = tbufs_new(nt);
+  g.tb = tbufs_new(g.nthreads);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  parallel_for((size_t)g.njobs, nt, read_task, &g, engine_poll);
+  engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) strings_to_r(out, (const zstr *)g.rdata, total, a.rtype);
-  tbufs_free(g.tb, nt);
-  if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
+  tbufs_free(g.tb, g.nthreads);
+  if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
   setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
-  UNPROTECT(2);
+  UNPROTECT(1);
   return out;
 }
 
@@ -860,6 +994,8 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     zarr_raise(ZE_VALUE, a.name, NULL, "these R values cannot be written to this data type");
   engine g;
   engine_init(&g, &a, sel, store, opts);
+  if (g.st->ops->set == NULL || g.st->ops->erase == NULL)
+    zarr_raise(ZE_READ_ONLY, a.name, NULL, "the store is read-only");
   int64_t total = 1;
   for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
   if (total == 0) return R_NilValue;
@@ -870,7 +1006,6 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   } else if (XLENGTH(data) != total) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
-  if (g.zip != NULL) zarr_raise(ZE_STORE, a.name, NULL, "zip stores are read-only");
   g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data) : (uint8_t *)DATAPTR(data);
   int64_t first = -1;
   int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
@@ -881,16 +1016,9 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
              (double)bad, list_str(spec, "dtype", "?"), (double)first + 1);
     zarr_raise(ZE_VALUE, a.name, NULL, msg);
   }
-  int nprot = 0;
-  if (g.root == NULL) {
-    int *need = (int *)R_alloc((size_t)g.njobs + 1, sizeof(int));
-    int64_t jc[ZARR_MAX_DIMS];
-    for (int64_t j = 0; j < g.njobs; j++) {
-      job_coords(&g, j, jc);
-      need[j] = !chunk_fully_covered(&g, jc);
-    }
-    PROTECT(engine_prefetch(&g, store, need));
-    nprot++;
+  /* R memory first: nothing below may raise an R error while C memory is held */
+  int collect = g.st->ops->main_thread; /* the store is written from the R thread */
+  if (collect) {
     g.out = (uint8_t **)R_alloc((size_t)g.njobs + 1, sizeof(uint8_t *));
     g.out_n = (size_t *)R_alloc((size_t)g.njobs + 1, sizeof(size_t));
     g.out_state = (int *)R_alloc((size_t)g.njobs + 1, sizeof(int));
@@ -900,13 +1028,15 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
       g.out_state[j] = 0;
     }
   }
-  int nt = engine_threads(opts, g.njobs);
-  g.tb = tbufs_new(nt);
-  if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  /* phase 1: existing content of partly covered chunks (nothing written yet) */
   g.merged = (uint8_t **)R_alloc((size_t)g.njobs + 1, sizeof(uint8_t *));
+  int64_t *partial = (int64_t *)R_alloc((size_t)g.njobs + 1, sizeof(int64_t));
+  g.tb = tbufs_new(g.nthreads);
+  if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
+  /* phase 1: the existing content of partly covered chunks, decoded before
+   * anything is written, so that a corrupt chunk fails the call */
   size_t chunk_bytes = (size_t)chain_nelem(&a.chain) * a.elsize;
-  int any_partial = 0, nomem = 0;
+  int64_t npartial = 0;
+  int nomem = 0;
   int64_t jc0[ZARR_MAX_DIMS];
   for (int64_t j = 0; j < g.njobs; j++) {
     job_coords(&g, j, jc0);
@@ -914,43 +1044,30 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     if (!nomem && !chunk_fully_covered(&g, jc0)) {
       g.merged[j] = malloc(chunk_bytes ? chunk_bytes : 1);
       nomem = g.merged[j] == NULL;
-      any_partial = 1;
+      partial[npartial++] = j;
     }
   }
-  if (!nomem && any_partial) parallel_for((size_t)g.njobs, nt, merge_task, &g, engine_poll);
+  if (!nomem && npartial) engine_fetch(&g, partial, npartial);
   /* phase 2: encode and store every chunk */
-  if (!nomem && !g.failed) parallel_for((size_t)g.njobs, nt, write_task, &g, engine_poll);
+  if (!nomem && !g.failed) parallel_for((size_t)g.njobs, g.nthreads, write_task, &g, engine_poll);
   for (int64_t j = 0; j < g.njobs; j++) free(g.merged[j]);
-  tbufs_free(g.tb, nt);
-  if (nomem) {
-    for (int64_t j = 0; g.out != NULL && j < g.njobs; j++) free(g.out[j]);
-    zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  }
-  if (g.root == NULL) {
-    /* hand the encoded chunks to the R store in one call */
-    SEXP keys = PROTECT(allocVector(STRSXP, (R_xlen_t)g.njobs));
-    SEXP vals = PROTECT(allocVector(VECSXP, (R_xlen_t)g.njobs));
-    nprot += 2;
+  tbufs_free(g.tb, g.nthreads);
+  if (collect) { /* the R thread stores what the workers encoded */
     char key[KEY_CAP];
     int64_t jc[ZARR_MAX_DIMS];
+    zerr e = {ZE_OK, ""};
     for (int64_t j = 0; j < g.njobs; j++) {
-      job_coords(&g, j, jc);
-      job_key(&g, jc, key);
-      SET_STRING_ELT(keys, (R_xlen_t)j, mkCharCE(key, CE_UTF8));
-      if (g.out_state[j] == 1) {
-        SEXP r = allocVector(RAWSXP, (R_xlen_t)g.out_n[j]);
-        SET_VECTOR_ELT(vals, (R_xlen_t)j, r);
-        memcpy(RAW(r), g.out[j], g.out_n[j]);
+      if (!g.failed && !nomem && g.out_state[j] != 0) {
+        job_coords(&g, j, jc);
+        job_key(&g, jc, key);
+        int rc = g.out_state[j] == 1 ? g.st->ops->set(g.st, key, g.out[j], g.out_n[j], &e)
+                                     : g.st->ops->erase(g.st, key, &e);
+        if (rc) engine_fail(&g, &e, key);
       }
       free(g.out[j]);
-      g.out[j] = NULL;
     }
-    if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
-    SEXP call = PROTECT(lang3(list_get(store, "set"), keys, vals));
-    nprot++;
-    eval(call, R_GlobalEnv);
   }
-  if (g.failed) zarr_raise_err(&g.err, a.name, g.err_key);
-  UNPROTECT(nprot);
+  if (nomem) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
+  if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
   return R_NilValue;
 }

@@ -1,6 +1,6 @@
 /* Routine registration. */
 #include <R_ext/Rdynload.h>
-#include "zarr.h"
+#include "store.h"
 
 void slab_init(void);
 
@@ -26,6 +26,12 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_zip_open, 1),
     CALLDEF(ffi_zip_list, 1),
     CALLDEF(ffi_zip_read, 3),
+    CALLDEF(ffi_store_local, 1),
+    CALLDEF(ffi_store_zip, 2),
+    CALLDEF(ffi_store_r, 1),
+    CALLDEF(ffi_store_get, 3),
+    CALLDEF(ffi_store_set, 3),
+    CALLDEF(ffi_store_stats, 1),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {

@@ -44,27 +44,49 @@ typedef struct {
   int (*set)(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e);
   int (*erase)(zstore *s, const char *key, zerr *e);
   void (*destroy)(zstore *s);
-  /* get_many/set/erase call R: run them on the R thread, one batch at a time. */
+  /* get_many/set/erase call R: run them on the R thread only. A body such a
+   * store hands to the sink is borrowed (cap == 0), valid until the batch
+   * ends. */
   int main_thread;
+  /* The R condition a failed R call signalled (then cleared), or R_NilValue;
+   * NULL for stores that do not call R. */
+  SEXP (*pending_condition)(zstore *s);
 } zstore_ops;
 
 struct zstore {
   const zstore_ops *ops;
   void *impl;
-  char *where; /* root path or URL, for messages */
+  char *where;      /* root path or URL, for messages */
+  int64_t requests; /* made through store_fetch(), and the bytes they gave */
+  int64_t bytes;
 };
 
-/* store.c: the external pointer that R holds, and one place that runs a
- * batch for any store (on worker threads, a fetch thread or the R thread),
- * polling for user interrupts on the R thread meanwhile. */
-zstore *store_from(SEXP ptr);
-SEXP store_wrap(zstore *s, SEXP protect);
-int store_fetch(zstore *s, const zrange *r, size_t n, zsink_fn sink, void *ctx, int nthreads,
-                volatile int *stop, zerr *e);
+/* What the engine asks for: request i of a batch. `keybuf` (cap bytes) may
+ * hold the key; r->key must stay valid until the call returns. */
+typedef int (*zreq_fn)(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e);
+/* What the engine does with the answer to request i, on worker `thread`
+ * (0 is the R thread; none may call R). `p` may be modified when writable. */
+typedef int (*zhandle_fn)(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
+                          int writable, zerr *e);
 
-/* Constructors (each in its own store_<kind>.c). */
+/* store.c: the external pointer that R holds, and the one place that runs a
+ * batch for any store (on worker threads, a fetch thread or the R thread),
+ * polling for user interrupts on the R thread meanwhile. A nonzero *stop
+ * ends the batch early; a failure sets it. */
+zstore *store_alloc(const zstore_ops *ops, void *impl, const char *where);
+zstore *store_from(SEXP ptr);
+SEXP store_wrap(zstore *s, SEXP keep);
+int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
+                volatile int *stop, zerr *e);
+void store_raise(zstore *s, const zerr *e, const char *array, const char *key)
+#ifdef __GNUC__
+    __attribute__((noreturn))
+#endif
+    ;
+
+/* Constructors (each in its own store_<kind>.c; NULL with e set on failure). */
 zstore *local_store_new(const char *root, zerr *e);
-zstore *zip_store_new(const char *path, const char *prefix, zerr *e);
+zstore *zip_store_new(const zipidx *z, const char *prefix, zerr *e);
 
 /* HTTP (store_http.c): `base` is the URL of the store root without a
  * trailing slash or query; `query` ("" or "a=b&c=d", without '?') is added
@@ -79,5 +101,13 @@ typedef struct {
   const char *user_agent;
 } zhttp_opts;
 zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o, zerr *e);
+
+/* R entry points */
+SEXP ffi_store_local(SEXP root);
+SEXP ffi_store_zip(SEXP index, SEXP prefix);
+SEXP ffi_store_r(SEXP env);
+SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);
+SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value);
+SEXP ffi_store_stats(SEXP ptr);
 
 #endif

@@ -16,7 +16,7 @@
 #else
 #define ZARR_O_BINARY 0
 #endif
-#include "zarr.h"
+#include "store.h"
 
 int path_join(char *buf, size_t cap, const char *root, const char *key) {
   int n = snprintf(buf, cap, "%s/%s", root, key);
@@ -171,4 +171,52 @@ int file_remove(const char *path, zerr *e) {
   if (unlink(path) != 0 && errno != ENOENT)
     return zerr_set(e, ZE_IO, "cannot remove '%s': %s", path, strerror(errno));
   return 0;
+}
+
+/* ---- the local store (store.h) ------------------------------------------------ */
+
+static int local_path(const zstore *s, const char *key, char *buf, size_t cap, zerr *e) {
+  if (path_join(buf, cap, (const char *)s->impl, key))
+    return zerr_set(e, ZE_KEY, "store path is too long");
+  return 0;
+}
+
+static int local_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e) {
+  char path[8192];
+  if (local_path(s, r->key, path, sizeof path, e)) return -1;
+  return file_read(path, r->off, r->off < 0 ? -1 : r->len, out, missing, e);
+}
+
+static int local_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  char path[8192];
+  if (local_path(s, key, path, sizeof path, e)) return -1;
+  return file_write_atomic(path, p, n, e);
+}
+
+static int local_erase(zstore *s, const char *key, zerr *e) {
+  char path[8192];
+  if (local_path(s, key, path, sizeof path, e)) return -1;
+  return file_remove(path, e);
+}
+
+static void local_destroy(zstore *s) { free(s->impl); }
+
+static const zstore_ops local_ops = {
+    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL};
+
+zstore *local_store_new(const char *root, zerr *e) {
+  char *r = strdup(root);
+  zstore *s = r ? store_alloc(&local_ops, r, root) : NULL;
+  if (s == NULL) {
+    free(r);
+    zerr_set(e, ZE_NOMEM, "out of memory");
+  }
+  return s;
+}
+
+SEXP ffi_store_local(SEXP root) {
+  zerr e = {ZE_OK, ""};
+  zstore *s = local_store_new(translateCharUTF8(STRING_ELT(root, 0)), &e);
+  if (s == NULL) zarr_raise_err(&e, NULL, NULL);
+  return store_wrap(s, R_NilValue);
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "zarr.h"
+#include "store.h"
 
 #define SIG_LOCAL 0x04034b50u
 #define SIG_CENTRAL 0x02014b50u
@@ -558,4 +558,76 @@ SEXP ffi_zip_read(SEXP ptr, SEXP name, SEXP range) {
   if (n != want) zarr_raise(ZE_CORRUPT, NULL, NULL, "zip member read returned the wrong size");
   UNPROTECT(1);
   return r;
+}
+
+/* ---- the zip store (store.h): members below a folder of the zip ------------- */
+
+typedef struct {
+  const zipidx *z; /* owned by the R index object the store handle protects */
+  char *prefix;
+} zipstore;
+
+static int zipstore_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e) {
+  const zipstore *zs = s->impl;
+  char name[8192];
+  int k = snprintf(name, sizeof name, "%s%s", zs->prefix, r->key);
+  if (k < 0 || (size_t)k >= sizeof name) return zerr_set(e, ZE_KEY, "store path is too long");
+  const zipent *m = zip_find(zs->z, name);
+  *missing = m == NULL;
+  out->size = 0;
+  if (m == NULL) return 0;
+  int64_t off = r->off, len = r->len;
+  if (off < 0) { /* a suffix */
+    len = -off;
+    off = (uint64_t)len > m->usize ? 0 : (int64_t)m->usize - len;
+  } else if (len < 0 && off > 0) {
+    len = (uint64_t)off > m->usize ? 0 : (int64_t)m->usize - off;
+  }
+  zbuf raw = {0};
+  const uint8_t *data = NULL;
+  size_t n = 0;
+  int rc = member_read(zs->z, m, off, len, out, &raw, &data, &n, e);
+  if (rc == 0 && n > 0 && data != out->data) {
+    if (data >= out->data && data < out->data + out->cap) {
+      memmove(out->data, data, n);
+    } else if (zbuf_reserve(out, n, e) == 0) {
+      memcpy(out->data, data, n);
+    } else {
+      rc = -1;
+    }
+  }
+  if (rc == 0) out->size = n;
+  zbuf_free(&raw);
+  return rc;
+}
+
+static void zipstore_destroy(zstore *s) {
+  zipstore *zs = s->impl;
+  if (zs != NULL) free(zs->prefix);
+  free(zs);
+}
+
+static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL};
+
+zstore *zip_store_new(const zipidx *z, const char *prefix, zerr *e) {
+  zipstore *zs = calloc(1, sizeof *zs);
+  char *p = strdup(prefix);
+  zstore *s = (zs && p) ? store_alloc(&zip_ops, zs, z->path) : NULL;
+  if (s == NULL) {
+    free(zs);
+    free(p);
+    zerr_set(e, ZE_NOMEM, "out of memory");
+    return NULL;
+  }
+  zs->z = z;
+  zs->prefix = p;
+  return s;
+}
+
+SEXP ffi_store_zip(SEXP index, SEXP prefix) {
+  const zipidx *z = zip_index_from(index);
+  zerr e = {ZE_OK, ""};
+  zstore *s = zip_store_new(z, translateCharUTF8(STRING_ELT(prefix, 0)), &e);
+  if (s == NULL) zarr_raise_err(&e, NULL, NULL);
+  return store_wrap(s, index);
 }

@@ -1,0 +1,498 @@
+/* Running a batch of requests against any store, and the R handle of a store.
+ *
+ * store_fetch() is the one place that knows how a store delivers bytes:
+ * - a store with a thread-safe get() is read by the engine's worker threads
+ *   themselves, each fetching and then handling one request at a time;
+ * - a store with get_many() (HTTP) runs it on a fetch thread; the bytes go
+ *   through a bounded queue to the worker threads, so decoding overlaps
+ *   fetching and at most ZARR_QUEUE_BYTES wait to be decoded;
+ * - a main_thread store (an R store) is asked on the R thread, then the
+ *   workers handle what it returned.
+ * Thread 0 is always the R thread: it polls for interrupts between its tasks.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "store.h"
+
+#define ZARR_QUEUE_BYTES ((size_t)256 << 20)
+#define KEY_CAP 4096
+
+/* ---- the R handle ------------------------------------------------------- */
+
+static SEXP store_tag(void) { return install("zarr_store_io"); }
+
+static void store_finalize(SEXP ptr) {
+  zstore *s = R_ExternalPtrAddr(ptr);
+  if (s != NULL) {
+    if (s->ops->destroy != NULL) s->ops->destroy(s);
+    free(s->where);
+    free(s);
+  }
+  R_ClearExternalPtr(ptr);
+}
+
+/* `keep` stays alive as long as the store (R closures, a zip index). */
+SEXP store_wrap(zstore *s, SEXP keep) {
+  SEXP ptr = PROTECT(R_MakeExternalPtr(s, store_tag(), keep));
+  R_RegisterCFinalizerEx(ptr, store_finalize, TRUE);
+  UNPROTECT(1);
+  return ptr;
+}
+
+zstore *store_from(SEXP ptr) {
+  if (TYPEOF(ptr) != EXTPTRSXP || R_ExternalPtrTag(ptr) != store_tag())
+    zarr_raise(ZE_STORE, NULL, NULL, "internal: not a store handle");
+  zstore *s = R_ExternalPtrAddr(ptr);
+  if (s == NULL)
+    zarr_raise(ZE_STORE, NULL, NULL,
+               "the store handle is gone (saved and restored in another session?): open the store again");
+  return s;
+}
+
+zstore *store_alloc(const zstore_ops *ops, void *impl, const char *where) {
+  zstore *s = calloc(1, sizeof *s);
+  char *w = strdup(where ? where : "");
+  if (s == NULL || w == NULL) {
+    free(s);
+    free(w);
+    return NULL;
+  }
+  s->ops = ops;
+  s->impl = impl;
+  s->where = w;
+  return s;
+}
+
+static void count_request(zstore *s, size_t bytes) {
+  __atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&s->bytes, (int64_t)bytes, __ATOMIC_RELAXED);
+}
+
+/* ---- a batch ----------------------------------------------------------------- */
+
+typedef struct {
+  zstore *s;
+  size_t n;
+  zreq_fn req;
+  zhandle_fn handle;
+  void *ctx;
+  volatile int *stop;
+  int failed;
+  zerr err;
+  double next_poll;
+  zbuf *fetch;  /* get(): one buffer per thread */
+  /* get_many(): requests made up front, and the queue of arrived bodies */
+  zrange *r;
+  char *keys;
+  size_t *order;   /* queue slots, in arrival order */
+  zbuf *bodies;    /* by request */
+  int *missing;
+  size_t head, tail;
+  size_t queued;   /* bytes arrived and not yet handled */
+  int done;        /* the fetch is over (all arrived, or it stopped) */
+  pthread_mutex_t mu;
+  pthread_cond_t arrived, drained;
+} batch;
+
+static void batch_fail(batch *b, const zerr *e) {
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&b->failed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    b->err = *e;
+  *b->stop = 1;
+}
+
+static int batch_stopped(const batch *b) { return __atomic_load_n(b->stop, __ATOMIC_ACQUIRE) != 0; }
+
+/* The R thread, between tasks: at most every 50 ms (the check is not free). */
+static int batch_poll(batch *b) {
+  double now = (double)clock() / CLOCKS_PER_SEC;
+  if (now < b->next_poll) return batch_stopped(b);
+  b->next_poll = now + 0.05;
+  if (interrupt_pending()) {
+    zerr e = {ZE_OK, ""};
+    zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
+    batch_fail(b, &e);
+  }
+  return batch_stopped(b);
+}
+
+static void handle_one(batch *b, size_t i, int thread, uint8_t *p, size_t n, int missing,
+                       int writable) {
+  zerr e = {ZE_OK, ""};
+  if (b->handle(b->ctx, i, thread, p, n, missing, writable, &e)) {
+    if (e.kind == ZE_OK) zerr_set(&e, ZE_STORE, "internal: a request handler failed silently");
+    batch_fail(b, &e);
+  }
+}
+
+/* -- stores read by the workers (get) -- */
+
+static void get_task(void *ctx, size_t i, int thread) {
+  batch *b = ctx;
+  if (batch_stopped(b)) return;
+  char key[KEY_CAP];
+  zrange r = {key, 0, -1};
+  zerr e = {ZE_OK, ""};
+  if (b->req(b->ctx, i, &r, key, sizeof key, &e)) {
+    batch_fail(b, &e);
+    return;
+  }
+  zbuf *buf = &b->fetch[thread];
+  int missing = 0;
+  if (b->s->ops->get(b->s, &r, buf, &missing, &e)) {
+    batch_fail(b, &e);
+    return;
+  }
+  count_request(b->s, missing ? 0 : buf->size);
+  handle_one(b, i, thread, buf->data, missing ? 0 : buf->size, missing, 1);
+}
+
+static int poll_fn(void *ctx) { return batch_poll(ctx); }
+
+/* -- requests made up front (get_many stores) -- */
+
+static int make_requests(batch *b, zerr *e) {
+  b->r = calloc(b->n ? b->n : 1, sizeof *b->r);
+  size_t cap = 0, used = 0;
+  size_t *at = malloc(sizeof(size_t) * (b->n ? b->n : 1));
+  if (b->r == NULL || at == NULL) {
+    free(at);
+    return zerr_set(e, ZE_NOMEM, "out of memory");
+  }
+  char key[KEY_CAP];
+  for (size_t i = 0; i < b->n; i++) {
+    zrange r = {key, 0, -1};
+    if (b->req(b->ctx, i, &r, key, sizeof key, e)) {
+      free(at);
+      return -1;
+    }
+    size_t k = strlen(r.key) + 1;
+    if (used + k > cap) {
+      size_t ncap = cap ? cap * 2 : 4096;
+      while (ncap < used + k) ncap *= 2;
+      char *p = realloc(b->keys, ncap);
+      if (p == NULL) {
+        free(at);
+        return zerr_set(e, ZE_NOMEM, "out of memory");
+      }
+      b->keys = p;
+      cap = ncap;
+    }
+    memcpy(b->keys + used, r.key, k);
+    at[i] = used;
+    used += k;
+    b->r[i] = r;
+  }
+  for (size_t i = 0; i < b->n; i++) b->r[i].key = b->keys + at[i];
+  free(at);
+  return 0;
+}
+
+/* -- get_many on a fetch thread, bodies through a bounded queue -- */
+
+static int queue_sink(void *ctx, size_t i, zbuf *body, int missing) {
+  batch *b = ctx;
+  pthread_mutex_lock(&b->mu);
+  while (b->queued > ZARR_QUEUE_BYTES && !batch_stopped(b)) pthread_cond_wait(&b->drained, &b->mu);
+  if (i < b->n) {
+    b->bodies[i] = *body;
+    body->data = NULL;
+    body->size = body->cap = 0;
+    b->missing[i] = missing;
+    b->queued += b->bodies[i].size;
+    b->order[b->tail++] = i;
+    count_request(b->s, b->bodies[i].size);
+  }
+  pthread_cond_broadcast(&b->arrived);
+  pthread_mutex_unlock(&b->mu);
+  return batch_stopped(b);
+}
+
+static void *fetch_main(void *ctx) {
+  batch *b = ctx;
+  zerr e = {ZE_OK, ""};
+  if (b->s->ops->get_many(b->s, b->r, b->n, queue_sink, b, b->stop, &e) && e.kind != ZE_OK)
+    batch_fail(b, &e);
+  pthread_mutex_lock(&b->mu);
+  b->done = 1;
+  pthread_cond_broadcast(&b->arrived);
+  pthread_mutex_unlock(&b->mu);
+  return NULL;
+}
+
+typedef struct {
+  batch *b;
+  int thread;
+} decoder_arg;
+
+static void decode_loop(batch *b, int thread) {
+  while (1) {
+    pthread_mutex_lock(&b->mu);
+    while (b->head == b->tail && !b->done && !batch_stopped(b)) {
+      if (thread == 0) { /* wake up now and then to poll for interrupts */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+          ts.tv_sec++;
+          ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&b->arrived, &b->mu, &ts);
+        pthread_mutex_unlock(&b->mu);
+        batch_poll(b);
+        pthread_mutex_lock(&b->mu);
+      } else {
+        pthread_cond_wait(&b->arrived, &b->mu);
+      }
+    }
+    if (b->head == b->tail || batch_stopped(b)) {
+      pthread_cond_broadcast(&b->drained);
+      pthread_mutex_unlock(&b->mu);
+      return;
+    }
+    size_t i = b->order[b->head++];
+    pthread_mutex_unlock(&b->mu);
+    zbuf *body = &b->bodies[i];
+    handle_one(b, i, thread, body->data, body->size, b->missing[i], 1);
+    size_t n = body->size;
+    zbuf_free(body);
+    pthread_mutex_lock(&b->mu);
+    b->queued -= n;
+    pthread_cond_broadcast(&b->drained);
+    pthread_mutex_unlock(&b->mu);
+    if (thread == 0) batch_poll(b);
+  }
+}
+
+static void *decoder_main(void *p) {
+  decoder_arg *a = p;
+  decode_loop(a->b, a->thread);
+  return NULL;
+}
+
+static void run_queued(batch *b, int nthreads) {
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->arrived, NULL);
+  pthread_cond_init(&b->drained, NULL);
+  pthread_t fetcher;
+  if (pthread_create(&fetcher, NULL, fetch_main, b) != 0) {
+    zerr e = {ZE_OK, ""};
+    zerr_set(&e, ZE_NOMEM, "cannot start a fetch thread");
+    batch_fail(b, &e);
+    goto out;
+  }
+  pthread_t tids[64];
+  decoder_arg args[64];
+  int started = 0;
+  for (int t = 1; t < nthreads && t < 64; t++) {
+    args[t].b = b;
+    args[t].thread = t;
+    if (pthread_create(&tids[t], NULL, decoder_main, &args[t]) != 0) break;
+    started++;
+  }
+  decode_loop(b, 0);
+  /* the fetch may still be under way when we stopped early: wake it up */
+  pthread_mutex_lock(&b->mu);
+  pthread_cond_broadcast(&b->drained);
+  pthread_mutex_unlock(&b->mu);
+  pthread_join(fetcher, NULL);
+  for (int t = 1; t <= started; t++) pthread_join(tids[t], NULL);
+out:
+  pthread_cond_destroy(&b->arrived);
+  pthread_cond_destroy(&b->drained);
+  pthread_mutex_destroy(&b->mu);
+}
+
+/* -- main_thread stores: ask R for the whole batch, then handle on the workers -- */
+
+static int borrowed_sink(void *ctx, size_t i, zbuf *body, int missing) {
+  batch *b = ctx;
+  if (i < b->n) {
+    b->bodies[i] = *body; /* borrowed (cap == 0): valid until the batch ends */
+    b->missing[i] = missing;
+    count_request(b->s, body->size);
+  }
+  return 0;
+}
+
+static void borrowed_task(void *ctx, size_t i, int thread) {
+  batch *b = ctx;
+  if (batch_stopped(b)) return;
+  handle_one(b, i, thread, b->bodies[i].data, b->bodies[i].size, b->missing[i],
+             b->bodies[i].cap > 0);
+}
+
+int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
+                volatile int *stop, zerr *e) {
+  if (n == 0) return 0;
+  if (nthreads < 1) nthreads = 1;
+  if (nthreads > 64) nthreads = 64;
+  batch b;
+  memset(&b, 0, sizeof b);
+  b.s = s;
+  b.n = n;
+  b.req = req;
+  b.handle = handle;
+  b.ctx = ctx;
+  b.stop = stop;
+  int rc = 0;
+  if (s->ops->get_many == NULL) {
+    b.fetch = calloc((size_t)nthreads, sizeof(zbuf));
+    if (b.fetch == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+    parallel_for(n, nthreads, get_task, &b, poll_fn);
+    for (int t = 0; t < nthreads; t++) zbuf_free(&b.fetch[t]);
+    free(b.fetch);
+  } else {
+    b.bodies = calloc(n, sizeof(zbuf));
+    b.missing = calloc(n, sizeof(int));
+    b.order = calloc(n, sizeof(size_t));
+    if (b.bodies == NULL || b.missing == NULL || b.order == NULL) {
+      zerr_set(&b.err, ZE_NOMEM, "out of memory");
+      b.failed = 1;
+    } else if (make_requests(&b, &b.err)) {
+      b.failed = 1;
+    } else if (s->ops->main_thread) {
+      zerr fe = {ZE_OK, ""};
+      if (s->ops->get_many(s, b.r, n, borrowed_sink, &b, stop, &fe)) batch_fail(&b, &fe);
+      else parallel_for(n, nthreads, borrowed_task, &b, poll_fn);
+    } else {
+      run_queued(&b, nthreads);
+    }
+    if (b.bodies != NULL && !s->ops->main_thread)
+      for (size_t i = 0; i < n; i++) zbuf_free(&b.bodies[i]);
+    free(b.bodies);
+    free(b.missing);
+    free(b.order);
+    free(b.r);
+    free(b.keys);
+  }
+  if (b.failed) {
+    *e = b.err;
+    rc = -1;
+  }
+  return rc;
+}
+
+/* ---- R entry points ----------------------------------------------------------- */
+
+/* One request from R: what is asked, and its bytes (copied out of the
+ * store's buffer, which is reused). */
+typedef struct {
+  const char *key;
+  int64_t off, len;
+  uint8_t *data;
+  size_t n;
+  int missing;
+} one_get;
+
+static int one_req(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e) {
+  (void)i;
+  (void)keybuf;
+  (void)cap;
+  (void)e;
+  const one_get *g = ctx;
+  r->key = g->key;
+  r->off = g->off;
+  r->len = g->len;
+  return 0;
+}
+
+static int one_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
+                      int writable, zerr *e) {
+  (void)i;
+  (void)thread;
+  (void)writable;
+  one_get *g = ctx;
+  g->missing = missing;
+  if (missing) return 0;
+  g->data = malloc(n ? n : 1);
+  if (g->data == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  if (n) memcpy(g->data, p, n);
+  g->n = n;
+  return 0;
+}
+
+static SEXP alloc_raw(void *data) { return allocVector(RAWSXP, (R_xlen_t)((one_get *)data)->n); }
+static SEXP alloc_failed(SEXP cond, void *data) {
+  (void)cond;
+  (void)data;
+  return R_NilValue;
+}
+
+/* The value of one key (range: NULL, or c(offset, length) with length -1
+ * for "to the end"; a negative offset is a suffix), or NULL when absent. */
+SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
+  zstore *s = store_from(ptr);
+  one_get g;
+  memset(&g, 0, sizeof g);
+  g.key = translateCharUTF8(STRING_ELT(key, 0));
+  g.len = -1;
+  if (!isNull(range)) {
+    g.off = (int64_t)REAL(range)[0];
+    g.len = (int64_t)REAL(range)[1];
+  }
+  volatile int stop = 0;
+  zerr e = {ZE_OK, ""};
+  if (store_fetch(s, 1, one_req, one_handle, &g, 1, &stop, &e)) {
+    free(g.data);
+    store_raise(s, &e, NULL, g.key);
+  }
+  if (g.missing) return R_NilValue;
+  if (g.n > (size_t)R_XLEN_T_MAX) {
+    free(g.data);
+    zarr_raise(ZE_NOMEM, NULL, g.key, "the value is too large for an R vector");
+  }
+  /* an R allocation may fail: keep the C copy only in an R vector's finalizer reach */
+  SEXP out = R_tryCatchError(alloc_raw, &g, alloc_failed, NULL);
+  if (out == R_NilValue) {
+    free(g.data);
+    zarr_raise(ZE_NOMEM, NULL, g.key, "cannot allocate an R vector for the value");
+  }
+  PROTECT(out);
+  if (g.n) memcpy(RAW(out), g.data, g.n);
+  free(g.data);
+  UNPROTECT(1);
+  return out;
+}
+
+SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value) {
+  zstore *s = store_from(ptr);
+  const char *k = translateCharUTF8(STRING_ELT(key, 0));
+  if (s->ops->set == NULL) zarr_raise(ZE_READ_ONLY, NULL, k, "the store is read-only");
+  zerr e = {ZE_OK, ""};
+  int rc = isNull(value) ? s->ops->erase(s, k, &e)
+                         : s->ops->set(s, k, RAW(value), (size_t)XLENGTH(value), &e);
+  if (rc) store_raise(s, &e, NULL, k);
+  return R_NilValue;
+}
+
+/* Requests made and bytes delivered since the store was opened. */
+SEXP ffi_store_stats(SEXP ptr) {
+  zstore *s = store_from(ptr);
+  SEXP out = PROTECT(allocVector(REALSXP, 2));
+  REAL(out)[0] = (double)__atomic_load_n(&s->requests, __ATOMIC_RELAXED);
+  REAL(out)[1] = (double)__atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
+  SEXP nm = PROTECT(allocVector(STRSXP, 2));
+  SET_STRING_ELT(nm, 0, mkChar("requests"));
+  SET_STRING_ELT(nm, 1, mkChar("bytes"));
+  setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}
+
+/* Raise a store failure: an R store's own condition as it was signalled,
+ * anything else as a zarr_error_<kind>. */
+void store_raise(zstore *s, const zerr *e, const char *array, const char *key) {
+  if (s != NULL && s->ops->pending_condition != NULL) {
+    SEXP cond = PROTECT(s->ops->pending_condition(s));
+    if (cond != R_NilValue) {
+      SEXP call = PROTECT(lang2(install("stop"), cond));
+      eval(call, R_BaseEnv);
+      UNPROTECT(1);
+    }
+    UNPROTECT(1);
+  }
+  zarr_raise_err(e, array, key);
+}
