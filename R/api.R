@@ -28,11 +28,13 @@ create_zarr <- function(location) {
 
 #' Open a Zarr store
 #'
-#' Opens an existing Zarr data set (v2 or v3) in a local directory, or in a
-#' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only).
+#' Opens an existing Zarr data set (v2 or v3) in a local directory, in a
+#' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
+#' or on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
+#' always read-only).
 #'
 #' @param location Path of the store directory or zip file (or a "file://"
-#'   URI).
+#'   URI), or the URL of a store on a web server.
 #' @param read_only Whether to open the store read-only. Zip files are
 #'   opened read-only whatever this says.
 #' @return A [zarr] object.
@@ -44,8 +46,8 @@ create_zarr <- function(location) {
 open_zarr <- function(location, read_only = FALSE) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
-  if (grepl("^https?://", location))
-    zarr_abort("unsupported", "HTTP stores are not supported yet")
+  if (grepl("^https?://", location, ignore.case = TRUE))
+    return(zarr$new(zarr_httpstore$new(location)))
   p <- sub("^file://", "", location)
   if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
     return(zarr$new(zarr_zipstore$new(p)))

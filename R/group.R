@@ -61,6 +61,22 @@ zarr_group <- R6::R6Class("zarr_group",
       invisible(self)
     },
 
+    #' @description Open a child by name from its metadata in the store, for
+    #'   stores whose children cannot be listed (a web server without
+    #'   consolidated metadata). `get_node()` and `[[` do this by themselves.
+    #' @param name The name of the child.
+    #' @return A [zarr_group] or [zarr_array], or `NULL` when there is none.
+    open_child = function(name) {
+      if (!is.character(name) || length(name) != 1L || !nzchar(name) || grepl("/", name, fixed = TRUE))
+        return(NULL)
+      if (!private$.built) self$build_hierarchy()
+      if (!is.null(private$.children[[name]])) return(private$.children[[name]])
+      meta <- private$.store$get_metadata(paste0(self$prefix, name, "/"))
+      if (is.null(meta)) return(NULL)
+      private$.children[[name]] <- build_node(name, meta, self, private$.store)
+      private$.children[[name]]
+    },
+
     #' @description Find a node by a path relative to this group. The path
     #'   may start with ".." parts to go up.
     #' @param path The relative path.
@@ -74,7 +90,10 @@ zarr_group <- R6::R6Class("zarr_group",
           node <- node$parent
         } else {
           if (!inherits(node, "zarr_group")) return(NULL)
-          node <- node$children[[p]]
+          kid <- node$children[[p]]
+          if (is.null(kid) && !node$store$supports_listing && is.null(consolidated_map(node)))
+            kid <- node$open_child(p)
+          node <- kid
         }
         if (is.null(node)) return(NULL)
       }
