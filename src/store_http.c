@@ -16,6 +16,28 @@
  *
  * Nothing here touches the R API: all of it may run on worker threads.
  *
+ * Options (zhttp_opts; a negative or zero value where none makes sense
+ * takes the default in brackets):
+ *   concurrency      requests in flight in one get_many [16, at most 1024]; also
+ *                    the number of idle connections each multi handle keeps
+ *   retries          further attempts after the first [5]; 0 never retries
+ *   backoff          first retry delay in seconds [0.5], doubled per attempt;
+ *                    the delay is drawn from [d/2, d] (jitter)
+ *   backoff_max      cap on one delay, Retry-After included [30]
+ *   connect_timeout  seconds to connect, TLS included [30]; 0 = libcurl's default
+ *   low_speed_time   abort an attempt below 1 byte/s for this long [30]; 0 = never
+ *   user_agent       User-Agent header ["zarr (R package)"]
+ * TLS peers are always verified; libcurl's proxy environment variables
+ * (http_proxy, https_proxy, no_proxy, ...) apply; redirects are followed
+ * (http and https only, at most 10).
+ *
+ * Errors (kind ZE_HTTP unless noted) read "<what> for <url> after N
+ * attempts", where <what> is "HTTP 503 Service Unavailable", a libcurl
+ * message with its error number, or a failed response check, and <url>
+ * leaves out the query (signed URLs carry credentials there). A stopped
+ * batch fails with ZE_INTERRUPT (*stop) or ZE_STORE (the sink said stop),
+ * unless the zerr already holds an error.
+ *
  * Exported besides http_store_new() (declared in store.h):
  *   void http_global_init(void);
  * which calls curl_global_init() once. http_store_new() calls it too, so an
@@ -282,6 +304,9 @@ static CURLM *pool_take(hstore *hs) {
   m = curl_multi_init();
   if (m == NULL) return NULL;
   curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+  /* keep every connection of a full batch for the next call (by default the
+   * cache shrinks with the number of handles still attached) */
+  curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)hs->o.concurrency);
   return m;
 }
 
@@ -313,6 +338,7 @@ typedef struct xfer {
   size_t presize;
   int nomem;
   /* from the headers of the latest response */
+  int hstatus;              /* from the status line */
   char reason[48];
   zcrange cr;
   int64_t clen;             /* Content-Length, -1 when absent */
@@ -385,10 +411,12 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     x->encoded = 0;
     x->retry_after = -1;
     x->reason[0] = '\0';
+    x->hstatus = 0;
     const char *p = memchr(line, ' ', n), *end = line + n;
     if (p != NULL) {
       p = skip_space(p, end);
-      while (p < end && *p >= '0' && *p <= '9') p++;
+      while (p < end && *p >= '0' && *p <= '9' && x->hstatus < 1000)
+        x->hstatus = x->hstatus * 10 + (*p++ - '0');
       p = skip_space(p, end);
       size_t k = 0;
       while (p < end && *p != '\r' && *p != '\n' && k + 1 < sizeof x->reason) {
@@ -405,6 +433,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     const char *p = parse_i64(v, vend, &len);
     if (p != NULL && p == vend) {
       x->clen = len;
+      if (x->hstatus != 200 && x->hstatus != 206) return n; /* no room for error pages */
       size_t want = (uint64_t)len > HTTP_PRESIZE_MAX ? HTTP_PRESIZE_MAX : (size_t)len;
       if (want > x->presize) x->presize = want;
     }
@@ -516,6 +545,7 @@ static int xfer_start(batch *b, xfer *x) {
   x->encoded = 0;
   x->retry_after = -1;
   x->reason[0] = '\0';
+  x->hstatus = 0;
   x->errbuf[0] = '\0';
   x->last[0] = '\0';
   if (x->presize && zbuf_reserve(&x->body, x->presize, b->e)) return -1;
@@ -680,7 +710,7 @@ static int run_batch(hstore *hs, const zrange *r, size_t n, zsink_fn sink, void 
   size_t next = 0, done = 0;
   int rc = 0, conc = hs->o.concurrency;
   while (done < n) {
-    if (*stop) {
+    if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
       rc = zerr_set(e, ZE_INTERRUPT, "reading from %s interrupted", hs->base);
       goto out;
     }
