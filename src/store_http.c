@@ -568,6 +568,9 @@ static void url_shown(const xfer *x, char *buf, size_t cap) {
   }
   size_t keep = (HTTP_URL_SHOWN < cap ? HTTP_URL_SHOWN : cap - 1) - 3;
   size_t head = keep / 2, tail = keep - head;
+  /* cut between UTF-8 characters (a base URL may hold some unencoded) */
+  while (head > 0 && ((unsigned char)x->url[head] & 0xC0) == 0x80) head--;
+  while (tail > 0 && ((unsigned char)x->url[n - tail] & 0xC0) == 0x80) tail--;
   memcpy(buf, x->url, head);
   memcpy(buf + head, "...", 3);
   memcpy(buf + head + 3, x->url + n - tail, tail);
