@@ -1,0 +1,938 @@
+/* HTTP store: read-only access to a store served over HTTP(S), through
+ * libcurl's multi interface.
+ *
+ * A batch (get_many) keeps up to `concurrency` requests in flight on one
+ * multi handle; a single get() runs a batch of one. Multi handles (each with
+ * its own connection cache, so connections and HTTP/2 streams are reused from
+ * one call to the next) live in a small pool in the store: every call takes
+ * one for itself and gives it back afterwards, so calls from several threads
+ * never share a multi handle. DNS answers and TLS sessions are shared between
+ * all handles of the store through a share handle guarded by mutexes.
+ *
+ * Failed requests (connection errors, timeouts, 408/429/5xx, short bodies, a
+ * Content-Range that does not match) are retried after an exponential,
+ * jittered delay; a waiting request does not hold a transfer slot, so the
+ * others go on meanwhile. 404 and 410 mean the key does not exist.
+ *
+ * Nothing here touches the R API: all of it may run on worker threads.
+ *
+ * Options (zhttp_opts; a negative or zero value where none makes sense
+ * takes the default in brackets):
+ *   concurrency      requests in flight in one get_many [16, at most 1024]; also
+ *                    the number of idle connections each multi handle keeps
+ *   retries          further attempts after the first [5]; 0 never retries
+ *   backoff          first retry delay in seconds [0.5], doubled per attempt;
+ *                    the delay is drawn from [d/2, d] (jitter)
+ *   backoff_max      cap on one delay, Retry-After included [30]
+ *   connect_timeout  seconds to connect, TLS included [30]; 0 = libcurl's default
+ *   low_speed_time   abort an attempt below 1 byte/s for this long [30]; 0 = never
+ *   user_agent       User-Agent header ["zarr (R package)"]
+ * TLS peers are always verified; libcurl's proxy environment variables
+ * (http_proxy, https_proxy, no_proxy, ...) apply; redirects are followed
+ * (http and https only, at most 10).
+ *
+ * Errors (kind ZE_HTTP unless noted) read "<what> for <url> after N
+ * attempts", where <what> is "HTTP 503 Service Unavailable", a libcurl
+ * message with its error number, or a failed response check, and <url>
+ * leaves out the query (signed URLs carry credentials there). A stopped
+ * batch fails with ZE_INTERRUPT (*stop) or ZE_STORE (the sink said stop),
+ * unless the zerr already holds an error.
+ *
+ * Exported besides http_store_new() (declared in store.h):
+ *   void http_global_init(void);
+ * which calls curl_global_init() once. http_store_new() calls it too, so an
+ * explicit call (e.g. from R_init_zarr) is optional; it only moves libcurl's
+ * (and its TLS library's) start-up to package load time.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "store.h"
+
+void http_global_init(void);
+
+/* ---- defaults and limits -------------------------------------------------- */
+
+#define HTTP_MAX_CONCURRENCY 1024
+#define HTTP_POOL_MAX 16                 /* idle multi handles kept per store */
+#define HTTP_POLL_MS 100                 /* longest wait between checks of *stop */
+#define HTTP_PRESIZE_MAX ((size_t)1 << 28) /* largest buffer reserved up front */
+#define HTTP_URL_SHOWN 240               /* longest URL quoted in a message */
+
+/* ---- libcurl start-up ---------------------------------------------------------- */
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc = CURLE_FAILED_INIT;
+
+static void global_init_once(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void http_global_init(void) { pthread_once(&global_once, global_init_once); }
+
+/* ---- small pure helpers --------------------------------------------------------- */
+
+static int is_unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+         c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+static char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c; }
+
+/* The request URL for `key`: base + "/" + key with every byte other than an
+ * unreserved character or '/' percent-encoded, then "?" + query when the
+ * query is not empty. *path_len (when not NULL) receives the length without
+ * the query, which is what messages show (a signed query holds credentials).
+ * NULL when out of memory. The caller frees the result. */
+static char *url_build(const char *base, const char *key, const char *query, size_t *path_len) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t nb = strlen(base), nq = query ? strlen(query) : 0, nk = 0;
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+    nk += (is_unreserved(*p) || *p == '/') ? 1 : 3;
+  char *u = malloc(nb + 1 + nk + 1 + nq + 1);
+  if (u == NULL) return NULL;
+  char *w = u;
+  memcpy(w, base, nb);
+  w += nb;
+  if (*key) *w++ = '/';
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
+    if (is_unreserved(*p) || *p == '/') {
+      *w++ = (char)*p;
+    } else {
+      *w++ = '%';
+      *w++ = hex[*p >> 4];
+      *w++ = hex[*p & 15];
+    }
+  }
+  if (path_len) *path_len = (size_t)(w - u);
+  if (nq) {
+    *w++ = '?';
+    memcpy(w, query, nq);
+    w += nq;
+  }
+  *w = '\0';
+  return u;
+}
+
+/* The Range header value (without "bytes=") for a request; "" for a whole
+ * value. */
+static void range_spec(const zrange *r, char *buf, size_t cap) {
+  if (r->off < 0)
+    snprintf(buf, cap, "-%lld", (long long)(r->off == INT64_MIN ? INT64_MAX : -r->off));
+  else if (r->len < 0 && r->off == 0)
+    buf[0] = '\0';
+  else if (r->len < 0)
+    snprintf(buf, cap, "%lld-", (long long)r->off);
+  else
+    snprintf(buf, cap, "%lld-%lld", (long long)r->off, (long long)(r->off + r->len - 1));
+}
+
+/* Decimal digits at p (before end) into *v; NULL when none or on overflow. */
+static const char *parse_i64(const char *p, const char *end, int64_t *v) {
+  if (p >= end || *p < '0' || *p > '9') return NULL;
+  int64_t x = 0;
+  while (p < end && *p >= '0' && *p <= '9') {
+    if (x > (INT64_MAX - 9) / 10) return NULL;
+    x = x * 10 + (*p - '0');
+    p++;
+  }
+  *v = x;
+  return p;
+}
+
+/* The text [p, end) is `word` (lower case), ignoring ASCII case. */
+static int token_is(const char *p, const char *end, const char *word) {
+  size_t k = strlen(word);
+  if ((size_t)(end - p) != k) return 0;
+  for (size_t j = 0; j < k; j++)
+    if (ascii_lower(p[j]) != word[j]) return 0;
+  return 1;
+}
+
+static const char *skip_space(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  return p;
+}
+
+/* A parsed Content-Range: form 1 "bytes a-b/t", form 2 "bytes * /t" (416);
+ * total -1 for "*". Returns 0 on success. */
+typedef struct {
+  int form;
+  int64_t first, last, total;
+} zcrange;
+
+static int parse_content_range(const char *p, const char *end, zcrange *cr) {
+  static const char unit[] = "bytes";
+  cr->form = 0;
+  cr->first = cr->last = cr->total = -1;
+  p = skip_space(p, end);
+  for (size_t k = 0; k < 5; k++, p++)
+    if (p >= end || ascii_lower(*p) != unit[k]) return -1;
+  if (p >= end || (*p != ' ' && *p != '\t')) return -1;
+  p = skip_space(p, end);
+  int form;
+  if (p < end && *p == '*') {
+    p++;
+    form = 2;
+  } else {
+    if ((p = parse_i64(p, end, &cr->first)) == NULL || p >= end || *p != '-') return -1;
+    if ((p = parse_i64(p + 1, end, &cr->last)) == NULL) return -1;
+    if (cr->last < cr->first) return -1;
+    form = 1;
+  }
+  if (p >= end || *p != '/') return -1;
+  p++;
+  if (p < end && *p == '*') {
+    if (form == 2) return -1;
+    p++;
+  } else if ((p = parse_i64(p, end, &cr->total)) == NULL) {
+    return -1;
+  }
+  if (skip_space(p, end) != end) return -1;
+  if (form == 1 && cr->total >= 0 && cr->last >= cr->total) return -1;
+  cr->form = form;
+  return 0;
+}
+
+/* Check a 206 response against the request: 0 when it is the range asked
+ * for (a range that runs past the end may stop at the last byte). */
+static int content_range_matches(const zrange *r, const zcrange *cr) {
+  if (cr->form != 1) return 0;
+  int64_t a = cr->first, b = cr->last, t = cr->total;
+  if (r->off < 0) {
+    int64_t want = r->off == INT64_MIN ? INT64_MAX : -r->off;
+    return b - a + 1 <= want && (t < 0 || (b == t - 1 && (t <= want ? a == 0 : b - a + 1 == want)));
+  }
+  if (a != r->off) return 0;
+  if (r->len < 0) return t < 0 || b == t - 1;
+  int64_t last = r->off + r->len - 1;
+  return b == last || (t >= 0 && b == t - 1 && b < last);
+}
+
+static const char *status_text(long status) {
+  switch (status) {
+  case 200: return "OK";
+  case 206: return "Partial Content";
+  case 301: return "Moved Permanently";
+  case 302: return "Found";
+  case 304: return "Not Modified";
+  case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 406: return "Not Acceptable";
+  case 407: return "Proxy Authentication Required";
+  case 408: return "Request Timeout";
+  case 410: return "Gone";
+  case 416: return "Range Not Satisfiable";
+  case 429: return "Too Many Requests";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 502: return "Bad Gateway";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  default: return NULL;
+  }
+}
+
+static int status_retryable(long status) {
+  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
+         status == 504;
+}
+
+static int curl_retryable(CURLcode rc) {
+  switch (rc) {
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_OPERATION_TIMEDOUT:
+  case CURLE_PARTIAL_FILE:
+  case CURLE_GOT_NOTHING:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_SSL_CONNECT_ERROR:
+  case CURLE_HTTP2:
+  case CURLE_HTTP2_STREAM:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the store ---------------------------------------------------------------------- */
+
+typedef struct {
+  char *base;
+  char *query;
+  char *user_agent;
+  zhttp_opts o;
+  int https;
+  CURLSH *share;
+  pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+  pthread_mutex_t pool_mu;
+  CURLM *idle[HTTP_POOL_MAX];
+  int n_idle;
+} hstore;
+
+static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *p) {
+  (void)h;
+  (void)a;
+  hstore *hs = p;
+  if ((int)d >= 0 && (int)d < (int)CURL_LOCK_DATA_LAST) pthread_mutex_lock(&hs->share_mu[d]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data d, void *p) {
+  (void)h;
+  hstore *hs = p;
+  if ((int)d >= 0 && (int)d < (int)CURL_LOCK_DATA_LAST) pthread_mutex_unlock(&hs->share_mu[d]);
+}
+
+static CURLM *pool_take(hstore *hs) {
+  CURLM *m = NULL;
+  pthread_mutex_lock(&hs->pool_mu);
+  if (hs->n_idle > 0) m = hs->idle[--hs->n_idle];
+  pthread_mutex_unlock(&hs->pool_mu);
+  if (m != NULL) return m;
+  m = curl_multi_init();
+  if (m == NULL) return NULL;
+  curl_multi_setopt(m, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+  /* keep every connection of a full batch for the next call (by default the
+   * cache shrinks with the number of handles still attached) */
+  curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)hs->o.concurrency);
+  return m;
+}
+
+static void pool_give(hstore *hs, CURLM *m) {
+  pthread_mutex_lock(&hs->pool_mu);
+  if (hs->n_idle < HTTP_POOL_MAX) {
+    hs->idle[hs->n_idle++] = m;
+    m = NULL;
+  }
+  pthread_mutex_unlock(&hs->pool_mu);
+  if (m != NULL) curl_multi_cleanup(m);
+}
+
+/* ---- one request and its attempts ------------------------------------------------- */
+
+typedef struct xfer {
+  struct xfer *prev, *next; /* the batch's live list */
+  size_t i;                 /* index into the batch */
+  const zrange *r;
+  CURL *easy;
+  char *url;
+  size_t path_len;          /* URL length without the query */
+  char range[48];           /* Range value without "bytes="; "" for none */
+  int attempts;             /* started so far */
+  int in_multi;
+  int waiting;              /* for `due` before its next attempt */
+  double due;
+  zbuf body;
+  size_t presize;
+  int nomem;
+  /* from the headers of the latest response */
+  int hstatus;              /* from the status line */
+  char reason[48];
+  zcrange cr;
+  int64_t clen;             /* Content-Length, -1 when absent */
+  int encoded;              /* a Content-Encoding other than identity */
+  double retry_after;       /* seconds, -1 when absent */
+  char errbuf[CURL_ERROR_SIZE];
+  char last[224];           /* what went wrong with the latest attempt */
+} xfer;
+
+typedef struct {
+  hstore *hs;
+  CURLM *m;
+  xfer *live;
+  int active;
+  uint64_t rng;
+  zerr *e;
+} batch;
+
+static double rand01(batch *b) {
+  /* xorshift64*: jitter only, so any decent spread will do */
+  b->rng ^= b->rng >> 12;
+  b->rng ^= b->rng << 25;
+  b->rng ^= b->rng >> 27;
+  return (double)((b->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
+  xfer *x = ud;
+  size_t n = size * nmemb;
+  if (n == 0) return 0;
+  if (x->body.size + n > x->body.cap) {
+    size_t want = x->body.size + n;
+    if (want < x->presize) want = x->presize;
+    zerr tmp;
+    tmp.kind = ZE_OK;
+    if (zbuf_reserve(&x->body, want, &tmp)) {
+      x->nomem = 1;
+      return 0; /* the transfer ends with CURLE_WRITE_ERROR */
+    }
+  }
+  memcpy(x->body.data + x->body.size, p, n);
+  x->body.size += n;
+  return n;
+}
+
+/* The value of header `name` (lower case, without ':') in the line, trimmed;
+ * NULL when the line is another header. */
+static const char *header_value(const char *line, size_t n, const char *name, const char **vend) {
+  size_t k = strlen(name);
+  if (n <= k || line[k] != ':') return NULL;
+  for (size_t j = 0; j < k; j++)
+    if (ascii_lower(line[j]) != name[j]) return NULL;
+  const char *end = line + n;
+  while (end > line + k + 1 && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' ||
+                                 end[-1] == '\t'))
+    end--;
+  *vend = end;
+  return skip_space(line + k + 1, end);
+}
+
+static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
+  xfer *x = ud;
+  size_t n = size * nmemb;
+  const char *v, *vend;
+  if (n >= 5 && memcmp(line, "HTTP/", 5) == 0) {
+    /* a new response (after a redirect, a proxy CONNECT, ...): forget the last */
+    x->body.size = 0;
+    x->cr.form = 0;
+    x->clen = -1;
+    x->encoded = 0;
+    x->retry_after = -1;
+    x->reason[0] = '\0';
+    x->hstatus = 0;
+    const char *p = memchr(line, ' ', n), *end = line + n;
+    if (p != NULL) {
+      p = skip_space(p, end);
+      while (p < end && *p >= '0' && *p <= '9' && x->hstatus < 1000)
+        x->hstatus = x->hstatus * 10 + (*p++ - '0');
+      p = skip_space(p, end);
+      size_t k = 0;
+      while (p < end && *p != '\r' && *p != '\n' && k + 1 < sizeof x->reason) {
+        char c = *p++;
+        x->reason[k++] = (c >= 32 && c < 127) ? c : '?';
+      }
+      while (k > 0 && x->reason[k - 1] == ' ') k--;
+      x->reason[k] = '\0';
+    }
+  } else if ((v = header_value(line, n, "content-range", &vend)) != NULL) {
+    parse_content_range(v, vend, &x->cr);
+  } else if ((v = header_value(line, n, "content-length", &vend)) != NULL) {
+    int64_t len;
+    const char *p = parse_i64(v, vend, &len);
+    if (p != NULL && p == vend) {
+      x->clen = len;
+      if (x->hstatus != 200 && x->hstatus != 206) return n; /* no room for error pages */
+      size_t want = (uint64_t)len > HTTP_PRESIZE_MAX ? HTTP_PRESIZE_MAX : (size_t)len;
+      if (want > x->presize) x->presize = want;
+    }
+  } else if ((v = header_value(line, n, "content-encoding", &vend)) != NULL) {
+    x->encoded = !token_is(v, vend, "identity");
+  } else if ((v = header_value(line, n, "retry-after", &vend)) != NULL) {
+    int64_t secs;
+    const char *p = parse_i64(v, vend, &secs);
+    if (p != NULL && p == vend) {
+      x->retry_after = (double)secs;
+    } else if (vend - v < 64) { /* an HTTP-date */
+      char date[64];
+      memcpy(date, v, (size_t)(vend - v));
+      date[vend - v] = '\0';
+      time_t t = curl_getdate(date, NULL);
+      if (t != (time_t)-1) {
+        double d = difftime(t, time(NULL));
+        x->retry_after = d > 0 ? d : 0;
+      }
+    }
+  }
+  return n;
+}
+
+static void xfer_free(batch *b, xfer *x) {
+  if (x->prev) x->prev->next = x->next;
+  else b->live = x->next;
+  if (x->next) x->next->prev = x->prev;
+  if (x->easy) {
+    if (x->in_multi) {
+      curl_multi_remove_handle(b->m, x->easy);
+      b->active--;
+    }
+    curl_easy_cleanup(x->easy);
+  }
+  free(x->url);
+  zbuf_free(&x->body);
+  free(x);
+}
+
+static xfer *xfer_new(batch *b, const zrange *r, size_t i) {
+  hstore *hs = b->hs;
+  xfer *x = calloc(1, sizeof *x);
+  if (x == NULL) return NULL;
+  x->i = i;
+  x->r = r;
+  x->clen = -1;
+  x->retry_after = -1;
+  x->next = b->live;
+  if (b->live) b->live->prev = x;
+  b->live = x;
+  x->url = url_build(hs->base, r->key, hs->query, &x->path_len);
+  x->easy = curl_easy_init();
+  if (x->url == NULL || x->easy == NULL) {
+    xfer_free(b, x);
+    return NULL;
+  }
+  range_spec(r, x->range, sizeof x->range);
+  if (r->off < 0)
+    x->presize = (uint64_t)(r->off == INT64_MIN ? INT64_MAX : -r->off) > HTTP_PRESIZE_MAX
+                     ? HTTP_PRESIZE_MAX : (size_t)-r->off;
+  else if (r->len > 0)
+    x->presize = (uint64_t)r->len > HTTP_PRESIZE_MAX ? HTTP_PRESIZE_MAX : (size_t)r->len;
+  CURL *h = x->easy;
+  curl_easy_setopt(h, CURLOPT_URL, x->url);
+  curl_easy_setopt(h, CURLOPT_PRIVATE, (void *)x);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)x);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, (void *)x);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_SHARE, hs->share);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, hs->user_agent);
+  /* chunks are compressed already; ask for the bytes as stored */
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "identity");
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  /* wait for a connection that may multiplex rather than open another;
+   * plain http never does, so there it would only delay the first batch */
+  if (hs->https) curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85.0 */
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  if (hs->o.connect_timeout > 0)
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(hs->o.connect_timeout * 1000 + 0.5));
+  if (hs->o.low_speed_time > 0) {
+    long t = (long)(hs->o.low_speed_time + 0.5);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, t < 1 ? 1L : t);
+  }
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  if (x->range[0]) curl_easy_setopt(h, CURLOPT_RANGE, x->range);
+  return x;
+}
+
+/* Start (or restart) an attempt. */
+static int xfer_start(batch *b, xfer *x) {
+  x->waiting = 0;
+  x->body.size = 0;
+  x->nomem = 0;
+  x->cr.form = 0;
+  x->clen = -1;
+  x->encoded = 0;
+  x->retry_after = -1;
+  x->reason[0] = '\0';
+  x->hstatus = 0;
+  x->errbuf[0] = '\0';
+  x->last[0] = '\0';
+  if (x->presize && zbuf_reserve(&x->body, x->presize, b->e)) return -1;
+  CURLMcode mc = curl_multi_add_handle(b->m, x->easy);
+  if (mc != CURLM_OK)
+    return zerr_set(b->e, ZE_HTTP, "libcurl cannot start a request: %s", curl_multi_strerror(mc));
+  x->in_multi = 1;
+  x->attempts++;
+  b->active++;
+  return 0;
+}
+
+/* "the URL" for messages: without the query, long ones shortened in the middle */
+static void url_shown(const xfer *x, char *buf, size_t cap) {
+  size_t n = x->path_len;
+  if (n < cap && n <= HTTP_URL_SHOWN) {
+    memcpy(buf, x->url, n);
+    buf[n] = '\0';
+    return;
+  }
+  size_t keep = (HTTP_URL_SHOWN < cap ? HTTP_URL_SHOWN : cap - 1) - 3;
+  size_t head = keep / 2, tail = keep - head;
+  /* cut between UTF-8 characters (a base URL may hold some unencoded) */
+  while (head > 0 && ((unsigned char)x->url[head] & 0xC0) == 0x80) head--;
+  while (tail > 0 && ((unsigned char)x->url[n - tail] & 0xC0) == 0x80) tail--;
+  memcpy(buf, x->url, head);
+  memcpy(buf + head, "...", 3);
+  memcpy(buf + head + 3, x->url + n - tail, tail);
+  buf[head + 3 + tail] = '\0';
+}
+
+static void describe_status(xfer *x, long status, const char *extra) {
+  const char *txt = status_text(status);
+  if (txt == NULL) txt = x->reason;
+  if (x->range[0])
+    snprintf(x->last, sizeof x->last, "HTTP %ld%s%s%s (range bytes=%s)", status, *txt ? " " : "",
+             txt, extra, x->range);
+  else
+    snprintf(x->last, sizeof x->last, "HTTP %ld%s%s%s", status, *txt ? " " : "", txt, extra);
+}
+
+enum { V_OK, V_MISSING, V_RETRY, V_FAIL };
+
+/* Judge a finished attempt. V_OK leaves the value in x->body; V_RETRY and
+ * V_FAIL describe the failure in x->last; *kind is the error kind to fail with. */
+static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
+  const zrange *r = x->r;
+  *kind = ZE_HTTP;
+  if (rc != CURLE_OK) {
+    if (x->nomem) {
+      *kind = ZE_NOMEM;
+      snprintf(x->last, sizeof x->last, "out of memory while receiving %.0f bytes",
+               (double)x->body.size);
+      return V_FAIL;
+    }
+    const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
+    snprintf(x->last, sizeof x->last, "%.190s (curl error %d)", why, (int)rc);
+    return curl_retryable(rc) ? V_RETRY : V_FAIL;
+  }
+  long status = 0;
+  curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status == 404 || status == 410) return V_MISSING;
+  if (status == 416) {
+    /* a suffix of an empty value: the server says "bytes * /0" */
+    if (r->off < 0 && x->cr.form == 2 && x->cr.total == 0) {
+      x->body.size = 0;
+      return V_OK;
+    }
+    describe_status(x, status, "");
+    return V_FAIL;
+  }
+  if (status != 200 && status != 206) {
+    describe_status(x, status, "");
+    return status_retryable(status) ? V_RETRY : V_FAIL;
+  }
+  int64_t got = (int64_t)x->body.size;
+  if (status == 206) {
+    if (!content_range_matches(r, &x->cr)) {
+      if (x->cr.form == 1)
+        snprintf(x->last, sizeof x->last,
+                 "HTTP 206 with Content-Range bytes %lld-%lld/%lld, not the range asked for "
+                 "(bytes=%s)",
+                 (long long)x->cr.first, (long long)x->cr.last, (long long)x->cr.total,
+                 x->range[0] ? x->range : "0-");
+      else
+        describe_status(x, status, " without a valid Content-Range");
+      return V_RETRY;
+    }
+    int64_t want = x->cr.last - x->cr.first + 1;
+    if (got != want) {
+      snprintf(x->last, sizeof x->last,
+               "HTTP 206 body of %lld bytes where Content-Range promised %lld (range bytes=%s)",
+               (long long)got, (long long)want, x->range[0] ? x->range : "0-");
+      return V_RETRY;
+    }
+    return V_OK;
+  }
+  /* 200: the whole value */
+  if (x->clen >= 0 && !x->encoded && got != x->clen) {
+    snprintf(x->last, sizeof x->last, "HTTP 200 body of %lld bytes where Content-Length promised %lld",
+             (long long)got, (long long)x->clen);
+    return V_RETRY;
+  }
+  if (x->range[0]) { /* the server ignored Range: cut the range out ourselves */
+    int64_t from, to;
+    if (r->off < 0) {
+      int64_t want = r->off == INT64_MIN ? INT64_MAX : -r->off;
+      from = got > want ? got - want : 0;
+      to = got;
+    } else {
+      from = r->off < got ? r->off : got;
+      to = (r->len < 0 || r->len > got - from) ? got : from + r->len;
+    }
+    if (from > 0 && to > from) memmove(x->body.data, x->body.data + from, (size_t)(to - from));
+    x->body.size = (size_t)(to - from);
+  }
+  return V_OK;
+}
+
+static double retry_delay(batch *b, const xfer *x) {
+  const zhttp_opts *o = &b->hs->o;
+  if (x->retry_after >= 0) return x->retry_after < o->backoff_max ? x->retry_after : o->backoff_max;
+  double d = o->backoff;
+  for (int k = 1; k < x->attempts && d < o->backoff_max; k++) d *= 2;
+  if (d > o->backoff_max) d = o->backoff_max;
+  return d / 2 + rand01(b) * d / 2;
+}
+
+static int fail_request(batch *b, const xfer *x, zerr_kind kind) {
+  char u[HTTP_URL_SHOWN + 1];
+  url_shown(x, u, sizeof u);
+  return zerr_set(b->e, kind, "%s for %s after %d attempt%s", x->last, u, x->attempts,
+                  x->attempts == 1 ? "" : "s");
+}
+
+static void wait_for(CURLM *m, int ms) {
+#if LIBCURL_VERSION_NUM >= 0x074200 /* 7.66.0: curl_multi_poll waits even with nothing to do */
+  curl_multi_poll(m, NULL, 0, ms, NULL);
+#else
+  int nfds = 0;
+  curl_multi_wait(m, NULL, 0, ms, &nfds);
+  if (nfds == 0 && ms > 0) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+#endif
+}
+
+static const volatile int never_stop = 0;
+
+/* Run n requests, at most `concurrency` at once, calling sink for each as it
+ * completes. */
+static int run_batch(hstore *hs, const zrange *r, size_t n, zsink_fn sink, void *ctx,
+                     const volatile int *stop, zerr *e) {
+  if (n == 0) return 0;
+  if (stop == NULL) stop = &never_stop;
+  batch b;
+  memset(&b, 0, sizeof b);
+  b.hs = hs;
+  b.e = e;
+  b.rng = (uint64_t)(now_s() * 1e9) ^ ((uint64_t)(uintptr_t)&b << 16) ^ 0x9E3779B97F4A7C15ULL;
+  if (b.rng == 0) b.rng = 1;
+  b.m = pool_take(hs);
+  if (b.m == NULL) return zerr_set(e, ZE_NOMEM, "cannot create a libcurl multi handle");
+  size_t next = 0, done = 0;
+  int rc = 0, conc = hs->o.concurrency;
+  while (done < n) {
+    if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+      rc = zerr_set(e, ZE_INTERRUPT, "reading from %s interrupted", hs->base);
+      goto out;
+    }
+    /* retries that are due first, then new requests */
+    double now = now_s();
+    for (xfer *x = b.live; x != NULL && b.active < conc; x = x->next)
+      if (x->waiting && x->due <= now && xfer_start(&b, x)) {
+        rc = -1;
+        goto out;
+      }
+    while (next < n && b.active < conc) {
+      size_t i = next++;
+      const zrange *q = &r[i];
+      if (q->off >= 0 && q->len == 0) { /* nothing to ask for */
+        zbuf none = {NULL, 0, 0};
+        int s = sink(ctx, i, &none, 0);
+        zbuf_free(&none);
+        done++;
+        if (s) {
+          rc = zerr_set(e, ZE_STORE, "reading from %s stopped", hs->base);
+          goto out;
+        }
+        continue;
+      }
+      xfer *x = xfer_new(&b, q, i);
+      if (x == NULL) {
+        rc = zerr_set(e, ZE_NOMEM, "out of memory starting a request to %s", hs->base);
+        goto out;
+      }
+      if (xfer_start(&b, x)) {
+        rc = -1;
+        goto out;
+      }
+    }
+    if (done >= n) break;
+    int running = 0;
+    CURLMcode mc = curl_multi_perform(b.m, &running);
+    if (mc != CURLM_OK) {
+      rc = zerr_set(e, ZE_HTTP, "libcurl failed: %s", curl_multi_strerror(mc));
+      goto out;
+    }
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(b.m, &left)) != NULL) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      CURL *h = msg->easy_handle;
+      CURLcode res = msg->data.result; /* msg dies with remove_handle below */
+      char *priv = NULL;
+      curl_easy_getinfo(h, CURLINFO_PRIVATE, &priv);
+      xfer *x = (xfer *)priv;
+      curl_multi_remove_handle(b.m, h);
+      x->in_multi = 0;
+      b.active--;
+      zerr_kind kind;
+      int v = judge(x, res, &kind);
+      if (v == V_RETRY && x->attempts <= hs->o.retries) {
+        x->waiting = 1;
+        x->due = now_s() + retry_delay(&b, x);
+        continue;
+      }
+      if (v == V_RETRY || v == V_FAIL) {
+        rc = fail_request(&b, x, kind);
+        goto out;
+      }
+      if (v == V_MISSING) x->body.size = 0;
+      int s = sink(ctx, x->i, &x->body, v == V_MISSING);
+      xfer_free(&b, x);
+      done++;
+      if (s) {
+        rc = zerr_set(e, ZE_STORE, "reading from %s stopped", hs->base);
+        goto out;
+      }
+    }
+    if (done >= n) break;
+    /* sleep until there is news, a retry falls due, or it is time to look at *stop */
+    now = now_s();
+    double wake = now + HTTP_POLL_MS / 1000.0;
+    int ready = 0;
+    for (xfer *x = b.live; x != NULL; x = x->next)
+      if (x->waiting) {
+        if (x->due <= now && b.active < conc) ready = 1;
+        if (x->due < wake) wake = x->due;
+      }
+    if (next < n && b.active < conc) ready = 1;
+    int ms = ready ? 0 : (int)((wake - now) * 1000 + 0.999);
+    if (ms < 0) ms = 0;
+    if (ms > HTTP_POLL_MS) ms = HTTP_POLL_MS;
+    if (ms > 0 || b.active > 0) wait_for(b.m, ms);
+  }
+out:
+  while (b.live != NULL) xfer_free(&b, b.live);
+  pool_give(hs, b.m);
+  return rc;
+}
+
+/* ---- the zstore_ops table ------------------------------------------------------------- */
+
+static int http_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, void *ctx,
+                         const volatile int *stop, zerr *e) {
+  return run_batch(s->impl, r, n, sink, ctx, stop, e);
+}
+
+typedef struct {
+  zbuf *out;
+  int *missing;
+} one_ctx;
+
+static int one_sink(void *ctx, size_t i, zbuf *body, int missing) {
+  one_ctx *c = ctx;
+  (void)i;
+  *c->missing = missing;
+  if (body->data != NULL) { /* take the bytes over instead of copying them */
+    zbuf_free(c->out);
+    *c->out = *body;
+    body->data = NULL;
+    body->size = body->cap = 0;
+  } else {
+    c->out->size = 0;
+  }
+  return 0;
+}
+
+static int http_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e) {
+  one_ctx c = {out, missing};
+  *missing = 0;
+  out->size = 0;
+  return run_batch(s->impl, r, 1, one_sink, &c, NULL, e);
+}
+
+static void hstore_free(hstore *hs) {
+  if (hs == NULL) return;
+  for (int k = 0; k < hs->n_idle; k++) curl_multi_cleanup(hs->idle[k]);
+  if (hs->share) {
+    curl_share_cleanup(hs->share);
+    for (int k = 0; k < (int)CURL_LOCK_DATA_LAST; k++) pthread_mutex_destroy(&hs->share_mu[k]);
+    pthread_mutex_destroy(&hs->pool_mu);
+  }
+  free(hs->base);
+  free(hs->query);
+  free(hs->user_agent);
+  free(hs);
+}
+
+static void http_destroy(zstore *s) {
+  if (s == NULL) return;
+  hstore_free(s->impl);
+  free(s->where);
+  free(s);
+}
+
+static const zstore_ops http_ops = {
+  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0,
+};
+
+static char *dup_str(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d == NULL) return NULL;
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+static int has_scheme(const char *url, const char *scheme) {
+  size_t k = strlen(scheme);
+  for (size_t j = 0; j < k; j++)
+    if (url[j] == '\0' || ascii_lower(url[j]) != scheme[j]) return 0;
+  return 1;
+}
+
+zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o, zerr *e) {
+  http_global_init();
+  if (global_rc != CURLE_OK) {
+    zerr_set(e, ZE_HTTP, "libcurl could not be initialised: %s", curl_easy_strerror(global_rc));
+    return NULL;
+  }
+  if (base == NULL || !(has_scheme(base, "http://") || has_scheme(base, "https://"))) {
+    zerr_set(e, ZE_STORE, "'%.200s' is not an http:// or https:// URL", base ? base : "");
+    return NULL;
+  }
+  size_t nb = strlen(base), scheme = has_scheme(base, "https://") ? 8 : 7;
+  while (nb > scheme && base[nb - 1] == '/') nb--;
+  if (query == NULL) query = "";
+  if (*query == '?') query++;
+  hstore *hs = calloc(1, sizeof *hs);
+  zstore *s = calloc(1, sizeof *s);
+  if (hs == NULL || s == NULL) goto nomem;
+  hs->https = scheme == 8;
+  hs->base = dup_str(base, nb);
+  hs->query = dup_str(query, strlen(query));
+  const char *ua = (o && o->user_agent && *o->user_agent) ? o->user_agent : "zarr (R package)";
+  hs->user_agent = dup_str(ua, strlen(ua));
+  s->where = dup_str(base, nb);
+  if (hs->base == NULL || hs->query == NULL || hs->user_agent == NULL || s->where == NULL)
+    goto nomem;
+  /* options, with the defaults for anything unset or out of range */
+  hs->o.concurrency = (o && o->concurrency > 0) ? o->concurrency : 16;
+  if (hs->o.concurrency > HTTP_MAX_CONCURRENCY) hs->o.concurrency = HTTP_MAX_CONCURRENCY;
+  hs->o.retries = (o && o->retries >= 0) ? o->retries : 5;
+  hs->o.backoff = (o && o->backoff >= 0) ? o->backoff : 0.5;
+  hs->o.backoff_max = (o && o->backoff_max >= 0) ? o->backoff_max : 30;
+  hs->o.connect_timeout = (o && o->connect_timeout >= 0) ? o->connect_timeout : 30;
+  hs->o.low_speed_time = (o && o->low_speed_time >= 0) ? o->low_speed_time : 30;
+  hs->o.user_agent = hs->user_agent;
+  hs->share = curl_share_init();
+  if (hs->share == NULL) goto nomem;
+  for (int k = 0; k < (int)CURL_LOCK_DATA_LAST; k++) pthread_mutex_init(&hs->share_mu[k], NULL);
+  pthread_mutex_init(&hs->pool_mu, NULL);
+  curl_share_setopt(hs->share, CURLSHOPT_LOCKFUNC, share_lock);
+  curl_share_setopt(hs->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+  curl_share_setopt(hs->share, CURLSHOPT_USERDATA, (void *)hs);
+  curl_share_setopt(hs->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  curl_share_setopt(hs->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  s->ops = &http_ops;
+  s->impl = hs;
+  return s;
+nomem:
+  hstore_free(hs);
+  if (s) free(s->where);
+  free(s);
+  zerr_set(e, ZE_NOMEM, "out of memory creating an HTTP store");
+  return NULL;
+}
