@@ -27,7 +27,7 @@
 #'     16 MiB). Smaller values move fewer bytes; larger ones make fewer
 #'     requests, which pays off on remote stores.}
 #'   \item{`zarr.http_concurrency`}{HTTP requests in flight at once
-#'     (default 16).}
+#'     (default 32, as tensorstore uses).}
 #'   \item{`zarr.http_retries`}{Further attempts after a request fails on a
 #'     connection error, a timeout, a truncated body or a status 408, 429,
 #'     500, 502, 503 or 504 (default 5).}

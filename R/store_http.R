@@ -221,7 +221,7 @@ url_encode_path <- function(url) {
 
 # The HTTP settings, read each time a store is used (see ?zarr-options).
 http_options <- function() {
-  list(concurrency = as.integer(zarr_num_option("zarr.http_concurrency", 16, 1)),
+  list(concurrency = as.integer(zarr_num_option("zarr.http_concurrency", 32, 1)),
        retries = as.integer(zarr_num_option("zarr.http_retries", 5, 0)),
        backoff = zarr_num_option("zarr.http_backoff", 0.25, 0),
        backoff_max = zarr_num_option("zarr.http_backoff_max", 32, 0),

@@ -189,7 +189,7 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
     g->err = *e;
     snprintf(g->err_key, sizeof g->err_key, "%s", key ? key : "");
   }
-  g->stop = 1;
+  __atomic_store_n(&g->stop, 1, __ATOMIC_RELEASE);
 }
 
 /* Thread 0, between tasks: a user interrupt stops the call (checked at most

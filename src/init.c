@@ -32,6 +32,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_get, 3),
     CALLDEF(ffi_store_set, 3),
     CALLDEF(ffi_store_stats, 1),
+    CALLDEF(ffi_store_http, 3),
+    CALLDEF(ffi_store_http_options, 2),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {
@@ -40,6 +42,7 @@ void R_init_zarr(DllInfo *dll) {
   R_forceSymbols(dll, TRUE);
   /* build lookup tables now, before any worker thread may need them */
   slab_init();
+  http_global_init();
   uint8_t probe[8] = {0};
   (void)crc32c(0, probe, sizeof probe);
 }

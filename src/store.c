@@ -100,7 +100,7 @@ static void batch_fail(batch *b, const zerr *e) {
   int expected = 0;
   if (__atomic_compare_exchange_n(&b->failed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     b->err = *e;
-  *b->stop = 1;
+  __atomic_store_n(b->stop, 1, __ATOMIC_RELEASE);
 }
 
 static int batch_stopped(const batch *b) { return __atomic_load_n(b->stop, __ATOMIC_ACQUIRE) != 0; }

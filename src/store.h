@@ -101,6 +101,7 @@ typedef struct {
   const char *user_agent;
 } zhttp_opts;
 zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o, zerr *e);
+void http_global_init(void);
 
 /* R entry points */
 SEXP ffi_store_local(SEXP root);
@@ -109,5 +110,7 @@ SEXP ffi_store_r(SEXP env);
 SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);
 SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value);
 SEXP ffi_store_stats(SEXP ptr);
+SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts);
+SEXP ffi_store_http_options(SEXP ptr, SEXP opts);
 
 #endif

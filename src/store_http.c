@@ -857,15 +857,13 @@ static void hstore_free(hstore *hs) {
   free(hs);
 }
 
+/* The store itself and its `where` are freed by store.c. */
 static void http_destroy(zstore *s) {
-  if (s == NULL) return;
-  hstore_free(s->impl);
-  free(s->where);
-  free(s);
+  if (s != NULL) hstore_free(s->impl);
 }
 
 static const zstore_ops http_ops = {
-  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0,
+  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL,
 };
 
 static char *dup_str(const char *s, size_t n) {
@@ -935,4 +933,45 @@ nomem:
   free(s);
   zerr_set(e, ZE_NOMEM, "out of memory creating an HTTP store");
   return NULL;
+}
+
+/* ---- R entry points (the R thread) ------------------------------------------- */
+
+static void opts_from_r(SEXP opts, zhttp_opts *o) {
+  o->concurrency = asInteger(list_get(opts, "concurrency"));
+  o->retries = asInteger(list_get(opts, "retries"));
+  o->backoff = asReal(list_get(opts, "backoff"));
+  o->backoff_max = asReal(list_get(opts, "backoff_max"));
+  o->connect_timeout = asReal(list_get(opts, "connect_timeout"));
+  o->low_speed_time = asReal(list_get(opts, "low_speed_time"));
+  o->user_agent = list_str(opts, "user_agent", "");
+}
+
+/* base: the store's URL without query; query: "" or "a=b&c=d"; opts: see
+ * http_options() in R/store_http.R. */
+SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts) {
+  zhttp_opts o;
+  opts_from_r(opts, &o);
+  zerr e = {ZE_OK, ""};
+  zstore *s = http_store_new(translateCharUTF8(STRING_ELT(base, 0)),
+                             translateCharUTF8(STRING_ELT(query, 0)), &o, &e);
+  if (s == NULL) zarr_raise_err(&e, NULL, NULL);
+  return store_wrap(s, R_NilValue);
+}
+
+/* The options are read in R each time a store is used: take them over
+ * (between batches, so no transfer sees them change). */
+SEXP ffi_store_http_options(SEXP ptr, SEXP opts) {
+  zstore *s = store_from(ptr);
+  if (s->ops != &http_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an HTTP store");
+  hstore *hs = s->impl;
+  zhttp_opts o;
+  opts_from_r(opts, &o);
+  if (o.concurrency > 0) hs->o.concurrency = o.concurrency < HTTP_MAX_CONCURRENCY ? o.concurrency : HTTP_MAX_CONCURRENCY;
+  if (o.retries != NA_INTEGER && o.retries >= 0) hs->o.retries = o.retries;
+  if (o.backoff >= 0) hs->o.backoff = o.backoff;
+  if (o.backoff_max >= 0) hs->o.backoff_max = o.backoff_max;
+  if (o.connect_timeout >= 0) hs->o.connect_timeout = o.connect_timeout;
+  if (o.low_speed_time >= 0) hs->o.low_speed_time = o.low_speed_time;
+  return R_NilValue;
 }
