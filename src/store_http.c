@@ -242,10 +242,9 @@ static int status_retryable(long status) {
          status == 504;
 }
 
+/* A name that does not resolve is almost always a mistyped URL: not retried. */
 static int curl_retryable(CURLcode rc) {
   switch (rc) {
-  case CURLE_COULDNT_RESOLVE_PROXY:
-  case CURLE_COULDNT_RESOLVE_HOST:
   case CURLE_COULDNT_CONNECT:
   case CURLE_OPERATION_TIMEDOUT:
   case CURLE_PARTIAL_FILE:
