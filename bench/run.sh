@@ -7,7 +7,9 @@
 # 2. R CMD INSTALL into the private library .lib/ (as tools/test.sh does);
 # 3. unless ZARR_BENCH_CRAN=false: bench/setup-cran-zarr.R installs the CRAN
 #    'zarr' package into bench/lib (a failure only drops the comparison);
-# 4. Rscript bench/run.R (table on stdout, bench/results/results.csv).
+# 4. Rscript bench/run.R (table on stdout, bench/results/results.csv);
+# 5. unless ZARR_BENCH_REMOTE=false: Rscript bench/remote.R, the HTTP
+#    benchmarks (bench/results/remote.csv; needs node and processx).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -33,4 +35,14 @@ fi
 
 # ---- 4. the benchmarks
 say "Rscript bench/run.R"
-exec Rscript bench/run.R
+status=0
+Rscript bench/run.R || status=$?
+
+# ---- 5. the remote (HTTP) benchmarks
+if is_false "${ZARR_BENCH_REMOTE:-true}"; then
+  say "skipping the remote benchmarks (ZARR_BENCH_REMOTE=false)"
+else
+  say "Rscript bench/remote.R"
+  Rscript bench/remote.R || status=$?
+fi
+exit "$status"

@@ -3,7 +3,9 @@
 # Debian/Ubuntu machine: system libraries and tools (apt; devscripts for
 # checkbashisms, used by R CMD check --as-cran), R packages (apt,
 # then install.packages() for anything still missing) and zarrita.js for the
-# interop tests (npm, into tools/interop/node_modules).
+# interop tests (npm, into tools/interop/node_modules). node also runs the
+# HTTP test server (tools/testserver/server.js, no npm packages), started by
+# the tests with processx.
 #
 # usage: bash tools/setup.sh
 # Idempotent and non-interactive: installs only what is missing, never prompts.
@@ -65,8 +67,8 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl
                pkg-config)
 optional_debs=(qpdf pandoc)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
-        r-cran-rmarkdown r-cran-withr)
-r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr)
+        r-cran-rmarkdown r-cran-withr r-cran-processx)
+r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx)
 
 if command -v dpkg >/dev/null 2>&1; then
   missing=()
