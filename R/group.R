@@ -56,6 +56,8 @@ zarr_group <- R6::R6Class("zarr_group",
         if (is.null(meta)) next
         kids[[nm]] <- build_node(nm, meta, self, store)
       }
+      # children opened by path in a store that cannot be listed stay known
+      kids <- c(kids, private$.children[setdiff(names(private$.children), names(kids))])
       private$.children <- kids
       private$.built <- TRUE
       invisible(self)
@@ -69,7 +71,6 @@ zarr_group <- R6::R6Class("zarr_group",
     open_child = function(name) {
       if (!is.character(name) || length(name) != 1L || !nzchar(name) || grepl("/", name, fixed = TRUE))
         return(NULL)
-      if (!private$.built) self$build_hierarchy()
       if (!is.null(private$.children[[name]])) return(private$.children[[name]])
       meta <- private$.store$get_metadata(paste0(self$prefix, name, "/"))
       if (is.null(meta)) return(NULL)
@@ -90,10 +91,8 @@ zarr_group <- R6::R6Class("zarr_group",
           node <- node$parent
         } else {
           if (!inherits(node, "zarr_group")) return(NULL)
-          kid <- node$children[[p]]
-          if (is.null(kid) && !node$store$supports_listing && is.null(consolidated_map(node)))
-            kid <- node$open_child(p)
-          node <- kid
+          listed <- node$store$supports_listing || !is.null(consolidated_map(node))
+          node <- if (listed) node$children[[p]] else node$open_child(p)
         }
         if (is.null(node)) return(NULL)
       }

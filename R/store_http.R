@@ -49,7 +49,12 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
       private$.io <- .Call(ffi_store_http, url_encode_path(url), query, http_options())
       super$initialize(read_only = TRUE, version = 3L)
       root <- self$get("zarr.json")
-      if (is.null(root)) {
+      if (!is.null(root)) {
+        cm <- tryCatch(json_parse(root, "zarr.json", key = "zarr.json")$consolidated_metadata,
+                       zarr_error = function(e) NULL)
+        if (is.list(cm) && is.list(cm$metadata) && length(names(cm$metadata)))
+          private$.nodes <- names(cm$metadata)
+      } else {
         zmeta <- self$get(".zmetadata")
         if (!is.null(zmeta)) private$keep_consolidated_v2(zmeta)
         if (!is.null(self$get(".zgroup")) || !is.null(self$get(".zarray"))) private$.version <- 2L

@@ -14,7 +14,7 @@ zarr <- R6::R6Class("zarr",
       if (!inherits(store, "zarr_store")) zarr_abort("argument", "store must be a zarr_store")
       private$.store <- store
       meta <- store$get_metadata("")
-      if (is.null(meta) && length(store$list_dir(""))) # an implicit root group (no zarr.json)
+      if (is.null(meta) && store$supports_listing && length(store$list_dir(""))) # an implicit root group
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
       if (is.null(meta)) zarr_abort("not_found", "the store has no root group or array")
       private$.root <- build_node("", meta, NULL, store)

@@ -90,7 +90,13 @@ for (store in http_fixture_stores) local({
   test_that(paste("fixture over HTTP:", st), {
     skip_without_fixtures()
     srv <- fresh_server()
-    fixture_array <- fixture_opener(function(s) open_zarr(srv$url_of(file.path("fixtures", s))))
+    opener <- fixture_opener(function(s) open_zarr(srv$url_of(file.path("fixtures", s))))
+    # A store whose root has no metadata (an implicit group) cannot be
+    # listed over HTTP: its arrays open by their own URLs.
+    fixture_array <- function(e) {
+      tryCatch(opener(e), zarr_error_not_found = function(err)
+        open_zarr(srv$url_of(file.path("fixtures", e[["store"]], sub("^/", "", e[["array"]]))))$root)
+    }
     for (key in names(fixture_entries)) {
       e <- fixture_entries[[key]]
       if (identical(e[["store"]], st)) check_fixture_entry(key, e, fixture_array)
