@@ -81,7 +81,7 @@ url_of <- function(store, latency = 0) {
 # ---------------------------------------------------------------- the stores
 t0 <- proc.time()[["elapsed"]]
 x1 <- get_data("x1")
-as_zarr(x1, location = file.path(workdir, "w1.zarr"))
+invisible(as_zarr(x1, location = file.path(workdir, "w1.zarr")))
 seeded <- function(seed, expr) { set.seed(seed); expr }
 xs <- seeded(22, matrix(stats::rnorm(400 * 400), 400, 400))
 zs <- create_zarr(file.path(workdir, "sharded.zarr"))
@@ -136,7 +136,7 @@ row <- function(id, operation, baseline, z, b = NULL, target = NULL, target_max 
   say("  %-20s %-56s %9s s  %-22s %9s s  ratio %6s  requests %6s  MB %7s%s", id, operation,
       fmt(r$zarr_s), baseline, fmt(r$base_s), fmt(r$ratio), fmt(r$requests), fmt(r$mb),
       if (nzchar(r$notes)) paste0("  [", r$notes, "]") else "")
-  r
+  invisible(r)
 }
 fmt <- function(x) ifelse(is.na(x), "-", ifelse(abs(x) >= 100, sprintf("%.0f", x), sprintf("%.3f", x)))
 
@@ -209,7 +209,7 @@ if (do_cran) {
                              if (nzchar(attr(cr, "note"))) paste0(" (", attr(cr, "note"), ")") else "")
       for (lat in c(0, 20)) {
         k <- cr[cr$id == sprintf("http_%dms", lat), ]
-        cz <- list(s = k$elapsed, min_s = NA_real_, requests = k$requests, bytes = k$bytes,
+        cz <- list(s = if (is.na(k$error)) k$elapsed else NA_real_, min_s = NA_real_, requests = k$requests, bytes = k$bytes,
                    connections = k$connections, valid = k$valid, error = k$error)
         ours <- r1[[as.character(lat)]]
         row(sprintf("r1_cran_%dms", lat), sprintf("CRAN zarr: W1 over HTTP, %d ms (1 run)", lat), "", cz)
