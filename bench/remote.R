@@ -152,7 +152,12 @@ for (lat in c(0, 20)) {
 }
 
 # ---- R2: one inner chunk of a shard
-r2_arr <- tryCatch(open_zarr(url_of("sharded.zarr"))[["/a"]], error = function(e) e)
+open_a <- function(u) {
+  a <- open_zarr(u)[["/a"]]
+  if (is.null(a)) stop("no array /a in ", u)
+  a
+}
+r2_arr <- tryCatch(open_a(url_of("sharded.zarr")), error = function(e) e)
 r2 <- if (inherits(r2_arr, "error")) {
   list(s = NA_real_, min_s = NA_real_, requests = NA, bytes = NA, connections = NA, valid = NA,
        error = conditionMessage(r2_arr))
@@ -170,7 +175,7 @@ if (!is.null(r2_local) && !inherits(r2_arr, "error"))
 r3_run <- function(concurrency) {
   old <- options(zarr.http_concurrency = concurrency)
   on.exit(options(old))
-  a <- tryCatch(open_zarr(url_of("r3.zarr", 100))[["/a"]], error = function(e) e)
+  a <- tryCatch(open_a(url_of("r3.zarr", 100)), error = function(e) e)
   if (inherits(a, "error")) {
     e <- list(s = NA_real_, min_s = NA_real_, requests = NA, bytes = NA, connections = NA, valid = NA,
               error = conditionMessage(a))
