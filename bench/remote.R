@@ -81,7 +81,7 @@ url_of <- function(store, latency = 0) {
 # ---------------------------------------------------------------- the stores
 t0 <- proc.time()[["elapsed"]]
 x1 <- get_data("x1")
-as_zarr(x1, location = file.path(workdir, "w1.zarr"))
+invisible(as_zarr(x1, location = file.path(workdir, "w1.zarr")))
 seeded <- function(seed, expr) { set.seed(seed); expr }
 xs <- seeded(22, matrix(stats::rnorm(400 * 400), 400, 400))
 zs <- create_zarr(file.path(workdir, "sharded.zarr"))
@@ -136,7 +136,7 @@ row <- function(id, operation, baseline, z, b = NULL, target = NULL, target_max 
   say("  %-20s %-56s %9s s  %-22s %9s s  ratio %6s  requests %6s  MB %7s%s", id, operation,
       fmt(r$zarr_s), baseline, fmt(r$base_s), fmt(r$ratio), fmt(r$requests), fmt(r$mb),
       if (nzchar(r$notes)) paste0("  [", r$notes, "]") else "")
-  r
+  invisible(r)
 }
 fmt <- function(x) ifelse(is.na(x), "-", ifelse(abs(x) >= 100, sprintf("%.0f", x), sprintf("%.3f", x)))
 
@@ -152,7 +152,12 @@ for (lat in c(0, 20)) {
 }
 
 # ---- R2: one inner chunk of a shard
-r2_arr <- tryCatch(open_zarr(url_of("sharded.zarr"))[["/a"]], error = function(e) e)
+open_a <- function(u) {
+  a <- open_zarr(u)[["/a"]]
+  if (is.null(a)) stop("no array /a in ", u)
+  a
+}
+r2_arr <- tryCatch(open_a(url_of("sharded.zarr")), error = function(e) e)
 r2 <- if (inherits(r2_arr, "error")) {
   list(s = NA_real_, min_s = NA_real_, requests = NA, bytes = NA, connections = NA, valid = NA,
        error = conditionMessage(r2_arr))
@@ -170,7 +175,7 @@ if (!is.null(r2_local) && !inherits(r2_arr, "error"))
 r3_run <- function(concurrency) {
   old <- options(zarr.http_concurrency = concurrency)
   on.exit(options(old))
-  a <- tryCatch(open_zarr(url_of("r3.zarr", 100))[["/a"]], error = function(e) e)
+  a <- tryCatch(open_a(url_of("r3.zarr", 100)), error = function(e) e)
   if (inherits(a, "error")) {
     e <- list(s = NA_real_, min_s = NA_real_, requests = NA, bytes = NA, connections = NA, valid = NA,
               error = conditionMessage(a))
@@ -209,7 +214,7 @@ if (do_cran) {
                              if (nzchar(attr(cr, "note"))) paste0(" (", attr(cr, "note"), ")") else "")
       for (lat in c(0, 20)) {
         k <- cr[cr$id == sprintf("http_%dms", lat), ]
-        cz <- list(s = k$elapsed, min_s = NA_real_, requests = k$requests, bytes = k$bytes,
+        cz <- list(s = if (is.na(k$error)) k$elapsed else NA_real_, min_s = NA_real_, requests = k$requests, bytes = k$bytes,
                    connections = k$connections, valid = k$valid, error = k$error)
         ours <- r1[[as.character(lat)]]
         row(sprintf("r1_cran_%dms", lat), sprintf("CRAN zarr: W1 over HTTP, %d ms (1 run)", lat), "", cz)

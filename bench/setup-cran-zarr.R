@@ -32,9 +32,21 @@ installed_ok <- function() {
   "Repository" %in% colnames(desc) && desc[1, "Repository"] == "CRAN"
 }
 
+# CRAN zarr reads HTTP stores (bench/remote.R) only with the suggested
+# 'curl' package: install it into bench/lib when no library has it. A failure
+# only drops the remote comparison.
+ensure_curl <- function() {
+  if (nzchar(system.file(package = "curl", lib.loc = c(lib, .libPaths())))) return(invisible(TRUE))
+  say("install.packages('curl') into", lib, "(for CRAN zarr's HTTP store)")
+  tryCatch(utils::install.packages("curl", lib = lib, quiet = TRUE),
+           error = function(e) say("curl not installed:", conditionMessage(e)))
+  invisible(nzchar(system.file(package = "curl", lib.loc = lib)))
+}
+
 if (installed_ok() && !is_true(Sys.getenv("ZARR_BENCH_CRAN_REINSTALL"))) {
   say("CRAN zarr", read.dcf(file.path(lib, "zarr", "DESCRIPTION"))[1, "Version"],
       "already in", lib)
+  ensure_curl()
   quit(status = 0)
 }
 
@@ -58,6 +70,7 @@ withCallingHandlers(
   })
 if (installed_ok()) {
   say("installed CRAN zarr", read.dcf(file.path(lib, "zarr", "DESCRIPTION"))[1, "Version"])
+  ensure_curl()
   quit(status = 0)
 }
 msgs <- unique(trimws(sub("\n.*", "", msgs[!grepl("PACKAGES", msgs)])))
@@ -141,6 +154,7 @@ unlink(tmp, recursive = TRUE)
 if (ok && installed_ok()) {
   say("installed CRAN zarr", read.dcf(file.path(lib, "zarr", "DESCRIPTION"))[1, "Version"],
       "(R requirement relaxed)")
+  ensure_curl()
   quit(status = 0)
 }
 say("CRAN zarr could not be installed: not available")

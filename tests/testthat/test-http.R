@@ -15,12 +15,16 @@
 
 http_env <- new.env()
 
+# UTF-8 file names need a UTF-8 locale (C.UTF-8 will do).
+utf8_locale <- isTRUE(l10n_info()[["UTF-8"]])
+
 # The file's server and data, made on first use: data.zarr holds
 #   /plain    float64 60 x 50, chunks 10 x 10 (30 chunk files), fill value -1
 #   /sharded  float64 400 x 400, one shard of 20 x 20 inner chunks, no compression
 #   /many     int32 200 x 200, chunks 10 x 10 (400 chunk files)
 #   /one      float64 5 x 4 in one chunk
-#   /grüße/数据 a  int32 1:10, chunks of 5 (UTF-8 and space in the names)
+#   /grüße/数据 a  int32 1:10, chunks of 5 (UTF-8 and space in the names;
+#             only in a UTF-8 locale)
 http_fixture <- function() {
   if (!is.null(http_env$srv) && http_env$srv$process$is_alive()) return(http_env)
   skip_without_http_server()
@@ -49,10 +53,12 @@ http_fixture <- function() {
   z$add_array("/", "many", d)$write(x_many)
   x_one <- matrix(as.double(1:20) / 4, 5, 4)
   z$add_array("/", "one", define_array("float64", dim(x_one)))$write(x_one)
-  z$add_group("/", "grüße")
-  d <- define_array("int32", 10)
-  d$chunk_shape <- 5
-  z$add_array("/grüße", "数据 a", d)$write(1:10)
+  if (utf8_locale) {
+    z$add_group("/", "grüße")
+    d <- define_array("int32", 10)
+    d$chunk_shape <- 5
+    z$add_array("/grüße", "数据 a", d)$write(1:10)
+  }
   http_env$root <- root
   http_env$path <- path
   http_env$x <- list(plain = x_plain, sharded = x_shard, many = x_many, one = x_one)
@@ -131,12 +137,14 @@ test_that("a store written by the package reads the same over HTTP as from disk"
 
 test_that("names with spaces and UTF-8 names are read over HTTP", {
   srv <- fresh_server()
-  z <- open_zarr(srv$url_of("data.zarr"))
-  expect_identical(z[["/grüße/数据 a"]][], 1:10)
-  expect_identical(z[["/grüße/数据 a"]][c(4, 9)], c(4L, 9L))
-  log <- srv$stats()$log
-  expect_true(all(c("/data.zarr/grüße/数据 a/zarr.json", "/data.zarr/grüße/数据 a/c.0",
-                    "/data.zarr/grüße/数据 a/c.1") %in% log$path[log$status == 200]))
+  if (utf8_locale) {
+    z <- open_zarr(srv$url_of("data.zarr"))
+    expect_identical(z[["/grüße/数据 a"]][], 1:10)
+    expect_identical(z[["/grüße/数据 a"]][c(4, 9)], c(4L, 9L))
+    log <- srv$stats()$log
+    expect_true(all(c("/data.zarr/grüße/数据 a/zarr.json", "/data.zarr/grüße/数据 a/c.0",
+                      "/data.zarr/grüße/数据 a/c.1") %in% log$path[log$status == 200]))
+  }
   skip_without_fixtures()
   for (v in c("v2", "v3")) {
     srv$reset()
@@ -291,7 +299,7 @@ test_that("reading many chunks reuses connections (keep-alive)", {
 test_that("only GET requests of files are made: no HEAD, no directory listing", {
   srv <- fresh_server()
   z <- open_zarr(srv$url_of("data.zarr"))
-  for (p in c("/plain", "/sharded", "/many", "/one", "/grüße/数据 a")) invisible(z[[p]]$read())
+  for (p in c("/plain", "/sharded", "/many", "/one", if (utf8_locale) "/grüße/数据 a")) invisible(z[[p]]$read())
   st <- srv$stats()
   expect_identical(names(st$methods), "GET")
   expect_equal(st$methods[["GET"]], st$requests)
@@ -343,7 +351,7 @@ test_that("zarr_httpstore gets keys, knows which exist and refuses writes", {
   st <- zarr_httpstore$new(srv$url_of("data.zarr"))
   expect_s3_class(st, "zarr_store")
   expect_true(st$read_only)
-  for (k in c("zarr.json", "plain/zarr.json", "plain/c.0.0", "sharded/c.0.0", "grüße/数据 a/c.1")) {
+  for (k in c("zarr.json", "plain/zarr.json", "plain/c.0.0", "sharded/c.0.0", if (utf8_locale) "grüße/数据 a/c.1")) {
     v <- st$get(k)
     expect_type(v, "raw")
     expect_identical(v, local_bytes(k), info = k)

@@ -5,9 +5,12 @@
 // usage: node tools/testserver/server.js --root DIR [--port 0] [--host 127.0.0.1] [--no-stdin]
 //
 // Binds a loopback address only and prints exactly "listening <port>" on
-// stdout once it accepts connections. It exits when its stdin closes (so a
-// test process that dies never leaves it behind; --no-stdin turns that off)
-// and on SIGTERM / SIGINT.
+// stdout once it accepts connections. When its stdin is a pipe or a socket
+// (as when a test starts it), it exits when that closes, so a test process
+// that dies never leaves it behind; --no-stdin turns that off. Any other
+// stdin (/dev/null, a terminal, a file) is left alone: run it in the
+// background with `node server.js --root DIR </dev/null &` and stop it with
+// SIGTERM. It always exits on SIGTERM / SIGINT.
 //
 // Files: GET /<path> serves the file <DIR>/<path> (the path percent-decoded
 // segment by segment, so UTF-8 names and names with spaces work). "." and
@@ -416,7 +419,15 @@ function shutdown() {
 }
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
-if (opts.watchStdin) {
+function stdinIsPipe() {
+  try {
+    const st = fs.fstatSync(0);
+    return st.isFIFO() || st.isSocket();
+  } catch (e) {
+    return false;
+  }
+}
+if (opts.watchStdin && stdinIsPipe()) {
   process.stdin.on('end', shutdown);
   process.stdin.on('close', shutdown);
   process.stdin.on('error', shutdown);

@@ -191,6 +191,18 @@ check "exits on SIGTERM" test "$ok" = 0
 wait "$pid" 2>/dev/null; pid=
 exec 3>&-
 
+# ---- with stdin not a pipe (/dev/null): stays up, stops on SIGTERM
+node "$server" --root "$root" </dev/null >"$tmp/out.3" 2>&1 &
+pid=$!
+sleep 0.5
+check "with stdin from /dev/null it stays up" kill -0 "$pid"
+check "  and answers" test "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(sed -n 's/^listening //p' "$tmp/out.3")/a.bin")" = 200
+kill -TERM "$pid"
+ok=1
+for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || { ok=0; break; }; sleep 0.05; done
+check "  and exits on SIGTERM" test "$ok" = 0
+wait "$pid" 2>/dev/null; pid=
+
 # ---- refuses a non-loopback address
 node "$server" --root "$root" --host 0.0.0.0 </dev/null >/dev/null 2>&1
 check "refuses --host 0.0.0.0" test $? = 2
