@@ -33,6 +33,15 @@ else
     say "CRAN zarr not installed: the table says 'not available'"
 fi
 
+# ---- nginx for the remote benchmarks' 0 ms row (a real web server beside the
+# node test server); optional: without it that row is left out
+if ! is_false "${ZARR_BENCH_REMOTE:-true}" && ! command -v nginx >/dev/null 2>&1 &&
+   [ ! -x /usr/sbin/nginx ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "apt-get install nginx-light (for bench/remote.R)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light \
+    </dev/null >/dev/null 2>&1 || say "nginx not installed: bench/remote.R leaves its row out"
+fi
+
 # ---- 4. the benchmarks
 say "Rscript bench/run.R"
 status=0
