@@ -30,6 +30,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_INTERRUPT: return "interrupted";
   case ZE_HTTP: return "http";
   case ZE_READ_ONLY: return "read_only";
+  case ZE_METADATA: return "metadata";
   default: return "internal";
   }
 }

@@ -30,7 +30,8 @@ typedef enum {
   ZE_STORE,     /* store refused the operation */
   ZE_INTERRUPT, /* the user interrupted a long call */
   ZE_HTTP,      /* an HTTP request failed (after its retries) */
-  ZE_READ_ONLY  /* the store cannot be written to */
+  ZE_READ_ONLY, /* the store cannot be written to */
+  ZE_METADATA   /* array metadata is invalid or beyond the engine's limits */
 } zerr_kind;
 
 typedef struct {
