@@ -190,25 +190,27 @@ const char *list_str(SEXP list, const char *name, const char *dflt);
 SEXP list_get(SEXP list, const char *name);
 void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype);
 
-/* bytes -> bytes codecs (codec_*.c). `expect` is the decoded size when known
- * (0 when unknown). Output goes to `out` (resized as needed). */
+/* bytes -> bytes codecs (codec_*.c). `limit` bounds the decoded size (0: no
+ * bound): a decoder stops as soon as its output would exceed it and reports
+ * corrupt data, so a small hostile chunk cannot cost more memory than the
+ * chunk it claims to be. Output goes to `out` (resized as needed). */
 int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
-              size_t expect, zerr *e);
+              size_t limit, zerr *e);
 int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
               zerr *e);
 
-int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
+int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e);
-int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
+int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e);
-int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
 int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
 int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
-int lz4_decode(const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int lz4_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int lz4_encode(const uint8_t *src, size_t n, zbuf *out, int acceleration, zerr *e);
-int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e);
+int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e);
 int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);

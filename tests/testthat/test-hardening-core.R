@@ -134,3 +134,96 @@ test_that("shape and chunk products that overflow 64 bits are refused when parse
   a <- z$add_array("/", "big", def)
   expect_identical(a[1:2, 1:2], matrix(NA_integer_, 2, 2))
 })
+
+# The file of the one chunk of array "arr".
+hc_chunk_file <- function(path) {
+  f <- setdiff(list.files(file.path(path, "arr"), recursive = TRUE), "zarr.json")
+  stopifnot(length(f) == 1L)
+  file.path(path, "arr", f)
+}
+
+# Peak resident memory of this process (kB), reset first where Linux allows.
+hc_peak_reset <- function() {
+  gc()
+  ok <- tryCatch({ cat("5", file = "/proc/self/clear_refs"); TRUE }, error = function(e) FALSE,
+                 warning = function(w) FALSE)
+  ok && file.exists("/proc/self/status")
+}
+hc_peak <- function() {
+  s <- readLines("/proc/self/status")
+  as.numeric(sub("[^0-9]*([0-9]+).*", "\\1", grep("^VmHWM", s, value = TRUE)))
+}
+
+test_that("decoders stop at the chunk's expected size (decompression bombs)", {
+  zeros <- raw(64e6)
+  zstd <- .Call(zarr:::ffi_codec_encode, list(name = "zstd", level = 1L), zeros)
+  expect_identical(zstd[5], as.raw(0x80)) # a 4-byte content size, then a window descriptor
+  zstd_nosize <- c(zstd[1:4], as.raw(0), zstd[6], zstd[-(1:10)])
+  bombs <- list(
+    zstd = list(codec = list(name = "zstd", configuration = list(level = 1L)), bytes = zstd),
+    zstd_nosize = list(codec = list(name = "zstd", configuration = list(level = 1L)), bytes = zstd_nosize),
+    gzip = list(codec = list(name = "gzip", configuration = list(level = 1L)),
+                bytes = memCompress(zeros, "gzip")),
+    bz2 = list(codec = NULL, bytes = memCompress(zeros, "bzip2")),
+    lz4 = list(codec = NULL, bytes = c(as.raw(c(0, 0x24, 0xf4, 0x00)), as.raw(0))),
+    blosc = list(codec = NULL, bytes = .Call(zarr:::ffi_codec_encode,
+                                             list(name = "blosc", cname = "zstd", clevel = 1L,
+                                                  shuffle = 0L, typesize = 1L), zeros))
+  )
+  rm(zeros)
+  # the stream decodes as expected when nothing bounds it
+  expect_identical(length(.Call(zarr:::ffi_codec_decode, list(name = "zstd"), zstd_nosize, NULL)), 64000000L)
+  for (nm in names(bombs)) {
+    b <- bombs[[nm]]
+    codec <- b$codec %||% list(name = sub("_.*", "", nm), configuration = NULL)
+    if (nm == "bz2") codec <- list(name = "numcodecs.bz2", configuration = list(level = 1L))
+    if (nm == "lz4") codec <- list(name = "numcodecs.lz4", configuration = list())
+    if (nm == "blosc") codec <- list(name = "blosc", configuration = list(cname = "zstd"))
+    path <- local_store_path()
+    z <- create_zarr(path)
+    def <- define_array("int32", 20)
+    def$chunk_shape <- 20
+    def$remove_codec("zstd")
+    def$add_codec(codec$name, codec$configuration)
+    z$add_array("/", "arr", def)$write(1:20)
+    writeBin(b$bytes, hc_chunk_file(path))
+    measured <- hc_peak_reset()
+    before <- if (measured) hc_peak() else 0
+    cnd <- tryCatch(open_zarr(path)[["/arr"]]$read(), error = identity)
+    expect_s3_class(cnd, "zarr_error_corrupt_chunk")
+    expect_match(conditionMessage(cnd), "80", info = nm)
+    if (measured) expect_lt(hc_peak() - before, 20000) # kB, far below the 64 MB the data holds
+    # the single-codec objects are bounded by the size they are given
+    expect_error(.Call(zarr:::ffi_codec_decode, list(name = sub("numcodecs[.]", "", codec$name),
+                                                     cname = "zstd"), b$bytes, 80),
+                 class = "zarr_error_corrupt_chunk", info = nm)
+  }
+  # an intermediate stage of a chain is bounded too: zstd inside gzip
+  path <- local_store_path()
+  z <- create_zarr(path)
+  def <- define_array("int32", 20)
+  def$chunk_shape <- 20
+  def$add_codec("gzip", list(level = 1L))
+  z$add_array("/", "arr", def)$write(1:20)
+  writeBin(memCompress(zstd, "gzip"), hc_chunk_file(path))
+  measured <- hc_peak_reset()
+  before <- if (measured) hc_peak() else 0
+  expect_error(open_zarr(path)[["/arr"]]$read(), class = "zarr_error_corrupt_chunk")
+  if (measured) expect_lt(hc_peak() - before, 20000)
+  # and inside a shard: one inner chunk of 20 int32 that is a zstd bomb
+  path <- local_store_path()
+  z <- create_zarr(path)
+  def <- define_array("int32", 20)
+  def$chunk_shape <- 20
+  def$add_codec("sharding_indexed", list(chunk_shape = 20))
+  z$add_array("/", "arr", def)$write(1:20)
+  u64 <- function(v) writeBin(c(as.integer(v %% 2^32), as.integer(v %/% 2^32)), raw(), size = 4, endian = "little")
+  index <- c(u64(0), u64(length(zstd_nosize)))
+  crc <- writeBin(as.integer(.Call(zarr:::ffi_crc32c, index) - if (.Call(zarr:::ffi_crc32c, index) >= 2^31) 2^32 else 0),
+                  raw(), size = 4, endian = "little")
+  writeBin(c(zstd_nosize, index, crc), hc_chunk_file(path))
+  measured <- hc_peak_reset()
+  before <- if (measured) hc_peak() else 0
+  expect_error(open_zarr(path)[["/arr"]]$read(), class = "zarr_error_corrupt_chunk", regexp = "80")
+  if (measured) expect_lt(hc_peak() - before, 20000)
+})
