@@ -100,6 +100,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64"))
         data <- time_to_storage(data, private$.dt, private$.path)
       data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
+      if (is.character(data) && any(Encoding(data) == "bytes"))
+        zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
       if (length(data) != n && length(data) != 1L)

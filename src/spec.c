@@ -250,7 +250,7 @@ void spec_parse(SEXP spec, zarray *a) {
     double ss = asReal(list_get(spec, "stored_size"));
     if (a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES) {
       /* one element is one stored_size bytes: whole, positive, and UTF-32 in 4-byte units */
-      if (!(ss >= 1 && ss <= 2147483647.0) || ss != (double)(int64_t)ss ||
+      if (!(ss >= 0 && ss <= 2147483647.0) || ss != (double)(int64_t)ss ||
           (a->strkind == SK_UTF32 && (int64_t)ss % 4 != 0))
         spec_fail(ZE_METADATA, "invalid size %g of a fixed-length string", ss);
       a->stored_size = (size_t)ss;

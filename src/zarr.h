@@ -230,6 +230,8 @@ int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst,
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
 
+/* 0 when n bytes are UTF-8 text an R string can hold; 1: a NUL byte; 2: invalid UTF-8 */
+int utf8_check(const uint8_t *p, size_t n);
 int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem, int big,
                    uint8_t *handles, zpool **pools, zerr *e);
 int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int big, zbuf *out,

@@ -227,3 +227,106 @@ test_that("decoders stop at the chunk's expected size (decompression bombs)", {
   expect_error(open_zarr(path)[["/arr"]]$read(), class = "zarr_error_corrupt_chunk", regexp = "80")
   if (measured) expect_lt(hc_peak() - before, 20000)
 })
+
+# A local store with one string array "arr" (no compression) holding x;
+# returns the path.
+hc_string_store <- function(dtype, x, env = parent.frame()) {
+  path <- local_store_path(env)
+  z <- create_zarr(path)
+  dt <- if (dtype == "string") dtype else list(name = dtype, configuration = list(length_bytes = 8))
+  def <- define_array(dt, length(x))
+  def$chunk_shape <- length(x)
+  def$remove_codec("zstd")
+  z$add_array("/", "arr", def)$write(x)
+  path
+}
+
+hc_vlen <- function(items) {
+  u32 <- function(v) writeBin(as.integer(v), raw(), size = 4, endian = "little")
+  c(u32(length(items)), unlist(lapply(items, function(b) c(u32(length(b)), b))))
+}
+
+hc_utf32 <- function(cps) writeBin(as.integer(cps), raw(), size = 4, endian = "little")
+
+test_that("strings R cannot hold are classed errors, and invalid UTF-8 never comes back as UTF-8", {
+  path <- hc_string_store("string", c("ab", "c"))
+  f <- hc_chunk_file(path)
+  read <- function() tryCatch(open_zarr(path)[["/arr"]]$read(), error = identity)
+  writeBin(hc_vlen(list(charToRaw("ok"), as.raw(c(0x61, 0, 0x62)))), f)
+  cnd <- read()
+  expect_s3_class(cnd, "zarr_error_value")
+  expect_match(conditionMessage(cnd), "NUL")
+  expect_match(conditionMessage(cnd), "key 'arr/", fixed = TRUE)
+  bad <- list(latin1 = as.raw(c(0xff, 0xfe, 0x41)), overlong = as.raw(c(0xc0, 0xaf)),
+              overlong3 = as.raw(c(0xe0, 0x80, 0xaf)), surrogate = as.raw(c(0xed, 0xa0, 0x80)),
+              beyond = as.raw(c(0xf4, 0x90, 0x80, 0x80)), cut = as.raw(c(0x61, 0xe2, 0x82)))
+  for (nm in names(bad)) {
+    writeBin(hc_vlen(list(charToRaw("ok"), bad[[nm]])), f)
+    cnd <- read()
+    expect_s3_class(cnd, "zarr_error_corrupt_chunk")
+    expect_match(conditionMessage(cnd), "UTF-8", info = nm)
+  }
+  # valid multi-byte text still reads, marked as UTF-8
+  txt <- c("\u00e9t\u00e9", "\U0001F600 \u4e2d")
+  writeBin(hc_vlen(lapply(txt, function(s) charToRaw(enc2utf8(s)))), f)
+  got <- read()
+  expect_identical(got, enc2utf8(txt))
+  expect_identical(Encoding(got), c("UTF-8", "UTF-8"))
+
+  # fixed-length UTF-32: U+0000 inside, a surrogate, beyond U+10FFFF
+  path <- hc_string_store("fixed_length_utf32", c("ab", "c"))
+  f <- hc_chunk_file(path)
+  # two code points per element; trailing U+0000 is padding
+  writeBin(hc_utf32(c(0x61, 0, 0x63, 0x64)), f)
+  expect_identical(read(), c("a", "cd"))
+  writeBin(hc_utf32(c(0, 0x61, 0x63, 0)), f)
+  expect_s3_class(read(), "zarr_error_value")
+  writeBin(hc_utf32(c(0xD800, 0, 0x63, 0)), f)
+  expect_s3_class(read(), "zarr_error_corrupt_chunk")
+  writeBin(hc_utf32(c(0x110000, 0, 0x63, 0)), f)
+  expect_s3_class(read(), "zarr_error_corrupt_chunk")
+  writeBin(hc_utf32(c(0x1F600, 0x61, 0x63, 0)), f)
+  expect_identical(read(), c("\U0001F600a", "c"))
+
+  # null-terminated bytes: an inner NUL, bytes that are not UTF-8
+  path <- hc_string_store("null_terminated_bytes", c("ab", "c"))
+  f <- hc_chunk_file(path)
+  writeBin(c(charToRaw("a"), as.raw(0), charToRaw("b"), raw(5), charToRaw("c"), raw(7)), f)
+  expect_s3_class(read(), "zarr_error_value")
+  writeBin(c(as.raw(c(0xff, 0xfe)), raw(6), charToRaw("c"), raw(7)), f)
+  expect_s3_class(read(), "zarr_error_value")
+  writeBin(c(charToRaw("ab"), raw(6), charToRaw("c"), raw(7)), f)
+  expect_identical(read(), c("ab", "c"))
+})
+
+test_that("a string chunk that fails to convert leaks nothing", {
+  skip_if_not(file.exists("/proc/self/status"))
+  n <- 50000
+  path <- hc_string_store("string", rep("x", n))
+  items <- rep(list(charToRaw("abcdefghijklmnopqrstuvwxyz0123456789")), n)
+  items[[n]] <- as.raw(c(0x61, 0, 0x62))
+  writeBin(hc_vlen(items), hc_chunk_file(path))
+  arr <- open_zarr(path)[["/arr"]]
+  rss <- function() {
+    gc()
+    s <- readLines("/proc/self/status")
+    as.numeric(sub("[^0-9]*([0-9]+).*", "\\1", grep("^VmRSS", s, value = TRUE)))
+  }
+  for (i in 1:3) try(arr$read(), silent = TRUE)
+  before <- rss()
+  for (i in 1:20) expect_error(arr$read(), class = "zarr_error_value")
+  expect_lt(rss() - before, 15000) # kB; 20 leaked decodes would be ~100 MB
+})
+
+test_that("text that is not valid UTF-8 is refused when written", {
+  z <- create_zarr()
+  arr <- z$add_array("/", "s", define_array("string", 2))
+  x <- c("ok", rawToChar(as.raw(c(0x61, 0xff))))
+  Encoding(x) <- "UTF-8"
+  expect_error(arr$write(x), class = "zarr_error_value", regexp = "UTF-8")
+  b <- rawToChar(as.raw(c(0x61, 0xe9)))
+  Encoding(b) <- "bytes"
+  expect_error(arr$write(c("a", b)), class = "zarr_error_value")
+  arr$write(c("\u00e9", "b"))
+  expect_identical(arr[], c("\u00e9", "b"))
+})
