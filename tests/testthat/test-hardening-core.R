@@ -330,3 +330,45 @@ test_that("text that is not valid UTF-8 is refused when written", {
   arr$write(c("\u00e9", "b"))
   expect_identical(arr[], c("\u00e9", "b"))
 })
+
+test_that("a NUL byte in any metadata document is a metadata error naming the key", {
+  nul_into <- function(file) {
+    b <- readBin(file, "raw", file.size(file))
+    writeBin(c(b[1:3], as.raw(0), b[-(1:3)]), file)
+  }
+  path <- local_store_path()
+  z <- create_zarr(path)
+  z$add_group("/", "g")
+  z$add_array("/g", "arr", define_array("int32", 3))$write(1:3)
+  f <- file.path(path, "g", "arr", "zarr.json")
+  good <- readBin(f, "raw", file.size(f))
+  nul_into(f)
+  cnd <- tryCatch(open_zarr(path)[["/g/arr"]]$read(), error = identity)
+  expect_s3_class(cnd, "zarr_error_metadata")
+  expect_match(conditionMessage(cnd), "key 'g/arr/zarr.json'", fixed = TRUE)
+  expect_match(conditionMessage(cnd), "NUL")
+  writeBin(good, f)
+  nul_into(file.path(path, "zarr.json"))
+  expect_error(open_zarr(path), class = "zarr_error_metadata", regexp = "key 'zarr.json'")
+
+  # Zarr v2: .zarray, .zattrs, .zgroup and .zmetadata
+  withr::local_options(zarr.format = 2L)
+  for (doc in c(".zarray", ".zattrs", ".zgroup", ".zmetadata")) {
+    path <- local_store_path()
+    z <- create_zarr(path)
+    a <- z$add_array("/", "arr", define_array("int32", 3))
+    a$write(1:3)
+    a$set_attribute("x", 1)
+    if (doc == ".zmetadata") zarr_consolidate(z)
+    f <- if (doc %in% c(".zarray", ".zattrs")) file.path(path, "arr", doc) else file.path(path, doc)
+    expect_true(file.exists(f), info = doc)
+    nul_into(f)
+    cnd <- tryCatch({
+      zz <- open_zarr(path)
+      zz[["/arr"]]$read()
+      zz[["/arr"]]$attributes
+    }, error = identity)
+    expect_s3_class(cnd, "zarr_error_metadata")
+    expect_match(conditionMessage(cnd), doc, fixed = TRUE, info = doc)
+  }
+})
