@@ -372,3 +372,27 @@ test_that("a NUL byte in any metadata document is a metadata error naming the ke
     expect_match(conditionMessage(cnd), doc, fixed = TRUE, info = doc)
   }
 })
+
+test_that("a read too large for R says what it would allocate, classed", {
+  z <- create_zarr()
+  def <- define_array("int32", 1e15)
+  def$chunk_shape <- 1e6
+  a <- z$add_array("/", "a", def)
+  cnd <- tryCatch(a[], error = identity)
+  expect_s3_class(cnd, "zarr_error_memory")
+  expect_match(conditionMessage(cnd), "1,000,000,000,000,000 element(s) (4000.0 TB)", fixed = TRUE)
+  expect_match(conditionMessage(cnd), "array '/a'", fixed = TRUE)
+  def <- define_array("float64", c(2^32, 2^32))
+  def$chunk_shape <- c(1024, 1024)
+  expect_error(z$add_array("/", "b0", def), class = "zarr_error_metadata", regexp = "2^63", fixed = TRUE)
+  def <- define_array("float64", c(2^26, 2^27))
+  def$chunk_shape <- c(1024, 1024)
+  b <- z$add_array("/", "b", def)
+  expect_error(b[, ], class = "zarr_error_memory", regexp = "more than an R vector can")
+  def <- define_array("uint8", c(2^31, 2))
+  def$chunk_shape <- c(2^20, 2)
+  d <- z$add_array("/", "d", def)
+  expect_error(d[, ], class = "zarr_error_value", regexp = "2147483648 x 2")
+  expect_identical(d[1:2, 1:2], matrix(NA_integer_, 2, 2))
+  expect_identical(a[c(1, 1e15)], c(NA_integer_, NA_integer_))
+})
