@@ -1,7 +1,7 @@
 /* blosc codec through the system c-blosc (1.x), using the context API so
  * that worker threads can call it concurrently. */
 #include <blosc.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
                     zerr *e) {
@@ -29,7 +29,7 @@ int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr
     return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
   blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
   if (limit && nbytes > limit)
-    return zerr_set(e, ZE_CORRUPT, "blosc header declares %.0f bytes, more than the %.0f expected",
+    return zerr_set(e, ZE_CORRUPT, "blosc header declares %.0f bytes, more than the expected %.0f",
                     (double)nbytes, (double)limit);
   if (zbuf_reserve(out, nbytes ? nbytes : 1, e)) return -1;
   return blosc_decode_to(src, n, out->data, nbytes, &out->size, e);

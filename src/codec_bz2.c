@@ -2,7 +2,7 @@
 #include <bzlib.h>
 #include <stdint.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 /* `limit` (0: none) bounds the output: decoding stops one byte past it. */
 int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
@@ -22,7 +22,7 @@ int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   int rc = BZ_OK;
   while (rc == BZ_OK) {
     if (limit && out->size > limit) {
-      zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the %.0f bytes expected", (double)limit);
+      zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the expected %.0f bytes", (double)limit);
       break;
     }
     if (out->size == out->cap) {
@@ -42,7 +42,7 @@ int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   }
   BZ2_bzDecompressEnd(&bs);
   if (e->kind == ZE_OK && limit && out->size > limit)
-    zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the %.0f bytes expected", (double)limit);
+    zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the expected %.0f bytes", (double)limit);
   if (e->kind != ZE_OK) return -1;
   if (rc != BZ_STREAM_END) return zerr_set(e, ZE_CORRUPT, "bz2 data is corrupt or truncated");
   return 0;

@@ -2,7 +2,7 @@
  * between two buffers, and skip copies where a codec only trims (crc32c). */
 #include <stdint.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static int crc32c_check(const uint8_t *src, size_t n, zerr *e) {
   if (n < 4) return zerr_set(e, ZE_CORRUPT, "chunk is too short to hold a crc32c checksum");

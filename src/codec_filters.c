@@ -3,7 +3,7 @@
  * order their configuration names, so these run as bytes -> bytes codecs. */
 #include <math.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static inline int host_big(void) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__

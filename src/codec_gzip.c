@@ -2,7 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <zlib.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 /* `limit` (0: none) bounds the output: decoding stops one byte past it. */
 int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
@@ -26,7 +26,7 @@ int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
       left -= take;
     }
     if (limit && out->size > limit) {
-      zerr_set(e, ZE_CORRUPT, "gzip/zlib data decodes to more than the %.0f bytes expected",
+      zerr_set(e, ZE_CORRUPT, "gzip/zlib data decodes to more than the expected %.0f bytes",
                (double)limit);
       break;
     }
@@ -50,7 +50,7 @@ int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   }
   inflateEnd(&zs);
   if (e->kind == ZE_OK && limit && out->size > limit)
-    zerr_set(e, ZE_CORRUPT, "gzip/zlib data decodes to more than the %.0f bytes expected",
+    zerr_set(e, ZE_CORRUPT, "gzip/zlib data decodes to more than the expected %.0f bytes",
              (double)limit);
   if (e->kind != ZE_OK) return -1;
   if (rc != Z_STREAM_END)

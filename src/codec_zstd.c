@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <zstd.h>
 #include <zstd_errors.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 #define POOL_MAX 16
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,7 +58,7 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");
   if (fsize != ZSTD_CONTENTSIZE_UNKNOWN) {
     if ((limit && fsize > limit) || fsize > (unsigned long long)(SIZE_MAX / 2))
-      return zerr_set(e, ZE_CORRUPT, "zstd frame declares %.0f bytes, more than the %.0f expected",
+      return zerr_set(e, ZE_CORRUPT, "zstd frame declares %.0f bytes, more than the expected %.0f",
                       (double)fsize, (double)limit);
     if (zbuf_reserve(out, fsize ? (size_t)fsize : 1, e)) return -1;
     return zstd_decode_to(src, n, out->data, (size_t)fsize, &out->size, e);
@@ -75,7 +75,7 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   size_t r = 1;
   while (in.pos < in.size || r != 0) {
     if (limit && out->size > limit) {
-      zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the %.0f bytes expected", (double)limit);
+      zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the expected %.0f bytes", (double)limit);
       break;
     }
     if (out->size == out->cap) {
@@ -97,7 +97,7 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   }
   ZSTD_freeDStream(ds);
   if (e->kind == ZE_OK && limit && out->size > limit)
-    zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the %.0f bytes expected", (double)limit);
+    zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the expected %.0f bytes", (double)limit);
   return e->kind == ZE_OK ? 0 : -1;
 }
 
@@ -108,7 +108,7 @@ int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, siz
   size_t r = ZSTD_decompressDCtx(dc, dst, dst_n, src, n);
   dctx_put(dc);
   if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
-    return zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the %.0f bytes expected",
+    return zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the expected %.0f bytes",
                     (double)dst_n);
   if (ZSTD_isError(r)) return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt: %s", ZSTD_getErrorName(r));
   *got = r;

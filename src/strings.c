@@ -5,7 +5,7 @@
  * character vector (or list of raw vectors) at the end. */
 #include <stdlib.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 zpool *pool_new(size_t n, zpool *next) {
   zpool *p = malloc(sizeof(zpool) + (n ? n : 1));

@@ -396,3 +396,64 @@ test_that("a read too large for R says what it would allocate, classed", {
   expect_identical(d[1:2, 1:2], matrix(NA_integer_, 2, 2))
   expect_identical(a[c(1, 1e15)], c(NA_integer_, NA_integer_))
 })
+
+test_that("a directory that is not a store is refused at once, without scanning it", {
+  t0 <- proc.time()[["elapsed"]]
+  expect_error(open_zarr("/", read_only = TRUE), class = "zarr_error_store")
+  expect_error(open_zarr("/usr", read_only = TRUE), class = "zarr_error_store")
+  expect_lt(proc.time()[["elapsed"]] - t0, 20)
+  # a symbolic link loop is not followed
+  dir <- local_store_path()
+  dir.create(file.path(dir, "a"), recursive = TRUE)
+  file.symlink(dir, file.path(dir, "a", "loop"))
+  writeLines("x", file.path(dir, "notes.txt"))
+  expect_error(open_zarr(dir), class = "zarr_error_store")
+  # an implicit root: metadata one or two levels down is still a store
+  dir <- local_store_path()
+  z <- create_zarr(dir)
+  z$add_group("/", "g")
+  z$add_array("/g", "arr", define_array("int32", 2))$write(1:2)
+  unlink(file.path(dir, "zarr.json"))
+  expect_identical(open_zarr(dir)[["/g/arr"]][], 1:2)
+  # an empty directory is a new store
+  dir <- local_store_path()
+  dir.create(dir)
+  expect_s3_class(create_zarr(dir), "zarr")
+})
+
+test_that("a metadata document that is a FIFO is refused, not waited on", {
+  skip_on_os("windows")
+  skip_if(Sys.which("mkfifo") == "", "no mkfifo")
+  path <- hc_store()
+  meta <- file.path(path, "arr", "zarr.json")
+  unlink(meta)
+  system2("mkfifo", meta)
+  t0 <- proc.time()[["elapsed"]]
+  cnd <- tryCatch(open_zarr(path)[["/arr"]]$read(), error = identity)
+  expect_s3_class(cnd, "zarr_error_io")
+  expect_match(conditionMessage(cnd), "not a regular file")
+  expect_lt(proc.time()[["elapsed"]] - t0, 10)
+  # a device
+  expect_error(.Call(zarr:::ffi_file_read, "/dev/zero", NULL), class = "zarr_error_io")
+  expect_null(.Call(zarr:::ffi_file_read, file.path(path, "arr"), NULL)) # a directory: no value
+})
+
+test_that("a chunk that is a FIFO is refused, not waited on", {
+  skip_on_os("windows")
+  skip_if(Sys.which("mkfifo") == "" || Sys.which("timeout") == "", "no mkfifo or timeout")
+  # engine reads go through store_local.c's file_read(), which opens chunks
+  # with open_regular() (src/fileio.c) once the store interface lands
+  skip_if_not(isTRUE(as.logical(Sys.getenv("ZARR_TEST_FIFO_CHUNK", "false"))),
+              "chunk reads through open_regular() are not wired yet")
+  path <- hc_store()
+  chunk <- hc_chunk_file(path)
+  unlink(chunk)
+  system2("mkfifo", chunk)
+  script <- tempfile(fileext = ".R")
+  writeLines(c("library(zarr)",
+               sprintf("r <- tryCatch(open_zarr('%s')[['/arr']]$read(), zarr_error_io = function(e) 'io')", path),
+               "cat(identical(r, 'io'))"), script)
+  out <- suppressWarnings(system2("timeout", c("20", file.path(R.home("bin"), "Rscript"), script),
+                                  stdout = TRUE, stderr = TRUE))
+  expect_identical(tail(out, 1), "TRUE")
+})
