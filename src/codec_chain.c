@@ -109,12 +109,22 @@ static zbuf *owner(const uint8_t *cur, zbuf *a, zbuf *b) {
  * and a header), or that change element sizes (numcodecs astype,
  * fixedscaleoffset, quantize: at most 16 bytes per element of 1 byte). So 16
  * times the final size plus 1 MiB bounds every chain a writer can make, while
- * a bomb costs at most that, not gigabytes. Unknown final sizes (0: vlen
- * strings, shards) stay unbounded. */
+ * a bomb costs at most that, not gigabytes.
+ *
+ * When the final size is unknown (0: variable-length strings, whole shards),
+ * every stage is bounded by unknown_limit(): 1 GiB plus 1032 bytes per input
+ * byte (deflate's largest ratio). Only a chunk that decodes to more than a
+ * gigabyte while compressing better than deflate ever can is refused; a
+ * bzip2 or zstd bomb meant to fill memory is stopped there. */
 static size_t mid_limit(size_t final) {
   if (final == 0) return 0;
   size_t slack = (size_t)1 << 20;
   return final > (SIZE_MAX - slack) / 16 ? SIZE_MAX - 1 : final * 16 + slack;
+}
+
+static size_t unknown_limit(size_t n) {
+  size_t base = (size_t)1 << 30;
+  return n > (SIZE_MAX / 2 - base) / 1032 ? SIZE_MAX / 2 : base + n * 1032;
 }
 
 static int decode_steps(const zchain *c, const uint8_t *src, size_t n, size_t last_limit,
@@ -124,6 +134,10 @@ static int decode_steps(const zchain *c, const uint8_t *src, size_t n, size_t la
 int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t expect,
                        zbuf *out, zbuf *scratch, const uint8_t **res, size_t *res_n,
                        zerr *e) {
+  if (expect == 0) {
+    size_t cap = unknown_limit(n);
+    return decode_steps(c, src, n, cap, cap, out, scratch, res, res_n, e);
+  }
   return decode_steps(c, src, n, expect, mid_limit(expect), out, scratch, res, res_n, e);
 }
 

@@ -57,6 +57,11 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   if (fsize == ZSTD_CONTENTSIZE_ERROR)
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");
   if (fsize != ZSTD_CONTENTSIZE_UNKNOWN) {
+    /* a block yields at most 128 KiB from at least 4 bytes: no frame of n
+     * bytes holds more than n * 2^15 (2^16 leaves room) */
+    if ((double)fsize > (double)n * 65536.0 + 1048576.0)
+      return zerr_set(e, ZE_CORRUPT, "zstd frame declares %.0f bytes, more than %.0f bytes can hold",
+                      (double)fsize, (double)n);
     if ((limit && fsize > limit) || fsize > (unsigned long long)(SIZE_MAX / 2))
       return zerr_set(e, ZE_CORRUPT, "zstd frame declares %.0f bytes, more than the expected %.0f",
                       (double)fsize, (double)limit);
