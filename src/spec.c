@@ -261,6 +261,11 @@ void spec_parse(SEXP spec, zarray *a) {
       while (n > 0 && (RAW(fill)[n] & 0xC0) == 0x80) n--;
     }
     if (n) memcpy(a->fill_text, RAW(fill), n);
+    if (a->strkind == SK_FIXED_BYTES)
+      while (n > 0 && a->fill_text[n - 1] == 0) n--; /* NUL padding, as for elements */
+    /* missing chunks read as the fill: it must become an R string without fail */
+    if (a->rtype == RT_STRING && utf8_check((const uint8_t *)a->fill_text, n) != 0)
+      spec_fail(ZE_METADATA, "the fill value is not UTF-8 text an R string can hold");
     zstr h = {a->fill_text, (int64_t)n};
     memcpy(a->fill, &h, sizeof h);
   } else {

@@ -89,6 +89,15 @@ test_that("every error of the C description parser is classed", {
   sh[[1]]$chunk_shape <- 3
   expect_classed(hc_keys(hc_spec(4, 4, codecs = sh)), "codec")
   expect_classed(hc_keys(hc_spec(4, 4, dtype = "string", strkind = "other", rtype = "character")), "codec")
+  str <- function(fill, kind = "vlen-utf8") hc_spec(4, 4, dtype = "string", strkind = kind, rtype = "character",
+                                                   stored_size = 8, fill = fill)
+  expect_classed(hc_keys(str(as.raw(c(0x61, 0, 0x62)))), "metadata") # a NUL R cannot hold
+  expect_classed(hc_keys(str(as.raw(0xff))), "metadata")                # not UTF-8
+  expect_identical(hc_keys(str(as.raw(c(0x61, 0, 0)), "bytes")), "x/c/0") # NUL padding is fine
+  expect_identical(hc_keys(str(charToRaw("a"), "utf32")), "x/c/0")
+  odd <- str(charToRaw("a"), "utf32")
+  odd$stored_size <- 6 # not whole UTF-32 code units
+  expect_classed(hc_keys(odd), "metadata")
   # a valid description still works
   expect_identical(hc_keys(hc_spec(4, 4)), "x/c/0")
   # no C source outside errors.c raises an unclassed error

@@ -53,11 +53,15 @@ static int config(unsigned k, zchain *ch) {
   case 15: b[0] = cd(BB_ZSTD); b[1] = cd(BB_GZIP); ch->n_bb = 2; break; /* a compressed stage inside another */
   case 16: b[0] = cd(BB_DELTA); b[0].dtype = (znum){'i', 8, 1}; b[0].astype = (znum){'i', 2, 1};
            b[1] = cd(BB_BZ2); ch->n_bb = 2; break;
+  case 17: b[0] = cd(BB_DELTA); b[0].dtype = (znum){'i', 4, 0}; b[0].astype = (znum){'f', 4, 1};
+           ch->n_bb = 1; break; /* float deltas into integers */
+  case 18: b[0] = cd(BB_FIXEDSCALEOFFSET); b[0].dtype = (znum){'u', 2, 0};
+           b[0].astype = (znum){'f', 8, 0}; b[0].scale = 1e-300; ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 17
+#define NCONF 19
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
@@ -95,6 +99,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int rc = chain_decode_to(&ch, copy, n, dst, expect, &a, &b, &e2);
     if (rc < 0 && e2.kind == ZE_OK) abort();
     free(dst);
+  }
+  /* round trip: the chunk bytes as data, encoded and decoded again, where
+   * the chain is lossless and the data a whole number of elements */
+  unsigned k = data[0] % NCONF;
+  int lossless = k <= 9 || (k >= 12 && k <= 15);
+  if (lossless && n % 8 == 0) {
+    zbuf c1 = {0}, c2 = {0};
+    const uint8_t *enc, *dec;
+    size_t enc_n, dec_n;
+    zerr e3 = {ZE_OK, ""};
+    if (chain_encode_bytes(&ch, copy, n, &c1, &c2, &enc, &enc_n, &e3) != 0) abort();
+    uint8_t *keep = malloc(enc_n ? enc_n : 1);
+    memcpy(keep, enc, enc_n);
+    if (chain_decode_bytes(&ch, keep, enc_n, n, &c1, &c2, &dec, &dec_n, &e3) != 0) abort();
+    if (dec_n != n || (n && memcmp(dec, copy, n) != 0)) abort();
+    free(keep);
+    zbuf_free(&c1);
+    zbuf_free(&c2);
   }
   zbuf_free(&a);
   zbuf_free(&b);
