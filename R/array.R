@@ -331,6 +331,7 @@ parse_array_metadata <- function(m, path = NULL) {
   chunk <- check_shape(grid$configuration$chunk_shape, "chunk shape")
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
   if (!length(m$codecs)) bad("metadata has no codecs")
+  check_engine_limits(shape, chunk, length(m$codecs), bad)
   codecs <- tryCatch(lapply(m$codecs, codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path),
                      zarr_error = function(e) {
                        if (is.null(e$array) && !is.null(path)) e$message <- paste0(e$message, " [array '", path, "']")
@@ -343,4 +344,15 @@ parse_array_metadata <- function(m, path = NULL) {
     separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/")))
   list(data_type = dt, shape = shape, chunk_shape = chunk, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
+}
+
+# The C engine's limits (ZARR_MAX_DIMS, ZARR_MAX_CODECS in src/zarr.h) and
+# counts that must fit its 64-bit integers, checked when an array is defined
+# or opened. Doubles are exact to 2^53, more than enough for these bounds.
+check_engine_limits <- function(shape, chunk, ncodecs, bad) {
+  if (length(shape) > 32L) bad(sprintf("the array has %d dimensions; at most 32 are supported", length(shape)))
+  if (ncodecs > 16L) bad(sprintf("the array has %d codecs; at most 16 are supported", ncodecs))
+  if (prod(shape) >= 2^63) bad("the shape holds more than 2^63 - 1 elements")
+  if (prod(ceiling(shape / chunk)) >= 2^63) bad("the array has more than 2^63 - 1 chunks")
+  if (prod(chunk) * 16 > 2^52) bad(sprintf("a chunk of %s elements is too large to hold in memory", format(prod(chunk))))
 }

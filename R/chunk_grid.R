@@ -70,8 +70,28 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       private$check_ready()
       spec <- private$c_spec()
       spec$rtype <- engine_rtype(private$.dt) # options such as zarr.int64 apply at once
-      out <- .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
-                   engine_opts(fill_as_na))
+      lens <- sel_lengths(sel)
+      n <- prod(lens)
+      bytes <- n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8)
+      what <- sprintf("%s element(s) (%s)", format(n, big.mark = ",", scientific = FALSE), format_bytes(bytes))
+      if (n > 2^52) # R_XLEN_T_MAX
+        zarr_abort("memory", sprintf("the selection holds %s, more than an R vector can", what),
+                   array = private$.path)
+      if (length(lens) > 1L && any(lens > .Machine$integer.max))
+        zarr_abort("value", sprintf("the selection is %s: an R array has at most 2^31 - 1 elements per dimension",
+                                    paste(format(lens, scientific = FALSE, trim = TRUE), collapse = " x ")),
+                   array = private$.path)
+      mem <- machine_memory()
+      if (!is.na(mem) && bytes > mem)
+        zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
+                                     what, format_bytes(mem)), array = private$.path)
+      out <- tryCatch(
+        .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
+              engine_opts(fill_as_na)),
+        error = function(e) { # R's own allocation failure, before any chunk is read
+          if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
+          zarr_abort("memory", sprintf("cannot allocate the result of %s", what), array = private$.path)
+        })
       lost <- attr(out, "zarr_lost")
       attr(out, "zarr_lost") <- NULL
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {
@@ -100,6 +120,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64"))
         data <- time_to_storage(data, private$.dt, private$.path)
       data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
+      if (is.character(data) && any(Encoding(data) == "bytes"))
+        zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
       if (length(data) != n && length(data) != 1L)
@@ -233,4 +255,21 @@ range_selection <- function(start, stop, shape) {
   if (any(start < 1) || any(stop > shape) || any(stop < start))
     zarr_abort("index", "start and stop must lie within the array, with start <= stop")
   lapply(seq_along(shape), function(d) zarr_range(start[d] - 1, stop[d] - start[d] + 1))
+}
+
+# Physical memory plus swap in bytes (Linux, or a cgroup limit when lower);
+# NA where unknown. A read larger than this cannot succeed, and trying would
+# only wake the out-of-memory killer.
+machine_memory <- function() {
+  if (!file.exists("/proc/meminfo")) return(NA_real_)
+  info <- tryCatch(readLines("/proc/meminfo", warn = FALSE), error = function(e) character())
+  kb <- function(field) {
+    v <- grep(paste0("^", field, ":"), info, value = TRUE)
+    if (length(v)) as.numeric(sub("[^0-9]*([0-9]+).*", "\\1", v[1])) * 1024 else NA_real_
+  }
+  total <- kb("MemTotal") + (kb("SwapTotal") %|NA|% 0)
+  cg <- suppressWarnings(tryCatch(as.numeric(readLines("/sys/fs/cgroup/memory.max", warn = FALSE)[1]),
+                                  error = function(e) NA_real_))
+  if (!is.na(cg) && (is.na(total) || cg < total)) total <- cg
+  total
 }

@@ -4,7 +4,13 @@
 # ("shape": [500]), full double precision and the NaN/Infinity spellings.
 
 json_parse <- function(x, what = "metadata", array = NULL, key = NULL) {
-  if (is.raw(x)) x <- rawToChar(x)
+  if (is.raw(x)) {
+    # rawToChar() refuses NUL bytes with a base R error; no JSON text holds one
+    if (any(x == as.raw(0L)))
+      zarr_abort("metadata", sprintf("malformed JSON in %s: it holds a NUL byte", what),
+                 array = array, key = key)
+    x <- rawToChar(x)
+  }
   Encoding(x) <- "UTF-8"
   tryCatch(
     jsonlite::parse_json(x, simplifyVector = FALSE, bigint_as_char = TRUE),

@@ -29,10 +29,10 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       version <- zarr_default_format()
       if (dir.exists(root)) {
         has3 <- file.exists(file.path(root, "zarr.json"))
-        has2 <- file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray"))
+        has2 <- file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray")) ||
+          file.exists(file.path(root, ".zmetadata"))
         if (!has3 && !has2 && length(list.files(root, all.files = TRUE, no.. = TRUE)) &&
-            !length(list.files(root, pattern = "^(zarr[.]json|[.]zgroup|[.]zarray)$",
-                               recursive = TRUE, all.files = TRUE)))
+            !has_nested_metadata(root))
           zarr_abort("store", sprintf("'%s' exists but is not a Zarr store", root))
         if (has3) version <- 3L
         if (!has3 && has2) version <- 2L
@@ -202,4 +202,27 @@ resolve_byte_range <- function(byte_range, size, key = NULL) {
     zarr_abort("argument", sprintf("byte range [%s, %s) is empty or beyond the end of the value (%s bytes)",
                                    format(rng[1L]), format(rng[2L]), format(size)), key = key)
   rng
+}
+
+# Whether a directory without root metadata still holds a Zarr hierarchy (an
+# implicit root, as some writers leave): metadata documents directly in one of
+# its subdirectories or theirs. Only what the store layout names is looked
+# at, never following symbolic links, and at most `max_dirs` directories, so
+# that opening "/" or "/usr" by mistake is refused at once instead of
+# scanning the file system.
+has_nested_metadata <- function(root, depth = 2L, max_dirs = 1000L) {
+  docs <- c("zarr.json", ".zgroup", ".zarray", ".zmetadata")
+  level <- root
+  seen <- 0L
+  for (d in seq_len(depth)) {
+    subdirs <- unlist(lapply(level, function(p) list.dirs(p, full.names = TRUE, recursive = FALSE)))
+    subdirs <- subdirs[!nzchar(Sys.readlink(subdirs))] # not through symbolic links
+    if (!length(subdirs)) return(FALSE)
+    subdirs <- utils::head(subdirs, max_dirs - seen)
+    seen <- seen + length(subdirs)
+    if (any(file.exists(file.path(rep(subdirs, each = length(docs)), docs)))) return(TRUE)
+    if (seen >= max_dirs) return(FALSE)
+    level <- subdirs
+  }
+  FALSE
 }

@@ -1,7 +1,7 @@
 /* blosc codec through the system c-blosc (1.x), using the context API so
  * that worker threads can call it concurrently. */
 #include <blosc.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
                     zerr *e) {
@@ -9,6 +9,9 @@ int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, si
   if (n < BLOSC_MIN_HEADER_LENGTH) return zerr_set(e, ZE_CORRUPT, "blosc data is truncated");
   blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
   if (cbytes > n) return zerr_set(e, ZE_CORRUPT, "blosc data is truncated");
+  size_t valid = 0;
+  if (blosc_cbuffer_validate(src, n, &valid) != 0 || valid != nbytes)
+    return zerr_set(e, ZE_CORRUPT, "blosc header is corrupt");
   if (nbytes != dst_n) {
     *got = nbytes;
     return 0; /* the caller reports the size mismatch */
@@ -19,11 +22,15 @@ int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, si
   return 0;
 }
 
-int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+/* `limit` (0: none): a header declaring more is refused before allocating. */
+int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (n < BLOSC_MIN_HEADER_LENGTH)
     return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
   blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
+  if (limit && nbytes > limit)
+    return zerr_set(e, ZE_CORRUPT, "blosc header declares %.0f bytes, more than the expected %.0f",
+                    (double)nbytes, (double)limit);
   if (zbuf_reserve(out, nbytes ? nbytes : 1, e)) return -1;
   return blosc_decode_to(src, n, out->data, nbytes, &out->size, e);
 }

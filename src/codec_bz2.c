@@ -1,11 +1,18 @@
 /* bz2 codec (system libbz2). */
 #include <bzlib.h>
-#include "zarr.h"
+#include <stdint.h>
+#include <string.h>
+#include "zarr_core.h"
 
-int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) {
-  bz_stream bs = {0};
+/* `limit` (0: none) bounds the output: decoding stops one byte past it. */
+int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
+  bz_stream bs;
+  memset(&bs, 0, sizeof bs);
+  if (n > 0xFFFFFFFFu) return zerr_set(e, ZE_CORRUPT, "bz2 data is too large");
   if (BZ2_bzDecompressInit(&bs, 0, 0) != BZ_OK) return zerr_set(e, ZE_NOMEM, "cannot initialise bz2");
-  if (zbuf_reserve(out, expect ? expect + 1 : n * 4 + 1024, e)) {
+  size_t cap = n < SIZE_MAX / 8 ? n * 4 + 1024 : n;
+  if (limit && cap > limit + 1) cap = limit + 1;
+  if (zbuf_reserve(out, cap, e)) {
     BZ2_bzDecompressEnd(&bs);
     return -1;
   }
@@ -14,7 +21,15 @@ int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) 
   bs.avail_in = (unsigned)n;
   int rc = BZ_OK;
   while (rc == BZ_OK) {
-    if (out->size == out->cap && zbuf_reserve(out, out->cap * 2, e)) break;
+    if (limit && out->size > limit) {
+      zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the expected %.0f bytes", (double)limit);
+      break;
+    }
+    if (out->size == out->cap) {
+      size_t want = out->cap * 2;
+      if (limit && want > limit + 1) want = limit + 1;
+      if (zbuf_reserve(out, want, e)) break;
+    }
     bs.next_out = (char *)out->data + out->size;
     unsigned room = (unsigned)(out->cap - out->size > 0x40000000u ? 0x40000000u : out->cap - out->size);
     bs.avail_out = room;
@@ -26,6 +41,8 @@ int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) 
     }
   }
   BZ2_bzDecompressEnd(&bs);
+  if (e->kind == ZE_OK && limit && out->size > limit)
+    zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the expected %.0f bytes", (double)limit);
   if (e->kind != ZE_OK) return -1;
   if (rc != BZ_STREAM_END) return zerr_set(e, ZE_CORRUPT, "bz2 data is corrupt or truncated");
   return 0;

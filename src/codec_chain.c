@@ -1,7 +1,8 @@
 /* The bytes -> bytes part of a codec chain: dispatch to each codec, ping-pong
  * between two buffers, and skip copies where a codec only trims (crc32c). */
+#include <stdint.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static int crc32c_check(const uint8_t *src, size_t n, zerr *e) {
   if (n < 4) return zerr_set(e, ZE_CORRUPT, "chunk is too short to hold a crc32c checksum");
@@ -14,13 +15,13 @@ static int crc32c_check(const uint8_t *src, size_t n, zerr *e) {
   return 0;
 }
 
-int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, size_t expect,
+int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
               zerr *e) {
   switch (c->kind) {
   case BB_GZIP:
-  case BB_ZLIB: return gzip_decode(src, n, out, expect, e);
-  case BB_ZSTD: return zstd_decode(src, n, out, expect, e);
-  case BB_BLOSC: return blosc_decode_buf(src, n, out, e);
+  case BB_ZLIB: return gzip_decode(src, n, out, limit, e);
+  case BB_ZSTD: return zstd_decode(src, n, out, limit, e);
+  case BB_BLOSC: return blosc_decode_buf(src, n, out, limit, e);
   case BB_CRC32C:
     if (crc32c_check(src, n, e)) return -1;
     if (zbuf_reserve(out, n - 4 + 1, e)) return -1;
@@ -36,8 +37,8 @@ int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, size_
     out->size = len;
     return 0;
   }
-  case BB_LZ4: return lz4_decode(src, n, out, e);
-  case BB_BZ2: return bz2_decode(src, n, out, expect, e);
+  case BB_LZ4: return lz4_decode(src, n, out, limit, e);
+  case BB_BZ2: return bz2_decode(src, n, out, limit, e);
   case BB_SHUFFLE:
   case BB_DELTA:
   case BB_FIXEDSCALEOFFSET:
@@ -100,9 +101,51 @@ static zbuf *owner(const uint8_t *cur, zbuf *a, zbuf *b) {
   return NULL;
 }
 
+/* How large an intermediate stage of a chain decoding to `final` bytes may
+ * be. Only the last codec decoded (the first in the chain) yields the chunk
+ * itself; what the others yield is the encoded form of the next stage, whose
+ * size no header promises. Writers produce intermediate stages that are
+ * compressed (at most a compressor's bound: the input plus a small fraction
+ * and a header), or that change element sizes (numcodecs astype,
+ * fixedscaleoffset, quantize: at most 16 bytes per element of 1 byte). So 16
+ * times the final size plus 1 MiB bounds every chain a writer can make, while
+ * a bomb costs at most that, not gigabytes.
+ *
+ * When the final size is unknown (0: variable-length strings, whole shards),
+ * every stage is bounded by unknown_limit(): 1 GiB plus 1032 bytes per input
+ * byte (deflate's largest ratio). Only a chunk that decodes to more than a
+ * gigabyte while compressing better than deflate ever can is refused; a
+ * bzip2 or zstd bomb meant to fill memory is stopped there. */
+static size_t mid_limit(size_t final) {
+  if (final == 0) return 0;
+  size_t slack = (size_t)1 << 20;
+  return final > (SIZE_MAX - slack) / 16 ? SIZE_MAX - 1 : final * 16 + slack;
+}
+
+static size_t unknown_limit(size_t n) {
+  size_t base = (size_t)1 << 30;
+  return n > (SIZE_MAX / 2 - base) / 1032 ? SIZE_MAX / 2 : base + n * 1032;
+}
+
+static int decode_steps(const zchain *c, const uint8_t *src, size_t n, size_t last_limit,
+                        size_t mid, zbuf *out, zbuf *scratch, const uint8_t **res,
+                        size_t *res_n, zerr *e);
+
 int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t expect,
                        zbuf *out, zbuf *scratch, const uint8_t **res, size_t *res_n,
                        zerr *e) {
+  if (expect == 0) {
+    size_t cap = unknown_limit(n);
+    return decode_steps(c, src, n, cap, cap, out, scratch, res, res_n, e);
+  }
+  return decode_steps(c, src, n, expect, mid_limit(expect), out, scratch, res, res_n, e);
+}
+
+/* Run the bytes -> bytes decoders of `c` in reverse order; the last one run
+ * may produce at most `last_limit` bytes, the others `mid` (0: unbounded). */
+static int decode_steps(const zchain *c, const uint8_t *src, size_t n, size_t last_limit,
+                        size_t mid, zbuf *out, zbuf *scratch, const uint8_t **res,
+                        size_t *res_n, zerr *e) {
   const uint8_t *cur = src;
   size_t cur_n = n;
   for (int i = c->n_bb - 1; i >= 0; i--) {
@@ -120,7 +163,7 @@ int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t exp
       continue;
     }
     zbuf *dst = owner(cur, out, scratch) == out ? scratch : out;
-    if (bb_decode(cd, cur, cur_n, dst, i == 0 ? expect : 0, e)) return -1;
+    if (bb_decode(cd, cur, cur_n, dst, i == 0 ? last_limit : mid, e)) return -1;
     cur = dst->data;
     cur_n = dst->size;
   }
@@ -141,7 +184,8 @@ int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst,
   rest.n_bb = c->n_bb - 1;
   const uint8_t *cur;
   size_t cur_n;
-  if (chain_decode_bytes(&rest, src, n, 0, a, b, &cur, &cur_n, e)) return -1;
+  size_t mid = mid_limit(dst_n);
+  if (decode_steps(&rest, src, n, mid, mid, a, b, &cur, &cur_n, e)) return -1;
   return bb_decode_to(&c->bb[0], cur, cur_n, dst, dst_n, e);
 }
 

@@ -2,7 +2,7 @@
  * data by default, or after) and fletcher32 (the HDF5 checksum, after). */
 #include <string.h>
 #include <zlib.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static uint32_t fletcher32(const uint8_t *p, size_t n) {
   uint32_t s1 = 0, s2 = 0;

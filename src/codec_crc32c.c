@@ -1,7 +1,7 @@
 /* CRC-32C (Castagnoli). Uses the SSE4.2 crc32 instruction when the CPU has it,
  * otherwise a slicing-by-8 table. */
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static uint32_t table[8][256];
 static int table_ready = 0;

@@ -3,7 +3,7 @@
  * order their configuration names, so these run as bytes -> bytes codecs. */
 #include <math.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static inline int host_big(void) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -66,6 +66,21 @@ static void put_u(uint8_t *p, znum t, uint64_t v) { /* keeps the low bytes: wrap
   store_bytes(p, b, t);
 }
 
+/* A double as the bits of a 64-bit integer, defined for every input: NaN is
+ * 0, values beyond the range saturate (hostile data must not reach C's
+ * undefined float-to-integer conversions). */
+static uint64_t f_to_bits(double v, int is_unsigned) {
+  if (v != v) return 0;
+  if (is_unsigned) {
+    if (v <= 0) return 0;
+    if (v >= 18446744073709551616.0) return UINT64_MAX;
+    return (uint64_t)v;
+  }
+  if (v <= -9223372036854775808.0) return (uint64_t)INT64_MIN;
+  if (v >= 9223372036854775808.0) return (uint64_t)INT64_MAX;
+  return (uint64_t)(int64_t)v;
+}
+
 static void put_f(uint8_t *p, znum t, double v) {
   uint8_t b[8];
   if (t.kind == 'f') {
@@ -74,7 +89,7 @@ static void put_f(uint8_t *p, znum t, double v) {
     store_bytes(p, b, t);
     return;
   }
-  put_u(p, t, t.kind == 'u' ? (uint64_t)v : (uint64_t)(int64_t)v);
+  put_u(p, t, f_to_bits(v, t.kind == 'u'));
 }
 
 static int valid_num(znum t) {
@@ -122,7 +137,7 @@ int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
     } else {
       uint64_t acc = 0; /* wraps like the element type */
       for (size_t i = 0; i < count; i++) {
-        acc += as.kind == 'f' ? (uint64_t)(int64_t)get_f(src + i * (size_t)as.size, as)
+        acc += as.kind == 'f' ? f_to_bits(get_f(src + i * (size_t)as.size, as), 0)
                               : get_u(src + i * (size_t)as.size, as);
         put_u(o + i * (size_t)dt.size, dt, acc);
       }
@@ -152,7 +167,7 @@ int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
   if (c->kind == BB_BITROUND) {
     if (dt.kind != 'f') return zerr_set(e, ZE_CODEC, "bitround works on floating point data only");
     int mant = dt.size == 4 ? 23 : 52;
-    int maskbits = mant - c->keepbits;
+    int maskbits = c->keepbits < 0 ? mant : c->keepbits > mant ? 0 : mant - c->keepbits;
     for (size_t i = 0; i < count; i++) {
       uint8_t b[8] = {0};
       load_bytes(b, src + i * (size_t)dt.size, dt);

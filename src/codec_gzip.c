@@ -1,15 +1,18 @@
 /* gzip and zlib codecs through the system zlib. */
+#include <stdint.h>
 #include <string.h>
 #include <zlib.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
-int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) {
+/* `limit` (0: none) bounds the output: decoding stops one byte past it. */
+int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
   /* 15 + 32: accept both gzip and zlib headers */
   if (inflateInit2(&zs, 15 + 32) != Z_OK)
     return zerr_set(e, ZE_NOMEM, "cannot initialise zlib");
-  size_t cap = expect ? expect : (n * 4 + 1024);
+  size_t cap = n < SIZE_MAX / 8 ? n * 4 + 1024 : n;
+  if (limit && cap > limit + 1) cap = limit + 1;
   if (zbuf_reserve(out, cap, e)) { inflateEnd(&zs); return -1; }
   out->size = 0;
   zs.next_in = (Bytef *)src;
@@ -22,7 +25,16 @@ int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
       zs.avail_in = take;
       left -= take;
     }
-    if (out->size == out->cap && zbuf_reserve(out, out->cap * 2, e)) break;
+    if (limit && out->size > limit) {
+      zerr_set(e, ZE_CORRUPT, "gzip/zlib data decodes to more than the expected %.0f bytes",
+               (double)limit);
+      break;
+    }
+    if (out->size == out->cap) {
+      size_t want = out->cap * 2;
+      if (limit && want > limit + 1) want = limit + 1;
+      if (zbuf_reserve(out, want, e)) break;
+    }
     size_t room = out->cap - out->size;
     zs.next_out = out->data + out->size;
     zs.avail_out = room > 0x40000000u ? 0x40000000u : (uInt)room;
@@ -37,6 +49,9 @@ int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
     if (rc != Z_OK && rc != Z_BUF_ERROR) break;
   }
   inflateEnd(&zs);
+  if (e->kind == ZE_OK && limit && out->size > limit)
+    zerr_set(e, ZE_CORRUPT, "gzip/zlib data decodes to more than the expected %.0f bytes",
+             (double)limit);
   if (e->kind != ZE_OK) return -1;
   if (rc != Z_STREAM_END)
     return zerr_set(e, ZE_CORRUPT, "gzip/zlib data is corrupt or truncated");

@@ -1,14 +1,18 @@
 /* numcodecs' LZ4 codec: a 4-byte little-endian uncompressed size, then one
  * LZ4 block (system liblz4). */
 #include <lz4.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
-int lz4_decode(const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+/* `limit` (0: none): a header declaring more is refused before allocating. */
+int lz4_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   if (n < 4) return zerr_set(e, ZE_CORRUPT, "lz4 data is truncated");
   uint32_t size = (uint32_t)src[0] | ((uint32_t)src[1] << 8) | ((uint32_t)src[2] << 16) |
                   ((uint32_t)src[3] << 24);
-  if (zbuf_reserve(out, size ? size : 1, e)) return -1;
+  if (size > (uint32_t)LZ4_MAX_INPUT_SIZE || (limit && size > limit))
+    return zerr_set(e, ZE_CORRUPT, "lz4 header declares %.0f bytes, more than the expected %.0f",
+                    (double)size, (double)(limit ? limit : (size_t)LZ4_MAX_INPUT_SIZE));
   if (n - 4 > (size_t)LZ4_MAX_INPUT_SIZE) return zerr_set(e, ZE_CORRUPT, "lz4 block is too large");
+  if (zbuf_reserve(out, size ? size : 1, e)) return -1;
   int r = LZ4_decompress_safe((const char *)src + 4, (char *)out->data, (int)(n - 4), (int)size);
   if (r < 0 || (uint32_t)r != size) return zerr_set(e, ZE_CORRUPT, "lz4 data is corrupt");
   out->size = size;

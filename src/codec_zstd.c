@@ -2,8 +2,10 @@
  * allocations, page faults), so finished ones wait in a small pool for the next
  * chunk, whichever thread decodes it. */
 #include <pthread.h>
+#include <stdint.h>
 #include <zstd.h>
-#include "zarr.h"
+#include <zstd_errors.h>
+#include "zarr_core.h"
 
 #define POOL_MAX 16
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,11 +50,21 @@ static void cctx_put(ZSTD_CCtx *c) {
   ZSTD_freeCCtx(c);
 }
 
-int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e) {
+/* `limit` (0: none) bounds the output: a frame that decodes to more is
+ * refused as soon as that shows, before its memory is spent. */
+int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   unsigned long long fsize = ZSTD_getFrameContentSize(src, n);
   if (fsize == ZSTD_CONTENTSIZE_ERROR)
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");
   if (fsize != ZSTD_CONTENTSIZE_UNKNOWN) {
+    /* a block yields at most 128 KiB from at least 4 bytes: no frame of n
+     * bytes holds more than n * 2^15 (2^16 leaves room) */
+    if ((double)fsize > (double)n * 65536.0 + 1048576.0)
+      return zerr_set(e, ZE_CORRUPT, "zstd frame declares %.0f bytes, more than %.0f bytes can hold",
+                      (double)fsize, (double)n);
+    if ((limit && fsize > limit) || fsize > (unsigned long long)(SIZE_MAX / 2))
+      return zerr_set(e, ZE_CORRUPT, "zstd frame declares %.0f bytes, more than the expected %.0f",
+                      (double)fsize, (double)limit);
     if (zbuf_reserve(out, fsize ? (size_t)fsize : 1, e)) return -1;
     return zstd_decode_to(src, n, out->data, (size_t)fsize, &out->size, e);
   }
@@ -60,12 +72,22 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
   ZSTD_DStream *ds = ZSTD_createDStream();
   if (ds == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd stream");
   ZSTD_initDStream(ds);
-  if (zbuf_reserve(out, expect ? expect : n * 4 + 1024, e)) { ZSTD_freeDStream(ds); return -1; }
+  size_t first = n < SIZE_MAX / 8 ? n * 4 + 1024 : n;
+  if (limit && first > limit + 1) first = limit + 1;
+  if (zbuf_reserve(out, first, e)) { ZSTD_freeDStream(ds); return -1; }
   out->size = 0;
   ZSTD_inBuffer in = {src, n, 0};
   size_t r = 1;
   while (in.pos < in.size || r != 0) {
-    if (out->size == out->cap && zbuf_reserve(out, out->cap * 2, e)) break;
+    if (limit && out->size > limit) {
+      zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the expected %.0f bytes", (double)limit);
+      break;
+    }
+    if (out->size == out->cap) {
+      size_t want = out->cap * 2;
+      if (limit && want > limit + 1) want = limit + 1; /* one byte past is enough to tell */
+      if (zbuf_reserve(out, want, e)) break;
+    }
     ZSTD_outBuffer ob = {out->data + out->size, out->cap - out->size, 0};
     r = ZSTD_decompressStream(ds, &ob, &in);
     out->size += ob.pos;
@@ -79,6 +101,8 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t expect, zerr *e)
     }
   }
   ZSTD_freeDStream(ds);
+  if (e->kind == ZE_OK && limit && out->size > limit)
+    zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the expected %.0f bytes", (double)limit);
   return e->kind == ZE_OK ? 0 : -1;
 }
 
@@ -88,6 +112,9 @@ int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, siz
   if (dc == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd context");
   size_t r = ZSTD_decompressDCtx(dc, dst, dst_n, src, n);
   dctx_put(dc);
+  if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+    return zerr_set(e, ZE_CORRUPT, "zstd data decodes to more than the expected %.0f bytes",
+                    (double)dst_n);
   if (ZSTD_isError(r)) return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt: %s", ZSTD_getErrorName(r));
   *got = r;
   return 0;

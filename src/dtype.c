@@ -1,6 +1,6 @@
 /* Data type names and sizes shared by the engine and the R-facing helpers. */
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static const char *dt_names[DT_COUNT] = {
     "bool",   "int8",   "int16",   "int32",   "int64",     "uint8",     "uint16",

@@ -1,21 +1,10 @@
 /* Error plumbing: C records a kind and message, then (after freeing its own
  * resources) calls the R function zarr:::c_error() so that every failure is a
  * classed R condition carrying the array and key it concerns. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "zarr.h"
-
-int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...) {
-  if (e == NULL || e->kind != ZE_OK) return -1; /* keep the first error */
-  e->kind = kind;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 static const char *kind_name(zerr_kind k) {
   switch (k) {
@@ -30,6 +19,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_INTERRUPT: return "interrupted";
   case ZE_HTTP: return "http";
   case ZE_READ_ONLY: return "read_only";
+  case ZE_METADATA: return "metadata";
   default: return "internal";
   }
 }
@@ -50,24 +40,6 @@ void zarr_raise(zerr_kind kind, const char *array, const char *key, const char *
 void zarr_raise_err(const zerr *e, const char *array, const char *key) {
   zerr copy = *e; /* the caller's storage may be freed before we unwind */
   zarr_raise(copy.kind, array, key, copy.msg);
-}
-
-int zbuf_reserve(zbuf *b, size_t cap, zerr *e) {
-  if (b->cap >= cap) return 0;
-  size_t ncap = b->cap ? b->cap : 4096;
-  while (ncap < cap) ncap = ncap < ((size_t)1 << 40) ? ncap * 2 : cap;
-  uint8_t *p = realloc(b->data, ncap);
-  if (p == NULL)
-    return zerr_set(e, ZE_NOMEM, "cannot allocate %.0f bytes", (double)ncap);
-  b->data = p;
-  b->cap = ncap;
-  return 0;
-}
-
-void zbuf_free(zbuf *b) {
-  free(b->data);
-  b->data = NULL;
-  b->size = b->cap = 0;
 }
 
 static void check_interrupt_fn(void *unused) {

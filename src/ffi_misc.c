@@ -17,7 +17,12 @@ static SEXP raw_from(const uint8_t *p, size_t n) {
   return r;
 }
 
+static void need_raw(SEXP data) {
+  if (TYPEOF(data) != RAWSXP) zarr_raise(ZE_VALUE, NULL, NULL, "the data must be a raw vector");
+}
+
 SEXP ffi_codec_encode(SEXP codec, SEXP data) {
+  need_raw(data);
   zcodec_bb c;
   parse_bb(codec, list_str(codec, "name", ""), &c, DT_UINT8);
   zbuf out = {0};
@@ -33,11 +38,15 @@ SEXP ffi_codec_encode(SEXP codec, SEXP data) {
 }
 
 SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect) {
+  need_raw(data);
+  double x = isNull(expect) ? 0 : asReal(expect);
+  if (!(x >= 0 && x <= 4503599627370496.0))
+    zarr_raise(ZE_VALUE, NULL, NULL, "the expected size must be a number of bytes");
   zcodec_bb c;
   parse_bb(codec, list_str(codec, "name", ""), &c, DT_UINT8);
   zbuf out = {0};
   zerr e = {ZE_OK, ""};
-  size_t ex = isNull(expect) ? 0 : (size_t)asReal(expect);
+  size_t ex = (size_t)x;
   if (bb_decode(&c, RAW(data), (size_t)XLENGTH(data), &out, ex, &e)) {
     zbuf_free(&out);
     zarr_raise_err(&e, NULL, NULL);
@@ -49,6 +58,7 @@ SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect) {
 }
 
 SEXP ffi_crc32c(SEXP data) {
+  need_raw(data);
   uint32_t v = crc32c(0, RAW(data), (size_t)XLENGTH(data));
   return ScalarReal((double)v);
 }
@@ -245,6 +255,11 @@ SEXP ffi_file_read(SEXP path, SEXP range) {
   zbuf b = {0};
   zerr e = {ZE_OK, ""};
   int missing = 0;
+  /* refuse FIFOs and devices before file_read() could block on them */
+  int fd = open_regular(p, &missing, &e);
+  if (fd < 0 && !missing) zarr_raise_err(&e, NULL, NULL);
+  if (fd >= 0) close(fd);
+  if (missing) return R_NilValue;
   if (file_read(p, off, len, &b, &missing, &e)) {
     zbuf_free(&b);
     zarr_raise_err(&e, NULL, NULL);

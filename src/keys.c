@@ -1,7 +1,7 @@
 /* Chunk key encoding (v3 "default" and "v2") and key safety checks. */
 #include <stdio.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 int chunk_key(const zarray *a, const int64_t *coords, char *buf, size_t cap) {
   size_t used = (size_t)snprintf(buf, cap, "%s", a->key_prefix);

@@ -5,7 +5,7 @@
  * holding only the fill value are left out (offset and length 2^64 - 1). */
 #include <stdlib.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 /* Copy inner chunk `ic` (grid coordinates) between the shard buffer and a
  * buffer in the inner chain's stored layout. */

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 #include <limits.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 static const uint64_t R_NA_BITS = 0x7FF00000000007A2ULL;
 

@@ -1,8 +1,36 @@
 /* Turn the array description built by R (chunk_grid_regular's c_spec() in R/chunk_grid.R)
- * into a zarray. R has already validated the metadata; errors here mean the
- * description itself is inconsistent. */
+ * into a zarray. R has already validated the metadata, but the description may
+ * still come from a hostile store, so everything the engine relies on (ranks,
+ * codec counts, permutations, and that no element or byte count overflows) is
+ * checked again here. Every failure is a classed condition (zarr_raise); a
+ * zarray holds no resources, so raising at any point leaks nothing. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include "zarr.h"
+
+static const char *spec_name = NULL; /* the array being parsed, for messages */
+
+static void
+#ifdef __GNUC__
+    __attribute__((noreturn, format(printf, 2, 3)))
+#endif
+    spec_fail(zerr_kind kind, const char *fmt, ...) {
+  char msg[ZARR_MSG_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *name = spec_name; /* only set while spec_parse runs */
+  spec_name = NULL;
+  zarr_raise(kind, name, NULL, msg);
+}
+
+/* a * b into *out; 0 when it overflows int64 (operands are >= 0) */
+static int mul_ok(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
 
 SEXP list_get(SEXP list, const char *name) {
   SEXP names = getAttrib(list, R_NamesSymbol);
@@ -25,16 +53,42 @@ static int list_int(SEXP list, const char *name, int dflt) {
   return asInteger(v);
 }
 
-static int parse_dims(SEXP v, int64_t *out, int max) {
-  if (!isNumeric(v)) Rf_error("internal: dimension vector is not numeric");
+static int parse_dims(SEXP v, int64_t *out, int max, const char *what) {
+  if (!isNumeric(v) || isLogical(v)) spec_fail(ZE_METADATA, "the %s is not numeric", what);
   R_xlen_t n = XLENGTH(v);
-  if (n > max) Rf_error("arrays with more than %d dimensions are not supported", max);
+  if (n > max)
+    spec_fail(ZE_METADATA, "the %s has %.0f dimensions; at most %d are supported", what,
+              (double)n, max);
   for (R_xlen_t i = 0; i < n; i++) {
-    double x = TYPEOF(v) == REALSXP ? REAL(v)[i] : (double)INTEGER(v)[i];
-    if (!(x >= 0)) Rf_error("internal: negative or missing dimension");
+    double x = TYPEOF(v) == REALSXP ? REAL(v)[i]
+               : INTEGER(v)[i] == NA_INTEGER ? NA_REAL : (double)INTEGER(v)[i];
+    /* 2^63 is not an int64; casting it (or NaN) would be undefined */
+    if (!(x >= 0) || !(x < 9223372036854775808.0) || x != (double)(int64_t)x)
+      spec_fail(ZE_METADATA, "the %s holds %g, not a whole number from 0 to 2^63 - 1", what, x);
     out[i] = (int64_t)x;
   }
   return (int)n;
+}
+
+/* The product of n extents, or a classed error naming `what` when it does
+ * not fit in an int64. */
+static int64_t dims_product(const int64_t *x, int n, const char *what) {
+  int64_t p = 1;
+  for (int d = 0; d < n; d++)
+    if (!mul_ok(p, x[d], &p))
+      spec_fail(ZE_METADATA, "the %s holds more than 2^63 - 1 elements", what);
+  return p;
+}
+
+/* A chunk of `ne` elements of `es` bytes must fit in memory as one buffer,
+ * with room for the codecs' bookkeeping: both as a size_t and as an R vector
+ * length. */
+static void check_chunk_bytes(int64_t ne, size_t es, const char *what) {
+  int64_t bytes;
+  if (!mul_ok(ne, (int64_t)(es ? es : 1), &bytes) || (uint64_t)bytes > (uint64_t)(SIZE_MAX / 2) ||
+      bytes > (int64_t)4503599627370496LL /* R_XLEN_T_MAX */)
+    spec_fail(ZE_METADATA, "a %s of %.0f elements of %.0f bytes is too large to hold in memory",
+              what, (double)ne, (double)es);
 }
 
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
@@ -97,7 +151,7 @@ void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype) {
     bb->offset = isNull(of) ? 0 : asReal(of);
     bb->keepbits = list_int(cd, "keepbits", 52);
   } else {
-    Rf_error("internal: codec '%s' has no C implementation", name);
+    spec_fail(ZE_CODEC, "codec '%s' has no C implementation", name);
   }
 }
 
@@ -116,12 +170,16 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
     const char *name = list_str(cd, "name", "");
     if (strcmp(name, "transpose") == 0) {
       SEXP ord = list_get(cd, "order");
-      if (XLENGTH(ord) != ndim) Rf_error("internal: transpose order has the wrong length");
-      int prev[ZARR_MAX_DIMS];
+      if (!isNumeric(ord) || XLENGTH(ord) != ndim)
+        spec_fail(ZE_CODEC, "the transpose order must have %d entries", ndim);
+      int prev[ZARR_MAX_DIMS], seen[ZARR_MAX_DIMS] = {0};
       memcpy(prev, c->order, sizeof prev);
       for (int k = 0; k < ndim; k++) {
-        int p = TYPEOF(ord) == REALSXP ? (int)REAL(ord)[k] : INTEGER(ord)[k];
-        c->order[k] = prev[p];
+        double x = TYPEOF(ord) == REALSXP ? REAL(ord)[k]
+                   : INTEGER(ord)[k] == NA_INTEGER ? NA_REAL : (double)INTEGER(ord)[k];
+        if (!(x >= 0 && x < ndim) || x != (int)x || seen[(int)x]++)
+          spec_fail(ZE_CODEC, "the transpose order is not a permutation of 0..%d", ndim - 1);
+        c->order[k] = prev[(int)x];
       }
     } else if (strcmp(name, "bytes") == 0) {
       c->ab = AB_BYTES;
@@ -133,24 +191,35 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
       seen_ab = 1;
     } else if (strcmp(name, "sharding_indexed") == 0) {
       if (a->pool_used + 2 > (int)(sizeof a->pool / sizeof a->pool[0]))
-        Rf_error("sharding is nested too deeply");
+        spec_fail(ZE_CODEC, "sharding is nested too deeply");
       c->ab = AB_SHARDING;
       c->inner = &a->pool[a->pool_used++];
       c->index = &a->pool[a->pool_used++];
       int64_t inner_shape[ZARR_MAX_DIMS];
-      parse_dims(list_get(cd, "chunk_shape"), inner_shape, ZARR_MAX_DIMS);
+      int ind = parse_dims(list_get(cd, "chunk_shape"), inner_shape, ZARR_MAX_DIMS,
+                           "inner chunk shape");
+      if (ind != ndim)
+        spec_fail(ZE_CODEC, "the inner chunk shape has %d dimensions, the array %d", ind, ndim);
+      for (int d = 0; d < ndim; d++)
+        if (inner_shape[d] < 1 || c->chunk_shape[d] % inner_shape[d] != 0)
+          spec_fail(ZE_CODEC, "the inner chunk shape does not divide the shard shape");
+      check_chunk_bytes(dims_product(inner_shape, ndim, "inner chunk shape"), a->elsize,
+                        "inner chunk");
       parse_chain(list_get(cd, "codecs"), ndim, inner_shape, c->inner, a, dtype);
       int64_t index_shape[ZARR_MAX_DIMS + 1];
       for (int d = 0; d < ndim; d++) {
-        index_shape[d] = (c->chunk_shape[d] + inner_shape[d] - 1) / inner_shape[d];
+        index_shape[d] = c->chunk_shape[d] / inner_shape[d];
       }
       index_shape[ndim] = 2;
+      /* the index holds 16 bytes per inner chunk */
+      check_chunk_bytes(dims_product(index_shape, ndim + 1, "shard index"), 8, "shard index");
       parse_chain(list_get(cd, "index_codecs"), ndim + 1, index_shape, c->index, a, DT_UINT64);
       c->index_at_end = strcmp(list_str(cd, "index_location", "end"), "end") == 0;
       seen_ab = 1;
     } else {
-      if (!seen_ab) Rf_error("internal: bytes-to-bytes codec '%s' before the array codec", name);
-      if (c->n_bb >= ZARR_MAX_CODECS) Rf_error("too many codecs");
+      if (!seen_ab) spec_fail(ZE_CODEC, "bytes-to-bytes codec '%s' before the array codec", name);
+      if (c->n_bb >= ZARR_MAX_CODECS)
+        spec_fail(ZE_CODEC, "more than %d bytes-to-bytes codecs", ZARR_MAX_CODECS);
       parse_bb(cd, name, &c->bb[c->n_bb++], dtype);
     }
   }
@@ -159,13 +228,15 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
 void spec_parse(SEXP spec, zarray *a) {
   memset(a, 0, sizeof *a);
   a->name = list_str(spec, "name", "/");
-  a->ndim = parse_dims(list_get(spec, "shape"), a->shape, ZARR_MAX_DIMS);
+  spec_name = a->name;
+  a->ndim = parse_dims(list_get(spec, "shape"), a->shape, ZARR_MAX_DIMS, "shape");
   int dt = dtype_from_name(list_str(spec, "dtype", ""));
-  if (dt < 0) Rf_error("internal: data type '%s' has no C implementation", list_str(spec, "dtype", ""));
+  if (dt < 0)
+    spec_fail(ZE_CODEC, "data type '%s' has no C implementation", list_str(spec, "dtype", ""));
   a->dtype = (zdtype)dt;
   a->elsize = dtype_size(a->dtype);
   int rt = rtype_from_name(list_str(spec, "rtype", ""));
-  if (rt < 0) Rf_error("internal: unknown R type");
+  if (rt < 0) spec_fail(ZE_VALUE, "unknown R type '%s'", list_str(spec, "rtype", ""));
   a->rtype = (zrtype)rt;
   SEXP fill = list_get(spec, "fill");
   if (a->dtype == DT_STRING) { /* the fill is UTF-8 text; `fill` holds a handle to it */
@@ -175,26 +246,55 @@ void spec_parse(SEXP spec, zarray *a) {
                  : strcmp(kind, "utf32") == 0      ? SK_UTF32
                  : strcmp(kind, "bytes") == 0      ? SK_FIXED_BYTES
                                                    : SK_NONE;
-    if (a->strkind == SK_NONE) Rf_error("internal: unknown string kind '%s'", kind);
-    a->stored_size = (size_t)asReal(list_get(spec, "stored_size"));
+    if (a->strkind == SK_NONE) spec_fail(ZE_CODEC, "unknown string kind '%s'", kind);
+    double ss = asReal(list_get(spec, "stored_size"));
+    if (a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES) {
+      /* one element is one stored_size bytes: whole, positive, and UTF-32 in 4-byte units */
+      if (!(ss >= 0 && ss <= 2147483647.0) || ss != (double)(int64_t)ss ||
+          (a->strkind == SK_UTF32 && (int64_t)ss % 4 != 0))
+        spec_fail(ZE_METADATA, "invalid size %g of a fixed-length string", ss);
+      a->stored_size = (size_t)ss;
+    }
     size_t n = TYPEOF(fill) == RAWSXP ? (size_t)XLENGTH(fill) : 0;
-    if (n >= sizeof a->fill_text) n = sizeof a->fill_text - 1;
+    if (n >= sizeof a->fill_text) { /* keep whole UTF-8 sequences */
+      n = sizeof a->fill_text - 1;
+      while (n > 0 && (RAW(fill)[n] & 0xC0) == 0x80) n--;
+    }
     if (n) memcpy(a->fill_text, RAW(fill), n);
+    if (a->strkind == SK_FIXED_BYTES)
+      while (n > 0 && a->fill_text[n - 1] == 0) n--; /* NUL padding, as for elements */
+    /* missing chunks read as the fill: it must become an R string without fail */
+    if (a->rtype == RT_STRING && utf8_check((const uint8_t *)a->fill_text, n) != 0)
+      spec_fail(ZE_METADATA, "the fill value is not UTF-8 text an R string can hold");
     zstr h = {a->fill_text, (int64_t)n};
     memcpy(a->fill, &h, sizeof h);
   } else {
     if (TYPEOF(fill) != RAWSXP || (size_t)XLENGTH(fill) != a->elsize)
-      Rf_error("internal: fill value bytes have the wrong size");
+      spec_fail(ZE_VALUE, "the fill value has %.0f bytes, the data type %.0f",
+                TYPEOF(fill) == RAWSXP ? (double)XLENGTH(fill) : 0.0, (double)a->elsize);
     memcpy(a->fill, RAW(fill), a->elsize);
   }
   a->fill_is_nan = asLogical(list_get(spec, "fill_is_nan")) == TRUE;
   int64_t chunk_shape[ZARR_MAX_DIMS];
-  int cd = parse_dims(list_get(spec, "chunk_shape"), chunk_shape, ZARR_MAX_DIMS);
-  if (cd != a->ndim) Rf_error("internal: chunk shape and shape differ in length");
+  int cd = parse_dims(list_get(spec, "chunk_shape"), chunk_shape, ZARR_MAX_DIMS, "chunk shape");
+  if (cd != a->ndim)
+    spec_fail(ZE_METADATA, "the chunk shape has %d dimensions, the shape %d", cd, a->ndim);
   for (int d = 0; d < cd; d++)
-    if (chunk_shape[d] < 1) Rf_error("internal: chunk shape must be positive");
+    if (chunk_shape[d] < 1) spec_fail(ZE_METADATA, "chunk shape must be positive");
+  /* Every count the engine computes must fit: elements of the array, of a
+   * chunk (and its bytes, in memory), and the number of chunks. */
+  dims_product(a->shape, a->ndim, "shape");
+  int64_t grid[ZARR_MAX_DIMS];
+  for (int d = 0; d < cd; d++) grid[d] = a->shape[d] / chunk_shape[d] + (a->shape[d] % chunk_shape[d] != 0);
+  dims_product(grid, cd, "chunk grid");
+  check_chunk_bytes(dims_product(chunk_shape, cd, "chunk shape"),
+                    a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES
+                        ? (a->stored_size > a->elsize ? a->stored_size : a->elsize)
+                        : a->elsize,
+                    "chunk");
   parse_chain(list_get(spec, "codecs"), a->ndim, chunk_shape, &a->chain, a, a->dtype);
   a->key_prefix = list_str(spec, "key_prefix", "");
   a->key_sep = list_str(spec, "key_sep", "/")[0];
   a->key_v2 = asLogical(list_get(spec, "key_v2")) == TRUE;
+  spec_name = NULL;
 }

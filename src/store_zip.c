@@ -333,36 +333,48 @@ static uint32_t crc_of(const uint8_t *p, size_t n) {
   return (uint32_t)crc;
 }
 
+/* Inflate a member into `out`, never past its recorded size plus one byte
+ * (a member that inflates to more is corrupt). The buffer grows with what
+ * actually inflates, so a central directory that claims a huge size for a
+ * few damaged bytes costs no more than those bytes produce. */
 static int inflate_member(const zipent *m, const uint8_t *src, zbuf *out, zerr *e) {
-  if (zbuf_reserve(out, (size_t)m->usize + 1, e)) return -1;
+  uint64_t cap = m->usize + 1; /* total room ever given to zlib */
+  uint64_t first = (m->csize < ((uint64_t)1 << 40) ? m->csize : ((uint64_t)1 << 40)) * 4 + 4096;
+  if (zbuf_reserve(out, (size_t)(first < cap ? first : cap), e)) return -1;
   z_stream s;
   memset(&s, 0, sizeof s);
   if (inflateInit2(&s, -15) != Z_OK)
     return zerr_set(e, ZE_NOMEM, "cannot start inflating zip member '%s'", m->name);
-  /* one byte of room beyond usize: a member that inflates to more is corrupt */
-  uint64_t in_left = m->csize, room = m->usize + 1;
+  uint64_t in_left = m->csize, got = 0;
   s.next_in = (Bytef *)(uintptr_t)src; /* zlib's API is not const-correct */
-  s.next_out = out->data;
-  int rc;
+  int rc = Z_OK;
   for (;;) {
     /* feed zlib in pieces its 32-bit counters can hold */
     if (s.avail_in == 0 && in_left > 0) {
       s.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
       in_left -= s.avail_in;
     }
-    if (s.avail_out == 0 && room > 0) {
-      s.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
-      room -= s.avail_out;
+    if (got == out->cap && got < cap) { /* grow, never beyond cap */
+      uint64_t want = (uint64_t)out->cap * 2;
+      if (zbuf_reserve(out, (size_t)(want < cap ? want : cap), e)) {
+        rc = Z_MEM_ERROR;
+        break;
+      }
     }
+    uint64_t room = (out->cap < cap ? out->cap : cap) - got;
+    s.next_out = out->data + got;
+    s.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
+    uInt before = s.avail_out;
     rc = inflate(&s, Z_NO_FLUSH);
+    got += before - s.avail_out;
     if (rc == Z_STREAM_END) break;
     if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && ((s.avail_in == 0 && in_left > 0) || (s.avail_out == 0 && room > 0)))
+    if (rc == Z_BUF_ERROR && ((s.avail_in == 0 && in_left > 0) || (s.avail_out == 0 && got < cap)))
       continue;
     break;
   }
-  uint64_t got = (uint64_t)((uint8_t *)s.next_out - out->data);
   inflateEnd(&s);
+  if (e->kind != ZE_OK) return -1;
   if (rc != Z_STREAM_END || got != m->usize)
     return zerr_set(e, ZE_CORRUPT, "zip member '%s' does not inflate to its recorded size (%s)",
                     m->name, rc == Z_STREAM_END ? "the size differs" : "damaged or cut off data");

@@ -5,7 +5,7 @@
  * character vector (or list of raw vectors) at the end. */
 #include <stdlib.h>
 #include <string.h>
-#include "zarr.h"
+#include "zarr_core.h"
 
 zpool *pool_new(size_t n, zpool *next) {
   zpool *p = malloc(sizeof(zpool) + (n ? n : 1));
@@ -45,7 +45,62 @@ static size_t utf8_put(uint8_t *o, uint32_t c) {
   return 4;
 }
 
-/* Next code point of UTF-8 text; invalid bytes are taken as Latin-1. */
+/* Length of the valid UTF-8 sequence at p (1 to 4 bytes), or 0 when the bytes
+ * there are not valid UTF-8: a stray continuation byte, a truncated sequence,
+ * an overlong form, a surrogate (U+D800 to U+DFFF) or a code point beyond
+ * U+10FFFF. */
+static size_t utf8_seq(const uint8_t *p, const uint8_t *end) {
+  uint8_t c = p[0];
+  if (c < 0x80) return 1;
+  size_t k;
+  uint32_t v, min;
+  if (c >= 0xC2 && c <= 0xDF) { k = 2; v = c & 0x1F; min = 0x80; }
+  else if (c >= 0xE0 && c <= 0xEF) { k = 3; v = c & 0x0F; min = 0x800; }
+  else if (c >= 0xF0 && c <= 0xF4) { k = 4; v = c & 0x07; min = 0x10000; }
+  else return 0;
+  if ((size_t)(end - p) < k) return 0;
+  for (size_t i = 1; i < k; i++) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    v = (v << 6) | (p[i] & 0x3F);
+  }
+  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  return k;
+}
+
+/* Can `n` bytes at p become an R string? Returns 0, or 1 for a NUL byte (R
+ * strings end at NUL), 2 for bytes that are not valid UTF-8 (R would carry
+ * them marked as UTF-8 all the same). */
+int utf8_check(const uint8_t *p, size_t n) {
+  const uint8_t *end = p + n;
+  while (p < end) {
+    if (*p == 0) return 1;
+    if (*p < 0x80) { p++; continue; }
+    size_t k = utf8_seq(p, end);
+    if (k == 0) return 2;
+    p += k;
+  }
+  return 0;
+}
+
+/* Check decoded element i before any R string is made of it, so that making
+ * R strings later (on the main thread) cannot fail half way. */
+static int check_element(const zarray *a, const uint8_t *p, size_t n, int64_t i, zerr *e) {
+  if (a->rtype != RT_STRING) return 0; /* raw vectors hold any bytes */
+  if (n > 2147483647u)
+    return zerr_set(e, ZE_VALUE, "element %.0f of the chunk has %.0f bytes, more than an R string holds",
+                    (double)i, (double)n);
+  int bad = utf8_check(p, n);
+  if (bad == 1)
+    return zerr_set(e, ZE_VALUE, "element %.0f of the chunk holds a NUL character, which R strings cannot hold",
+                    (double)i);
+  if (bad == 2)
+    return zerr_set(e, a->strkind == SK_VLEN_UTF8 ? ZE_CORRUPT : ZE_VALUE,
+                    "element %.0f of the chunk is not valid UTF-8", (double)i);
+  return 0;
+}
+
+/* Next code point of UTF-8 text (already checked with utf8_check); any
+ * invalid byte is taken as Latin-1. */
 static uint32_t utf8_get(const uint8_t **pp, const uint8_t *end) {
   const uint8_t *p = *pp;
   uint32_t c = *p++;
@@ -84,6 +139,7 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
       uint32_t len = rd32(p->data + pos, 0);
       pos += 4;
       if (len > n - pos) return zerr_set(e, ZE_CORRUPT, "variable-length chunk is truncated");
+      if (check_element(a, p->data + pos, len, i, e)) return -1;
       h[i].ptr = (const char *)p->data + pos;
       h[i].len = len;
       pos += len;
@@ -103,6 +159,7 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
       const uint8_t *s = p->data + i * (int64_t)es;
       size_t len = es;
       while (len > 0 && s[len - 1] == 0) len--; /* numpy pads with NUL */
+      if (check_element(a, s, len, i, e)) return -1;
       h[i].ptr = (const char *)s;
       h[i].len = (int64_t)len;
     }
@@ -121,7 +178,13 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
     h[i].ptr = (const char *)o;
     for (size_t j = 0; j < k; j++) {
       uint32_t c = rd32(s + 4 * j, big);
-      if (c > 0x10FFFF) c = 0xFFFD;
+      if (c == 0)
+        return zerr_set(e, ZE_VALUE,
+                        "element %.0f of the chunk holds a NUL character, which R strings cannot hold",
+                        (double)i);
+      if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return zerr_set(e, ZE_CORRUPT, "element %.0f of the chunk holds U+%X, which is not a character",
+                        (double)i, c);
       o += utf8_put(o, c);
     }
     h[i].len = (const char *)o - h[i].ptr;
@@ -133,9 +196,17 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
 int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int big, zbuf *out,
                    zerr *e) {
   const zstr *h = (const zstr *)handles;
+  if (a->strkind == SK_VLEN_UTF8 || a->strkind == SK_UTF32)
+    for (int64_t i = 0; i < nelem; i++)
+      if (h[i].ptr != NULL && utf8_check((const uint8_t *)h[i].ptr, (size_t)h[i].len) != 0)
+        return zerr_set(e, ZE_VALUE, "element %.0f is not valid UTF-8 text", (double)i + 1);
   if (a->strkind == SK_VLEN_UTF8 || a->strkind == SK_VLEN_BYTES) {
     size_t total = 4;
-    for (int64_t i = 0; i < nelem; i++) total += 4 + (size_t)(h[i].ptr ? h[i].len : 0);
+    for (int64_t i = 0; i < nelem; i++) {
+      if (h[i].ptr && (uint64_t)h[i].len > 0xFFFFFFFFu)
+        return zerr_set(e, ZE_VALUE, "element %.0f has more than 2^32 - 1 bytes", (double)i + 1);
+      total += 4 + (size_t)(h[i].ptr ? h[i].len : 0);
+    }
     if (zbuf_reserve(out, total, e)) return -1;
     uint8_t *o = out->data;
     wr32(o, (uint32_t)nelem, 0);

@@ -65,7 +65,8 @@ apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
 # ---- system packages
 required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl4-openssl-dev
                pkg-config)
-optional_debs=(qpdf pandoc)
+# clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
+optional_debs=(qpdf pandoc clang libclang-rt-dev)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx)
 r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx)

@@ -83,6 +83,20 @@ if [ "$test_status" -ne 0 ]; then
   exit 1
 fi
 
+# ---- 3b. fuzz targets of the C core, briefly (tools/fuzz/run.sh), under CI
+# or when ZARR_FUZZ_SECONDS is set
+fuzz_secs=${ZARR_FUZZ_SECONDS:-}
+if [ -z "$fuzz_secs" ] && is_true "${CI:-}"; then fuzz_secs=20; fi
+if [ -n "$fuzz_secs" ] && [ "$fuzz_secs" != 0 ]; then
+  if command -v clang >/dev/null 2>&1 || command -v clang-14 >/dev/null 2>&1; then
+    say "fuzzing each C target for ${fuzz_secs}s"
+    bash tools/fuzz/run.sh "$fuzz_secs" || { echo "fuzz: a target failed"; echo "$summary"; exit 1; }
+    echo "$summary"
+  else
+    say "clang not found: the fuzz targets are not run"
+  fi
+fi
+
 # ---- 4. R CMD check
 if ! $check; then
   exit 0

@@ -1,0 +1,315 @@
+/* The R-free part of the zarr C core: types and functions that use no R API
+ * (codecs, strings, shards, slab copies, keys, local and zip files,
+ * threads). zarr.h adds the R-facing rest. Anything declared here builds
+ * without R, as the fuzz targets in tools/fuzz/ do. */
+#ifndef ZARR_CORE_H
+#define ZARR_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZARR_MAX_DIMS 32
+#define ZARR_MAX_CODECS 16
+#define ZARR_MSG_LEN 512
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* Error kinds map to R condition classes zarr_error_<kind> (see errors.c). */
+typedef enum {
+  ZE_OK = 0,
+  ZE_CORRUPT,   /* chunk bytes cannot be decoded */
+  ZE_CHECKSUM,  /* crc32c (or other) checksum mismatch */
+  ZE_IO,        /* file system failure */
+  ZE_NOMEM,     /* allocation failure */
+  ZE_CODEC,     /* unsupported codec or configuration */
+  ZE_VALUE,     /* data cannot be represented in the array's data type */
+  ZE_KEY,       /* invalid or unsafe store key */
+  ZE_STORE,     /* store refused the operation */
+  ZE_INTERRUPT, /* the user interrupted a long call */
+  ZE_HTTP,      /* an HTTP request failed (after its retries) */
+  ZE_READ_ONLY, /* the store cannot be written to */
+  ZE_METADATA   /* array metadata is invalid or beyond the engine's limits */
+} zerr_kind;
+
+typedef struct {
+  zerr_kind kind;
+  char msg[ZARR_MSG_LEN];
+} zerr;
+
+/* Record an error (printf-style); returns -1 so callers can `return zerr_set(...)`. */
+int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- growable byte buffer ------------------------------------------------ */
+
+typedef struct {
+  uint8_t *data;
+  size_t size;
+  size_t cap;
+} zbuf;
+
+int zbuf_reserve(zbuf *b, size_t cap, zerr *e);
+void zbuf_free(zbuf *b);
+
+/* ---- data types ------------------------------------------------------------ */
+
+typedef enum {
+  DT_BOOL, DT_INT8, DT_INT16, DT_INT32, DT_INT64,
+  DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64,
+  DT_FLOAT16, DT_FLOAT32, DT_FLOAT64,
+  DT_COMPLEX64, DT_COMPLEX128,
+  DT_STRING, /* in memory: a zstr handle; see strings.c */
+  DT_COUNT
+} zdtype;
+
+/* How elements look on the R side. RT_INT64 is bit64::integer64: an R double
+ * vector whose 8 bytes hold an int64_t. */
+typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_STRING, RT_RAWLIST,
+               RT_COUNT } zrtype;
+
+/* A string element while it travels through the engine: UTF-8 text (or raw
+ * bytes) that lives in a job's pool; ptr == NULL is a missing value. */
+typedef struct {
+  const char *ptr;
+  int64_t len;
+} zstr;
+
+typedef enum { SK_NONE, SK_VLEN_UTF8, SK_VLEN_BYTES, SK_UTF32, SK_FIXED_BYTES } zstrkind;
+
+typedef struct zpool {
+  struct zpool *next;
+  size_t size;
+  uint8_t data[];
+} zpool;
+
+zpool *pool_new(size_t n, zpool *next);
+void pool_free(zpool *p);
+
+int dtype_from_name(const char *name);        /* -1 when unknown */
+size_t dtype_size(zdtype t);
+int rtype_from_name(const char *name);         /* -1 when unknown */
+size_t rtype_size(zrtype t);
+
+/* Bit pattern R uses for NA in a float32 store: a quiet NaN whose payload is
+ * R's NA payload (1954), so NA and NaN stay distinct through float32. */
+#define ZARR_NA_FLOAT32_BITS 0x7FC007A2u
+
+/* ---- codec chain ------------------------------------------------------------ */
+
+typedef enum {
+  BB_GZIP, BB_ZLIB, BB_ZSTD, BB_BLOSC, BB_CRC32C, BB_LZ4, BB_BZ2,
+  /* numcodecs filters and checksums */
+  BB_SHUFFLE, BB_DELTA, BB_FIXEDSCALEOFFSET, BB_BITROUND, BB_ADLER32, BB_FLETCHER32
+} zbb_kind;
+
+/* A numeric element type as the numcodecs filters see it: 'i', 'u' or 'f',
+ * its size in bytes and its byte order. */
+typedef struct {
+  char kind;
+  int size;
+  int big;
+} znum;
+
+typedef struct {
+  zbb_kind kind;
+  int level;       /* gzip, zlib, zstd, bz2; blosc clevel; lz4 acceleration */
+  int checksum;    /* zstd */
+  int shuffle;     /* blosc: 0 none, 1 byte, 2 bit */
+  int typesize;    /* blosc; shuffle element size */
+  int blocksize;   /* blosc */
+  char cname[16];  /* blosc */
+  int at_end;      /* adler32: checksum after the data instead of before */
+  int keepbits;    /* bitround */
+  double scale, offset; /* fixedscaleoffset */
+  znum dtype, astype;   /* delta, fixedscaleoffset, bitround */
+} zcodec_bb;
+
+typedef enum { AB_BYTES, AB_SHARDING, AB_VLEN } zab_kind;
+
+typedef struct zchain zchain;
+struct zchain {
+  int ndim;
+  int64_t chunk_shape[ZARR_MAX_DIMS];  /* logical (Zarr order) chunk shape */
+  int order[ZARR_MAX_DIMS];            /* stored dim k holds logical dim order[k] */
+  zab_kind ab;
+  int big_endian;                      /* bytes codec */
+  /* sharding_indexed: the chunk is a shard of inner chunks */
+  zchain *inner;
+  zchain *index;
+  int index_at_end;
+  int n_bb;
+  zcodec_bb bb[ZARR_MAX_CODECS];
+};
+
+/* Everything the engine needs to know about one array. */
+typedef struct {
+  const char *name;         /* array path, for messages */
+  int ndim;
+  int64_t shape[ZARR_MAX_DIMS];
+  zdtype dtype;
+  size_t elsize;
+  uint8_t fill[16];         /* fill value, native byte order */
+  int fill_is_nan;
+  zchain chain;
+  /* chunk key encoding */
+  const char *key_prefix;   /* e.g. "group/array/" or "" */
+  char key_sep;             /* '/' or '.' */
+  int key_v2;               /* v2 keys: "0.0" instead of "c/0/0" */
+  zrtype rtype;
+  /* strings */
+  zstrkind strkind;
+  size_t stored_size;       /* fixed-length strings: bytes per element */
+  char fill_text[64];       /* the fill value as UTF-8 (a zstr in `fill` points here) */
+  /* sharding keeps its nested chains here so they live as long as the spec */
+  zchain pool[8];
+  int pool_used;
+} zarray;
+
+
+/* bytes -> bytes codecs (codec_*.c). `limit` bounds the decoded size (0: no
+ * bound): a decoder stops as soon as its output would exceed it and reports
+ * corrupt data, so a small hostile chunk cannot cost more memory than the
+ * chunk it claims to be. Output goes to `out` (resized as needed). */
+int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
+              size_t limit, zerr *e);
+int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
+              zerr *e);
+
+int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e);
+int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e);
+int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
+int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
+int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
+int lz4_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+int lz4_encode(const uint8_t *src, size_t n, zbuf *out, int acceleration, zerr *e);
+int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e);
+int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+int checksum_decode(const zcodec_bb *c, const uint8_t *src, size_t n, size_t *off, size_t *len, zerr *e);
+int checksum_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+
+/* Decode a whole encoded chunk through the bytes->bytes codecs into `out`,
+ * leaving the array->bytes payload (e.g. raw elements). `scratch` is a second
+ * buffer the codecs ping-pong with. */
+int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t expect,
+                       zbuf *out, zbuf *scratch, const uint8_t **res, size_t *res_n,
+                       zerr *e);
+/* Decode a whole chunk straight into `dst` (exactly dst_n bytes); 1 when the
+ * chain cannot (the caller then decodes into a buffer and copies). */
+int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
+                    zbuf *a, zbuf *b, zerr *e);
+int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
+                       zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
+
+/* 0 when n bytes are UTF-8 text an R string can hold; 1: a NUL byte; 2: invalid UTF-8 */
+int utf8_check(const uint8_t *p, size_t n);
+int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem, int big,
+                   uint8_t *handles, zpool **pools, zerr *e);
+int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int big, zbuf *out,
+                   zerr *e);
+
+/* sharded chunks (shard.c) */
+void shard_inner_copy(const zchain *shard, const int64_t *ic, uint8_t *shardbuf,
+                      uint8_t *innerbuf, size_t es, int to_inner);
+int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out, zbuf *inner,
+                 zbuf *t1, zbuf *t2, int *empty, zerr *e);
+
+/* ---- slab copies (slab.c) ------------------------------------------------------ */
+
+/* One dimension of a copy between a chunk and the R-side array: `cnt` pairs of
+ * (position in the chunk, position in the R array). A contiguous range needs
+ * no arrays: with local == NULL the pairs are (l0 + k, o0 + k). */
+typedef struct {
+  int64_t cnt;
+  const int64_t *local;
+  const int64_t *outpos;
+  int64_t l0, o0;
+} zdimmap;
+
+static inline int64_t map_local(const zdimmap *m, int64_t k) {
+  return m->local ? m->local[k] : m->l0 + k;
+}
+static inline int64_t map_out(const zdimmap *m, int64_t k) {
+  return m->local ? m->outpos[k] : m->o0 + k;
+}
+
+typedef struct {
+  int ndim;
+  zdimmap dim[ZARR_MAX_DIMS];
+  int64_t cstride[ZARR_MAX_DIMS];  /* chunk element strides (0: broadcast) */
+  int64_t ostride[ZARR_MAX_DIMS];  /* R array element strides (0: broadcast) */
+} zslab;
+
+typedef struct {
+  int na;              /* map fill <-> NA */
+  uint8_t fill[16];
+  int64_t lost;        /* elements that lost precision (int64 -> double) */
+  int64_t bad;         /* elements not representable (write) */
+  int64_t first_bad;   /* index of first bad element in the R data */
+} zconv;
+
+/* chunk (dtype, native order) -> R vector (rtype) */
+int slab_decode(const zslab *s, zdtype dt, zrtype rt, const uint8_t *chunk,
+                void *rdata, zconv *cv);
+/* R vector (rtype) -> chunk (dtype, native order) */
+int slab_encode(const zslab *s, zdtype dt, zrtype rt, const void *rdata,
+                uint8_t *chunk, zconv *cv);
+/* Count elements of an R vector that the data type cannot hold. */
+int64_t slab_validate(zdtype dt, zrtype rt, const void *rdata, int64_t n, int64_t *first);
+int kernel_supported(zdtype dt, zrtype rt, int encode);
+
+void byteswap_inplace(uint8_t *p, size_t nelem, size_t elsize);
+/* Element strides of a chunk stored in C order over the transposed dims. */
+void chunk_strides(const zchain *c, int64_t *stride);
+
+/* ---- chunk keys (keys.c) ---------------------------------------------------- */
+
+int chunk_key(const zarray *a, const int64_t *coords, char *buf, size_t cap);
+int key_is_safe(const char *key);
+
+/* ---- local files (store_local.c) ---------------------------------------------- */
+
+/* Whole file (off = 0, len = -1) or a byte range. *missing = 1 when absent. */
+int file_read(const char *path, int64_t off, int64_t len, zbuf *out, int *missing,
+              zerr *e);
+int64_t file_size(const char *path);
+int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e);
+int file_remove(const char *path, zerr *e);
+int path_join(char *buf, size_t cap, const char *root, const char *key);
+
+/* ---- zip files (store_zip.c) ---- */
+
+/* A zip file's member index; read-only once opened, so worker threads share it. */
+typedef struct zipidx zipidx;
+int zip_open(const char *path, zipidx **out, zerr *e);
+void zip_close(zipidx *z);
+/* Whole member `name` into `out` (*data, *n point into it; CRC-32 checked);
+ * `scratch` holds compressed bytes meanwhile. *missing = 1 when absent. */
+int zip_fetch(const zipidx *z, const char *name, zbuf *out, zbuf *scratch, const uint8_t **data,
+              size_t *n, int *missing, zerr *e);
+
+/* ---- threads (threads.c) --------------------------------------------------------- */
+
+typedef void (*ztask_fn)(void *ctx, size_t task, int thread);
+/* Called on the calling (R) thread between its tasks; nonzero stops handing
+ * out tasks. */
+typedef int (*zpoll_fn)(void *ctx);
+/* Run fn(ctx, i, thread) for i in [0, n) on up to `nthreads` threads (the
+ * calling thread is thread 0). Workers must not call the R API. */
+void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll);
+/* ---- local files that a store names (fileio.c) ---- */
+
+/* Open a file for reading without ever blocking: a FIFO, socket or device is
+ * refused (ZE_IO naming the path), a directory or absent file gives
+ * *missing = 1. Returns a blocking descriptor of a regular file, or -1. */
+int open_regular(const char *path, int *missing, zerr *e);
+
+#endif

@@ -1,0 +1,125 @@
+/* libFuzzer target: the bytes -> bytes codec chain as a chunk from a store
+ * meets it. Input: one byte choosing a chain configuration, four bytes of
+ * expected decoded size (little-endian, capped), then the encoded chunk.
+ * Every chain decodes through chain_decode_bytes() (the buffered path) and
+ * chain_decode_to() (the zero-copy path); results must stay within the
+ * bounds the engine relies on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "zarr_core.h"
+
+#define MAX_EXPECT (1u << 22)
+
+static zcodec_bb cd(zbb_kind kind) {
+  zcodec_bb c;
+  memset(&c, 0, sizeof c);
+  c.kind = kind;
+  c.level = 1;
+  c.typesize = 4;
+  snprintf(c.cname, sizeof c.cname, "lz4");
+  c.scale = 1;
+  c.keepbits = 10;
+  c.dtype = (znum){'f', 4, 0};
+  c.astype = (znum){'f', 4, 0};
+  return c;
+}
+
+/* chain configurations, in chain (encode) order */
+static int config(unsigned k, zchain *ch) {
+  memset(ch, 0, sizeof *ch);
+  ch->ndim = 1;
+  ch->chunk_shape[0] = 1;
+  ch->ab = AB_BYTES;
+  zcodec_bb *b = ch->bb;
+  switch (k) {
+  case 0: b[0] = cd(BB_ZSTD); ch->n_bb = 1; break;
+  case 1: b[0] = cd(BB_GZIP); ch->n_bb = 1; break;
+  case 2: b[0] = cd(BB_ZLIB); ch->n_bb = 1; break;
+  case 3: b[0] = cd(BB_BZ2); ch->n_bb = 1; break;
+  case 4: b[0] = cd(BB_LZ4); ch->n_bb = 1; break;
+  case 5: b[0] = cd(BB_BLOSC); ch->n_bb = 1; break;
+  case 6: b[0] = cd(BB_CRC32C); ch->n_bb = 1; break;
+  case 7: b[0] = cd(BB_ZSTD); b[1] = cd(BB_CRC32C); ch->n_bb = 2; break;
+  case 8: b[0] = cd(BB_SHUFFLE); b[1] = cd(BB_ZSTD); ch->n_bb = 2; break;
+  case 9: b[0] = cd(BB_DELTA); b[0].dtype = (znum){'i', 4, 0}; b[0].astype = b[0].dtype;
+          b[1] = cd(BB_ZLIB); ch->n_bb = 2; break;
+  case 10: b[0] = cd(BB_FIXEDSCALEOFFSET); b[0].dtype = (znum){'f', 8, 0};
+           b[0].astype = (znum){'u', 1, 0}; b[0].scale = 10; ch->n_bb = 1; break;
+  case 11: b[0] = cd(BB_BITROUND); ch->n_bb = 1; break;
+  case 12: b[0] = cd(BB_ADLER32); ch->n_bb = 1; break;
+  case 13: b[0] = cd(BB_FLETCHER32); ch->n_bb = 1; break;
+  case 14: b[0] = cd(BB_BLOSC); b[1] = cd(BB_CRC32C); ch->n_bb = 2; break;
+  case 15: b[0] = cd(BB_ZSTD); b[1] = cd(BB_GZIP); ch->n_bb = 2; break; /* a compressed stage inside another */
+  case 16: b[0] = cd(BB_DELTA); b[0].dtype = (znum){'i', 8, 1}; b[0].astype = (znum){'i', 2, 1};
+           b[1] = cd(BB_BZ2); ch->n_bb = 2; break;
+  case 17: b[0] = cd(BB_DELTA); b[0].dtype = (znum){'i', 4, 0}; b[0].astype = (znum){'f', 4, 1};
+           ch->n_bb = 1; break; /* float deltas into integers */
+  case 18: b[0] = cd(BB_FIXEDSCALEOFFSET); b[0].dtype = (znum){'u', 2, 0};
+           b[0].astype = (znum){'f', 8, 0}; b[0].scale = 1e-300; ch->n_bb = 1; break;
+  default: return -1;
+  }
+  return 0;
+}
+#define NCONF 19
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 5) return 0;
+  zchain ch;
+  config(data[0] % NCONF, &ch);
+  uint32_t expect = (uint32_t)data[1] | ((uint32_t)data[2] << 8) | ((uint32_t)data[3] << 16) |
+                    ((uint32_t)data[4] << 24);
+  expect %= MAX_EXPECT + 1;
+  const uint8_t *src = data + 5;
+  size_t n = size - 5;
+  /* a private copy, so that reads past the input are caught exactly */
+  uint8_t *copy = malloc(n ? n : 1);
+  memcpy(copy, src, n);
+
+  zbuf a = {0}, b = {0};
+  zerr e = {ZE_OK, ""};
+  const uint8_t *res;
+  size_t res_n;
+  if (chain_decode_bytes(&ch, copy, n, expect, &a, &b, &res, &res_n, &e) == 0) {
+    /* the last decoder is bounded by expect, plus the one byte that tells */
+    if (expect && res_n > (size_t)expect + 1 && ch.bb[0].kind != BB_SHUFFLE &&
+        ch.bb[0].kind != BB_DELTA && ch.bb[0].kind != BB_FIXEDSCALEOFFSET &&
+        ch.bb[0].kind != BB_BITROUND && ch.bb[0].kind != BB_CRC32C &&
+        ch.bb[0].kind != BB_ADLER32 && ch.bb[0].kind != BB_FLETCHER32)
+      abort();
+    volatile uint8_t sink = 0;
+    for (size_t i = 0; i < res_n; i++) sink ^= res[i]; /* touch every byte */
+    (void)sink;
+  } else if (e.kind == ZE_OK) {
+    abort(); /* a failure must say why */
+  }
+  if (expect) {
+    uint8_t *dst = malloc(expect);
+    zerr e2 = {ZE_OK, ""};
+    int rc = chain_decode_to(&ch, copy, n, dst, expect, &a, &b, &e2);
+    if (rc < 0 && e2.kind == ZE_OK) abort();
+    free(dst);
+  }
+  /* round trip: the chunk bytes as data, encoded and decoded again, where
+   * the chain is lossless and the data a whole number of elements */
+  unsigned k = data[0] % NCONF;
+  int lossless = k <= 9 || (k >= 12 && k <= 15);
+  if (lossless && n % 8 == 0) {
+    zbuf c1 = {0}, c2 = {0};
+    const uint8_t *enc, *dec;
+    size_t enc_n, dec_n;
+    zerr e3 = {ZE_OK, ""};
+    if (chain_encode_bytes(&ch, copy, n, &c1, &c2, &enc, &enc_n, &e3) != 0) abort();
+    uint8_t *keep = malloc(enc_n ? enc_n : 1);
+    memcpy(keep, enc, enc_n);
+    if (chain_decode_bytes(&ch, keep, enc_n, n, &c1, &c2, &dec, &dec_n, &e3) != 0) abort();
+    if (dec_n != n || (n && memcmp(dec, copy, n) != 0)) abort();
+    free(keep);
+    zbuf_free(&c1);
+    zbuf_free(&c2);
+  }
+  zbuf_free(&a);
+  zbuf_free(&b);
+  free(copy);
+  return 0;
+}
