@@ -255,11 +255,6 @@ SEXP ffi_file_read(SEXP path, SEXP range) {
   zbuf b = {0};
   zerr e = {ZE_OK, ""};
   int missing = 0;
-  /* refuse FIFOs and devices before file_read() could block on them */
-  int fd = open_regular(p, &missing, &e);
-  if (fd < 0 && !missing) zarr_raise_err(&e, NULL, NULL);
-  if (fd >= 0) close(fd);
-  if (missing) return R_NilValue;
   if (file_read(p, off, len, &b, &missing, &e)) {
     zbuf_free(&b);
     zarr_raise_err(&e, NULL, NULL);

@@ -32,23 +32,13 @@ int64_t file_size(const char *path) {
 int file_read(const char *path, int64_t off, int64_t len, zbuf *out, int *missing, zerr *e) {
   *missing = 0;
   out->size = 0;
-  int fd = open(path, O_RDONLY | ZARR_O_BINARY);
-  if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) {
-      *missing = 1;
-      return 0;
-    }
-    return zerr_set(e, ZE_IO, "cannot open '%s': %s", path, strerror(errno));
-  }
+  /* never blocks on a FIFO or device a key may name; a directory is absent */
+  int fd = open_regular(path, missing, e);
+  if (fd < 0) return *missing ? 0 : -1;
   struct stat st;
   if (fstat(fd, &st) != 0) {
     close(fd);
     return zerr_set(e, ZE_IO, "cannot stat '%s': %s", path, strerror(errno));
-  }
-  if (S_ISDIR(st.st_mode)) { /* a prefix, not a value */
-    close(fd);
-    *missing = 1;
-    return 0;
   }
   int64_t size = (int64_t)st.st_size;
   if (off < 0) off = size + off < 0 ? 0 : size + off;

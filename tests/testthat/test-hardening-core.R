@@ -450,10 +450,8 @@ test_that("a metadata document that is a FIFO is refused, not waited on", {
 test_that("a chunk that is a FIFO is refused, not waited on", {
   skip_on_os("windows")
   skip_if(Sys.which("mkfifo") == "" || Sys.which("timeout") == "", "no mkfifo or timeout")
-  # engine reads go through store_local.c's file_read(), which opens chunks
-  # with open_regular() (src/fileio.c) once the store interface lands
-  skip_if_not(isTRUE(as.logical(Sys.getenv("ZARR_TEST_FIFO_CHUNK", "false"))),
-              "chunk reads through open_regular() are not wired yet")
+  # engine reads go through store_local.c's file_read(), which opens files
+  # with open_regular() (src/fileio.c)
   path <- hc_store()
   chunk <- hc_chunk_file(path)
   unlink(chunk)
