@@ -226,6 +226,8 @@ def main():
                              dimension_separator=".")
         r = timed(create_tree, reps, min_time)
         per = meta["groups"] * meta["arrays"]
+        last_tree = os.path.join(out_dir, "py-meta-%d.zarr" % (reps * r["calls_per_rep"]))
+        r["arrays_found"] = sum(".zarray" in files for _, _, files in os.walk(last_tree))
         for f in ("s", "min_s", "cpu_s"):
             r[f] /= per
         r["per_rep"] = per
