@@ -317,7 +317,7 @@ tab <- do.call(rbind, lapply(rows, function(rw) {
     ok <- ok && !is.na(o$s) && o$s < rw$abs
   }
   data.frame(id = id, operation = rw[[2]], ours_s = num(o$s), ours_cpu_s = num(o$cpu_s),
-             py_s = num(p$s), py_cpu_s = num(p$cpu_s), ratio = ratio,
+             py_s = num(p$s), py_cpu_s = num(p$cpu_s), ratio = ratio, cpu_ratio = num(o$cpu_s) / num(p$cpu_s),
              ours_min_s = num(o$min_s), py_min_s = num(p$min_s),
              calls_per_rep = num(o$calls_per_rep), py_calls_per_rep = num(p$calls_per_rep),
              ours_mb = num(o$bytes) / MB, py_mb = num(p$bytes) / MB,
@@ -336,7 +336,7 @@ for (key in c("b1_lz4_500", "b4_bzstd_500")) {
       id = sprintf("%s_t%d", key, nt), operation = sprintf("500x500 chunks, %s: read all, %d thread%s", lab, nt,
                                                           if (nt > 1) "s" else ""),
       ours_s = o$s, ours_cpu_s = o$cpu_s, py_s = NA, py_cpu_s = NA,
-      ratio = if (nt == 2) t2$s / t1$s else NA, ours_min_s = o$min_s, py_min_s = NA,
+      ratio = if (nt == 2) t2$s / t1$s else NA, cpu_ratio = if (nt == 2) t2$cpu_s / t1$cpu_s else NA, ours_min_s = o$min_s, py_min_s = NA,
       calls_per_rep = o$calls_per_rep, py_calls_per_rep = NA, ours_mb = NA, py_mb = NA,
       ours_valid = isTRUE(o$valid), same_values = NA,
       target = if (nt == 2) "2 thr / 1 thr <= 0.625" else "",
@@ -353,7 +353,7 @@ f_t <- function(x) ifelse(is.na(x), "-", ifelse(x >= 0.01, sprintf("%.3f s", x),
 f_r <- function(x) ifelse(is.na(x), "-", ifelse(x >= 10, sprintf("%.1f", x), sprintf("%.2f", x)))
 show <- data.frame(
   operation = tab$operation, `this package` = f_t(tab$ours_s), `cpu` = f_t(tab$ours_cpu_s),
-  `zarr-python` = f_t(tab$py_s), `py cpu` = f_t(tab$py_cpu_s), ratio = f_r(tab$ratio),
+  `zarr-python` = f_t(tab$py_s), `py cpu` = f_t(tab$py_cpu_s), ratio = f_r(tab$ratio), `cpu ratio` = f_r(tab$cpu_ratio),
   `same values` = ifelse(is.na(tab$same_values), ifelse(tab$ours_valid, "(R ok)", "R WRONG"),
                          ifelse(tab$same_values & tab$ours_valid, "yes", "NO")),
   target = paste0(tab$target, ifelse(nzchar(tab$target_met), paste0(": ", tab$target_met), "")),
@@ -366,7 +366,9 @@ cat("\n")
 say("Notes:")
 say("- Medians of %d timed repetitions after a warm-up; operations under %.0f ms are looped to", reps, 1000 * min_time)
 say("  >= %.0f ms per repetition, the open row %d opens per repetition; time.perf_counter in Python,", 1000 * min_time, open_reps)
-say("  proc.time in R. cpu = user + system seconds of the process (all threads) per operation.")
+say("  proc.time in R. cpu = user + system seconds of the process (all threads) per operation;")
+say("  cpu ratio = this package's cpu / zarr-python's: the work done, less sensitive to the load")
+say("  than wall time (this package decodes on %d threads, zarr-python on one, blosc aside).", def_threads)
 say("- The same Zarr v2 stores, written by this package (options(zarr.format = 2), order F);")
 say("  arrays opened beforehand except in the open row. Writes: each side writes the same")
 say("  values with the same chunks, codec and order into fresh stores.")
