@@ -11,8 +11,13 @@
 #   ZARR_BENCH_PEER_TIMEOUT    seconds allowed to the Python process (900)
 #   ZARR_BENCH_ONLY     regular expression: only the operations whose id matches
 #   ZARR_BENCH_DIR      work directory for the stores (default: a temporary one)
+#   ZARR_BENCH_KEEP     true: keep the stores and the spec file (to profile on them, or to
+#                       run bench/peer.py alone: /usr/bin/python3 bench/peer.py <spec>)
 # Output: the table on stdout and bench/results/peer.csv. Without a Python
 # that can import zarr 2 it prints why and exits with status 0.
+# zarr-python runs in one process, bench/peer.py --serve, started after the
+# stores are written: each repetition of ours is followed by one of its
+# repetitions of the same operation, so that both see the same load.
 
 t_start <- proc.time()[["elapsed"]]
 here <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
@@ -54,6 +59,7 @@ py_timeout <- as.numeric(Sys.getenv("ZARR_BENCH_PEER_TIMEOUT", "900"))
 only <- Sys.getenv("ZARR_BENCH_ONLY", "")
 min_time <- 0.05  # a repetition of a faster operation loops to >= 50 ms (both sides)
 want <- function(id) !nzchar(only) || grepl(only, id)
+keep <- tolower(Sys.getenv("ZARR_BENCH_KEEP", "false")) %in% c("true", "1", "yes")
 
 workdir <- Sys.getenv("ZARR_BENCH_DIR", "")
 own_workdir <- !nzchar(workdir)
@@ -112,26 +118,89 @@ make_tree <- function(path) {
   invisible(z)
 }
 
+# ---------------------------------------------------------------- zarr-python, serving
+# bench/peer.py --serve opens the same arrays and answers one command a line,
+# so that each repetition of ours is followed by one of zarr-python's.
+spec <- list(
+  reps = reps, open_reps = open_reps, min_time = min_time, only = only, out_dir = outdir,
+  stores = c(st, list(meta500 = file.path(fixdir, "meta500.zarr"), meta500_py = file.path(fixdir, "meta500_py.zarr"))),
+  full_reads = list(list("b1_lz4_500", "b1_lz4_500"), list("b2_bzstd_100", "b2_bzstd_100"),
+                    list("b3_vec_lz4", "b3_vec_lz4"), list("b4_bzstd_500", "b4_bzstd_500"),
+                    list("w1_read", "w1"), list("w3_read", "w3"), list("w4_read", "w4"),
+                    list("w5_read_none", "w5_none"), list("w5_read_blosc", "w5_blosc")),
+  writes = list(  # id, store whose array (values, chunks, codec) is written again, codec
+    list("w1_write", "w1", "zstd"), list("w3_write", "w3", "zstd"), list("w4_write", "w4", "zstd"),
+    list("w5_write_none", "w5_none", "none"), list("w5_write_blosc", "w5_blosc", "blosc")),
+  open_store = "w1",
+  w2_blocks = lapply(seq_len(nrow(w2_blocks)), function(b) c(w2_blocks$i[b], w2_blocks$j[b])),
+  w3_k = W3_K, w3_ij = W3_IJ, meta = meta)
+st <- spec$stores
+spec_file <- file.path(workdir, "peer-spec.json")
+writeLines(jsonlite::toJSON(spec, auto_unbox = TRUE, digits = NA), spec_file)
+pyproc <- processx::process$new(py$path, c(file.path(root, "bench", "peer.py"), spec_file, "--serve"),
+                                stdin = "|", stdout = "|", stderr = "")
+py_buf <- character()
+py_ok <- TRUE
+py_call <- function(cmd) {
+  if (!py_ok) return(NULL)
+  ans <- tryCatch({
+    pyproc$write_input(paste0(jsonlite::toJSON(cmd, auto_unbox = TRUE), "\n"))
+    deadline <- proc.time()[["elapsed"]] + py_timeout
+    while (!length(py_buf)) {
+      if (proc.time()[["elapsed"]] > deadline) stop("no answer within ", py_timeout, " s")
+      if (!pyproc$is_alive() && !pyproc$is_incomplete_output()) stop("bench/peer.py exited (status ", pyproc$get_exit_status(), ")")
+      pyproc$poll_io(1000)
+      py_buf <<- c(py_buf, pyproc$read_output_lines())
+    }
+    line <- py_buf[1]; py_buf <<- py_buf[-1]
+    jsonlite::fromJSON(line, simplifyVector = FALSE)
+  }, error = function(e) {
+    say("  zarr-python side stopped: %s", conditionMessage(e))
+    py_ok <<- FALSE
+    NULL
+  })
+  if (!is.null(ans$error)) {
+    say("  zarr-python %s %s: %s", cmd$cmd, cmd$id %||% "", ans$error)
+    return(NULL)
+  }
+  ans
+}
+pyinfo <- py_call(list(cmd = "info"))
+if (is.null(pyinfo)) say("bench/peer.py --serve did not start: the table has this package only")
+
 # ---------------------------------------------------------------- timing
 # Median wall and CPU seconds per call of fn(i) over `reps` repetitions after
 # one warm-up; a faster operation is called k times per repetition (k from
-# the warm-up, or `calls`). The same rule as bench/peer.py.
-timed <- function(fn, calls = NULL, warm = fn) {
+# the warm-up, or `calls`). With `id`, zarr-python does the same operation,
+# its warm-up after ours and each of its repetitions right after ours.
+pyops <- list()
+timed <- function(fn, calls = NULL, warm = fn, id = NULL) {
+  rule <- function(w) max(1L, min(1000L, as.integer(ceiling(min_time / max(w, 1e-6)))))
   invisible(gc(FALSE))
   t0 <- proc.time()[["elapsed"]]
   warm(0L)
-  w <- proc.time()[["elapsed"]] - t0
-  if (is.null(calls)) calls <- max(1L, min(1000L, as.integer(ceiling(min_time / max(w, 1e-6)))))
-  wall <- cpu <- numeric(reps)
+  k <- calls %||% rule(proc.time()[["elapsed"]] - t0)
+  pw <- if (!is.null(id)) py_call(list(cmd = "rep", id = id, calls = 1L, first = 0L))
+  kp <- if (is.null(pw)) NA else calls %||% rule(pw$rep_s)
+  wall <- cpu <- pwall <- pcpu <- rep(NA_real_, reps)
   n <- 1L
   for (r in seq_len(reps)) {
     t0 <- proc.time()
-    for (k in seq_len(calls)) { fn(n); n <- n + 1L }
+    for (j in seq_len(k)) { fn(n); n <- n + 1L }
     d <- proc.time() - t0
-    wall[r] <- d[["elapsed"]] / calls
-    cpu[r] <- (d[["user.self"]] + d[["sys.self"]]) / calls
+    wall[r] <- d[["elapsed"]] / k
+    cpu[r] <- (d[["user.self"]] + d[["sys.self"]]) / k
+    if (!is.na(kp)) {
+      pr <- py_call(list(cmd = "rep", id = id, calls = kp, first = 1L + (r - 1L) * kp))
+      if (!is.null(pr)) { pwall[r] <- pr$s; pcpu[r] <- pr$cpu_s }
+    }
   }
-  list(s = stats::median(wall), min_s = min(wall), cpu_s = stats::median(cpu), reps = reps, calls_per_rep = calls)
+  if (!is.na(kp) && !anyNA(pwall)) {
+    chk <- py_call(list(cmd = "check", id = id))
+    pyops[[id]] <<- c(list(s = stats::median(pwall), min_s = min(pwall), cpu_s = stats::median(pcpu),
+                           reps = reps, calls_per_rep = kp), chk)
+  }
+  list(s = stats::median(wall), min_s = min(wall), cpu_s = stats::median(cpu), reps = reps, calls_per_rep = k)
 }
 # MD5 of the values' bytes in column-major order (as bench/peer.py digests)
 md5_of <- function(xs) {
@@ -150,24 +219,23 @@ open_a <- function(p) open_zarr(p)$get_node("/a")
 ours <- list()
 rec <- function(id, r) {
   ours[[id]] <<- r
-  say("  %-18s %10.6f s  (cpu %10.6f)%s", id, r$s, r$cpu_s, if (isFALSE(r$valid)) "  WRONG VALUES" else "")
+  p <- pyops[[id]]
+  say("  %-18s %10.6f s (cpu %10.6f)%s%s", id, r$s, r$cpu_s,
+      if (is.null(p)) "" else sprintf("   zarr-python %10.6f s (cpu %10.6f)", p$s, p$cpu_s),
+      if (isFALSE(r$valid)) "  WRONG VALUES" else "")
 }
 
-# What each row is (also handed to bench/peer.py)
-full_reads <- list(
-  list("b1_lz4_500", "b1_lz4_500", x1), list("b2_bzstd_100", "b2_bzstd_100", x1),
-  list("b3_vec_lz4", "b3_vec_lz4", x4), list("b4_bzstd_500", "b4_bzstd_500", x1),
-  list("w1_read", "w1", x1), list("w3_read", "w3", x3), list("w4_read", "w4", x4),
-  list("w5_read_none", "w5_none", x1), list("w5_read_blosc", "w5_blosc", x1))
-writes <- list(  # id, store whose array (values, chunks, codec) is written again, codec
-  list("w1_write", "w1", "zstd"), list("w3_write", "w3", "zstd"), list("w4_write", "w4", "zstd"),
-  list("w5_write_none", "w5_none", "none"), list("w5_write_blosc", "w5_blosc", "blosc"))
+full_reads <- lapply(spec$full_reads, function(fr)
+  c(fr, list(list(w1 = x1, w3 = x3, w4 = x4, w5_none = x1, w5_blosc = x1, b1_lz4_500 = x1, b2_bzstd_100 = x1,
+                  b4_bzstd_500 = x1, b3_vec_lz4 = x4)[[fr[[2]]]])))
+writes <- spec$writes
 
-say("\nthis package (array opened beforehand unless the row is about opening):")
+say("\ntimings, this package then zarr-python, repetitions interleaved (array opened beforehand")
+say("unless the row is about opening):")
 for (fr in full_reads) {
   if (!want(fr[[1]])) next
   a <- open_a(st[[fr[[2]]]])
-  r <- timed(function(i) read_all(a))
+  r <- timed(function(i) read_all(a), id = fr[[1]])
   v <- read_all(a)
   r$valid <- same_values(v, fr[[3]])
   r$md5 <- md5_of(list(v))
@@ -179,7 +247,7 @@ if (want("w2_blocks")) {
     i <- w2_blocks$i[b]; j <- w2_blocks$j[b]
     a[i:(i + 99L), j:(j + 99L)]
   })
-  r <- timed(w2)
+  r <- timed(w2, id = "w2_blocks")
   v <- w2(0)
   r$valid <- same_values(v, lapply(seq_len(nrow(w2_blocks)), function(b) {
     i <- w2_blocks$i[b]; j <- w2_blocks$j[b]
@@ -190,20 +258,20 @@ if (want("w2_blocks")) {
 }
 a3 <- open_a(st$w3)
 if (want("w3_slice")) {
-  r <- timed(function(i) a3[, , W3_K])
+  r <- timed(function(i) a3[, , W3_K], id = "w3_slice")
   v <- a3[, , W3_K]
   r$valid <- same_values(v, x3[, , W3_K]); r$md5 <- md5_of(list(v))
   rec("w3_slice", r)
 }
 if (want("w3_column")) {
-  r <- timed(function(i) a3[W3_IJ[1], W3_IJ[2], ])
+  r <- timed(function(i) a3[W3_IJ[1], W3_IJ[2], ], id = "w3_column")
   v <- a3[W3_IJ[1], W3_IJ[2], ]
   r$valid <- same_values(v, x3[W3_IJ[1], W3_IJ[2], ]); r$md5 <- md5_of(list(v))
   rec("w3_column", r)
 }
 if (want("open_one")) {
   open_one <- function(i) open_zarr(st$w1)$get_node("/a")[1, 1]
-  r <- timed(open_one, calls = open_reps)
+  r <- timed(open_one, calls = open_reps, id = "open_one")
   r$value <- open_one(0)
   r$valid <- identical(r$value, x1[1, 1])
   rec("open_one", r)
@@ -218,7 +286,7 @@ for (wr in writes) {
   r <- timed(function(i) {
     last <<- file.path(outdir, sprintf("r-%s-%d.zarr", wr[[1]], i))
     our_write_def(last, x, def)
-  })
+  }, id = wr[[1]])
   invisible(system2("sync"))  # untimed, like bench/run.R
   v <- read_all(open_a(last))
   r$valid <- same_values(v, x); r$md5 <- md5_of(list(v))
@@ -231,7 +299,7 @@ st$meta500_py <- file.path(fixdir, "meta500_py.zarr")
 if (want("meta_create") || want("meta_set_attr")) {
   # the warm-up builds the fixture of the set_attribute rows
   r <- timed(function(i) make_tree(file.path(outdir, sprintf("r-meta-%d.zarr", i))),
-             warm = function(i) make_tree(st$meta500))
+             warm = function(i) make_tree(st$meta500), id = "meta_create")
   for (f in c("s", "min_s", "cpu_s")) r[[f]] <- r[[f]] / per_tree
   r$per_rep <- per_tree
   r$valid <- length(list.files(st$meta500, pattern = "^\\.zarray$", recursive = TRUE, all.files = TRUE)) == per_tree
@@ -243,7 +311,7 @@ if (want("meta_create") || want("meta_set_attr")) {
 if (want("meta_set_attr")) {
   node <- open_zarr(st$meta500)$get_node(paste0("/", meta$node))
   last <- NA
-  r <- timed(function(i) { node$set_attribute("bench", i); last <<- i })
+  r <- timed(function(i) { node$set_attribute("bench", i); last <<- i }, id = "meta_set_attr")
   zm <- jsonlite::fromJSON(file.path(st$meta500, ".zmetadata"), simplifyVector = FALSE)
   r$valid <- identical(as.integer(zm$metadata[[paste0(meta$node, "/.zattrs")]]$bench), as.integer(last))
   rec("meta_set_attr", r)
@@ -258,25 +326,12 @@ for (key in c("b1_lz4_500", "b4_bzstd_500")) for (nt in 1:2) {
   r$valid <- same_values(with_threads(nt, a[, ]), x1)
   rec(id, r)
 }
-load_mid <- loadavg()
 
-# ---------------------------------------------------------------- zarr-python
-say("\nzarr-python %s (%s bench/peer.py), the same stores:", py$version, py$path)
-spec <- list(
-  reps = reps, open_reps = open_reps, min_time = min_time, only = only, out_dir = outdir,
-  stores = st,
-  full_reads = lapply(full_reads, function(fr) list(fr[[1]], fr[[2]])),
-  writes = writes, open_store = "w1",
-  w2_blocks = lapply(seq_len(nrow(w2_blocks)), function(b) c(w2_blocks$i[b], w2_blocks$j[b])),
-  w3_k = W3_K, w3_ij = W3_IJ, meta = meta)
-spec_file <- file.path(workdir, "peer-spec.json")
-writeLines(jsonlite::toJSON(spec, auto_unbox = TRUE, digits = NA), spec_file)
-out <- tryCatch(suppressWarnings(system2(py$path, c(shQuote(file.path(root, "bench", "peer.py")), shQuote(spec_file)),
-                                         stdout = TRUE, stderr = "", timeout = py_timeout)),
-                error = function(e) structure(conditionMessage(e), status = -1L))
-pyres <- tryCatch(jsonlite::fromJSON(out[length(out)], simplifyVector = FALSE), error = function(e) NULL)
-if (is.null(pyres)) say("bench/peer.py failed (status %s): %s", attr(out, "status") %||% "?",
-                        paste(utils::tail(out, 3), collapse = " | "))
+pyend <- py_call(list(cmd = "info"))
+invisible(try(close(pyproc$get_input_connection()), silent = TRUE))  # end of input: peer.py exits
+invisible(pyproc$wait(10000))
+if (pyproc$is_alive()) invisible(pyproc$kill())
+pyres <- if (is.null(pyinfo)) NULL else c(pyinfo, list(ops = pyops, load_start = pyinfo$load, load_end = pyend$load))
 load_end <- loadavg()
 
 # ---------------------------------------------------------------- table
@@ -364,7 +419,8 @@ say("thread rows: ratio = 2 threads / 1 thread):")
 local({ old <- options(width = 300); on.exit(options(old)); print(show, right = FALSE, row.names = FALSE) })
 cat("\n")
 say("Notes:")
-say("- Medians of %d timed repetitions after a warm-up; operations under %.0f ms are looped to", reps, 1000 * min_time)
+say("- Medians of %d timed repetitions after a warm-up, each of ours followed by one of zarr-python's", reps)
+say("  (bench/peer.py --serve, one process); operations under %.0f ms are looped to", 1000 * min_time)
 say("  >= %.0f ms per repetition, the open row %d opens per repetition; time.perf_counter in Python,", 1000 * min_time, open_reps)
 say("  proc.time in R. cpu = user + system seconds of the process (all threads) per operation;")
 say("  cpu ratio = this package's cpu / zarr-python's: the work done, less sensitive to the load")
@@ -382,11 +438,16 @@ if (!is.null(pyres)) {
 say("- This package: %d threads (default) except in the thread rows.", def_threads)
 say("- same values: MD5 of the values read (written stores: read back) equal on both sides; open row:")
 say("  the element; create: 500 .zarray files; set_attribute: the new value is in .zmetadata.")
-say("- Load average (%d cores): start %s, before zarr-python %s, end %s; zarr-python's own: %s .. %s.",
-    n_cores, load_start, load_mid, load_end, pyres$load_start %||% "-", pyres$load_end %||% "-")
+say("- Load average (%d cores): start %s, end %s.", n_cores, load_start, load_end)
 say("  A load above the core count means other processes competed for the CPU; compare cpu.")
 say("\nwrote %s", file.path(results_dir, "peer.csv"))
-say("timings done in %.0f s; removing the stores (slow on some file systems)", proc.time()[["elapsed"]] - t_start)
-unlink(c(fixdir, outdir, spec_file), recursive = TRUE)
-if (own_workdir) unlink(workdir, recursive = TRUE)
+if (keep) {
+  unlink(outdir, recursive = TRUE)
+  say("kept the stores in %s and %s (ZARR_BENCH_KEEP=true)", fixdir, spec_file)
+  say("  (zarr-python alone on them: %s bench/peer.py %s)", py$path, spec_file)
+} else {
+  say("timings done in %.0f s; removing the stores (slow on some file systems)", proc.time()[["elapsed"]] - t_start)
+  unlink(c(fixdir, outdir, spec_file), recursive = TRUE)
+  if (own_workdir) unlink(workdir, recursive = TRUE)
+}
 say("total %.0f s", proc.time()[["elapsed"]] - t_start)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The zarr-python 2 side of bench/peer.R.
 
-usage: /usr/bin/python3 bench/peer.py SPEC.json [--reps N] [--open-reps N]
+usage: /usr/bin/python3 bench/peer.py SPEC.json [--reps N] [--open-reps N] [--serve]
 
 SPEC.json (written by bench/peer.R) names the Zarr v2 stores that the R
 package wrote, the W2 block positions, the W3 slice/column, where to write
@@ -16,7 +16,10 @@ read. Writes write the same values (read from R's store, untimed) with the
 same codecs, chunks and order, into a fresh store per call; each written
 store is read back (untimed) and digested.
 
-Prints one JSON document on stdout; progress goes to stderr.
+Batch (default): times every operation and prints one JSON document on
+stdout; progress goes to stderr. --serve: opens the arrays, then answers
+one JSON command per line on stdin (see serve()), so that bench/peer.R can
+interleave its repetitions with zarr-python's in the same run.
 """
 
 import argparse
@@ -104,155 +107,188 @@ def open_array(store_path, name="a", mode="r"):
     return zarr.open_group(zarr.DirectoryStore(store_path), mode=mode)[name]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("spec")
-    ap.add_argument("--reps", type=int)
-    ap.add_argument("--open-reps", type=int)
-    args = ap.parse_args()
-    with open(args.spec) as f:
-        spec = json.load(f)
-    reps = args.reps or spec["reps"]
-    open_reps = args.open_reps or spec["open_reps"]
-    min_time = spec.get("min_time", 0.05)
-    only = spec.get("only") or ""
+def compressor(codec):
+    if codec == "none":
+        return None
+    if codec == "zstd":
+        return Zstd(level=1)
+    if codec == "blosc":
+        return Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE, blocksize=0)
+    if codec == "blosc_zstd":
+        return Blosc(cname="zstd", clevel=1, shuffle=Blosc.SHUFFLE, blocksize=0)
+    raise ValueError(codec)
+
+
+def build_ops(spec):
+    """op id -> (fn(n): one call, check(): dict of verification fields, per:
+    operations in one call). Arrays are opened here, before any timing."""
     st = spec["stores"]
     out_dir = spec["out_dir"]
     os.makedirs(out_dir, exist_ok=True)
-    res = {"zarr_version": zarr.__version__, "numcodecs_version": numcodecs.__version__,
-           "numpy_version": np.__version__, "python": sys.version.split()[0],
-           "executable": sys.executable, "blosc_nthreads": numcodecs.blosc.get_nthreads(),
-           "zstd_shim": zstd_shim, "load_start": loadavg(), "ops": {}}
-    log("zarr %s, numcodecs %s, load average %s" % (zarr.__version__, numcodecs.__version__,
-                                                    res["load_start"]))
-
-    def want(op_id):
-        import re
-        return not only or re.search(only, op_id) is not None
-
-    def record(op_id, r):
-        res["ops"][op_id] = r
-        log("%-16s %10.6f s  (cpu %10.6f)" % (op_id, r["s"], r["cpu_s"]))
+    ops = {}
 
     # ---- reads of whole arrays, the array opened beforehand
     for op_id, key in spec["full_reads"]:
-        if not want(op_id):
-            continue
         a = open_array(st[key])
-        r = timed(lambda i: a[...], reps, min_time)
-        r["md5"] = digest([a[...]])
-        record(op_id, r)
+        ops[op_id] = (lambda n, a=a: a[...], lambda a=a: {"md5": digest([a[...]])}, 1)
 
     # ---- W2: 20 unaligned 100 x 100 blocks of W1 (1-based positions from R)
-    if want("w2_blocks"):
-        a = open_array(st["w1"])
-        blocks = spec["w2_blocks"]
+    a1 = open_array(st["w1"])
+    blocks = spec["w2_blocks"]
 
-        def w2(_):
-            return [a[i - 1:i + 99, j - 1:j + 99] for i, j in blocks]
-        r = timed(w2, reps, min_time)
-        r["md5"] = digest(w2(0))
-        record("w2_blocks", r)
+    def w2(_):
+        return [a1[i - 1:i + 99, j - 1:j + 99] for i, j in blocks]
+    ops["w2_blocks"] = (w2, lambda: {"md5": digest(w2(0))}, 1)
 
     # ---- W3 slice [, , k] and column [i, j, ]
     a3 = open_array(st["w3"])
     k = spec["w3_k"]
     i3, j3 = spec["w3_ij"]
-    if want("w3_slice"):
-        r = timed(lambda _: a3[:, :, k - 1], reps, min_time)
-        r["md5"] = digest([a3[:, :, k - 1]])
-        record("w3_slice", r)
-    if want("w3_column"):
-        r = timed(lambda _: a3[i3 - 1, j3 - 1, :], reps, min_time)
-        r["md5"] = digest([a3[i3 - 1, j3 - 1, :]])
-        record("w3_column", r)
+    ops["w3_slice"] = (lambda n: a3[:, :, k - 1], lambda: {"md5": digest([a3[:, :, k - 1]])}, 1)
+    ops["w3_column"] = (lambda n: a3[i3 - 1, j3 - 1, :], lambda: {"md5": digest([a3[i3 - 1, j3 - 1, :]])}, 1)
 
-    # ---- open a store and read one element: `open_reps` calls per repetition
-    if want("open_one"):
-        p = st[spec["open_store"]]
+    # ---- open a store and read one element
+    p_open = st[spec["open_store"]]
 
-        def open_one(_):
-            return zarr.open_group(zarr.DirectoryStore(p), mode="r")["a"][0, 0]
-        r = timed(open_one, reps, min_time, calls=open_reps)
-        r["value"] = float(open_one(0))
-        record("open_one", r)
+    def open_one(_):
+        return zarr.open_group(zarr.DirectoryStore(p_open), mode="r")["a"][0, 0]
+    ops["open_one"] = (open_one, lambda: {"value": float(open_one(0))}, 1)
 
     # ---- writes: the same values, codecs, chunks and order, one fresh store per call
-    def compressor(codec):
-        if codec == "none":
-            return None
-        if codec == "zstd":
-            return Zstd(level=1)
-        if codec == "blosc":
-            return Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE, blocksize=0)
-        if codec == "blosc_zstd":
-            return Blosc(cname="zstd", clevel=1, shuffle=Blosc.SHUFFLE, blocksize=0)
-        raise ValueError(codec)
-
     for op_id, key, codec in spec["writes"]:
-        if not want(op_id):
-            continue
-        src = open_array(st[key])
-        x = src[...]  # F order, as R holds it
-        chunks = src.chunks
-        fill = src.fill_value
-        paths = []
+        state = {"x": None, "last": None}
 
-        def write(n):
+        def write(n, op_id=op_id, key=key, codec=codec, state=state):
+            if state["x"] is None:  # on the warm-up call, before any timing
+                src = open_array(st[key])
+                state.update(x=src[...], chunks=src.chunks, fill=src.fill_value)
+            x = state["x"]
             path = os.path.join(out_dir, "py-%s-%d.zarr" % (op_id, n))
             g = zarr.open_group(zarr.DirectoryStore(path, dimension_separator="."), mode="w")
-            arr = g.create("a", shape=x.shape, chunks=chunks, dtype=x.dtype,
-                           compressor=compressor(codec), fill_value=fill, order="F",
+            arr = g.create("a", shape=x.shape, chunks=state["chunks"], dtype=x.dtype,
+                           compressor=compressor(codec), fill_value=state["fill"], order="F",
                            dimension_separator=".")
             arr[...] = x
-            paths.append(path)
-        r = timed(write, reps, min_time)
-        os.sync()  # untimed, like R's sync after a write operation
-        r["md5"] = digest([open_array(paths[-1])[...]])
-        r["bytes"] = dir_bytes(paths[-1])
-        record(op_id, r)
+            state["last"] = path
+
+        def check(state=state):
+            os.sync()  # untimed, like R's sync after a write operation
+            state["x"] = None
+            return {"md5": digest([open_array(state["last"])[...]]), "bytes": dir_bytes(state["last"])}
+        ops[op_id] = (write, check, 1)
 
     # ---- metadata: 500 arrays in 20 groups of 25; time per array
     meta = spec["meta"]
-    if want("meta_create"):
-        def create_tree(n):
-            path = os.path.join(out_dir, "py-meta-%d.zarr" % n)
-            root = zarr.open_group(zarr.DirectoryStore(path, dimension_separator="."), mode="w")
-            for gi in range(1, meta["groups"] + 1):
-                g = root.create_group("g%d" % gi)
-                for ai in range(1, meta["arrays"] + 1):
-                    g.create("a%d" % ai, shape=tuple(meta["shape"]), chunks=tuple(meta["chunks"]),
-                             dtype="<f8", compressor=Zstd(level=1), fill_value=np.nan, order="F",
-                             dimension_separator=".")
-        r = timed(create_tree, reps, min_time)
-        per = meta["groups"] * meta["arrays"]
-        last_tree = os.path.join(out_dir, "py-meta-%d.zarr" % (reps * r["calls_per_rep"]))
-        r["arrays_found"] = sum(".zarray" in files for _, _, files in os.walk(last_tree))
-        for f in ("s", "min_s", "cpu_s"):
-            r[f] /= per
-        r["per_rep"] = per
-        record("meta_create", r)
+    per = meta["groups"] * meta["arrays"]
+    last_tree = {"path": None}
+
+    def create_tree(n):
+        path = os.path.join(out_dir, "py-meta-%d.zarr" % n)
+        root = zarr.open_group(zarr.DirectoryStore(path, dimension_separator="."), mode="w")
+        for gi in range(1, meta["groups"] + 1):
+            g = root.create_group("g%d" % gi)
+            for ai in range(1, meta["arrays"] + 1):
+                g.create("a%d" % ai, shape=tuple(meta["shape"]), chunks=tuple(meta["chunks"]),
+                         dtype="<f8", compressor=Zstd(level=1), fill_value=np.nan, order="F",
+                         dimension_separator=".")
+        last_tree["path"] = path
+    ops["meta_create"] = (create_tree, lambda: {"arrays_found": sum(
+        ".zarray" in files for _, _, files in os.walk(last_tree["path"]))}, per)
 
     # ---- set an attribute in a consolidated 500-array store (R wrote it and
-    # consolidated it), then consolidate again, as a zarr-python user would
-    if want("meta_set_attr"):
-        path = st["meta500_py"]
-        store = zarr.DirectoryStore(path)
-        root = zarr.open_group(store, mode="r+")
-        node = root[meta["node"]]
-        last = {"v": None}
+    # consolidated it), then consolidate again, as a zarr-python user would.
+    # Opened on first use: the store is made while R times its side.
+    sa = {"node": None, "last": None}
 
-        def set_attr(n):
-            node.attrs["bench"] = n
-            zarr.consolidate_metadata(store)
-            last["v"] = n
-        r = timed(set_attr, reps, min_time)
-        with open(os.path.join(path, ".zmetadata")) as f:
+    def set_attr(n):
+        if sa["node"] is None:
+            sa["store"] = zarr.DirectoryStore(st["meta500_py"])
+            sa["node"] = zarr.open_group(sa["store"], mode="r+")[meta["node"]]
+        sa["node"].attrs["bench"] = n
+        zarr.consolidate_metadata(sa["store"])
+        sa["last"] = n
+
+    def set_attr_check():
+        with open(os.path.join(st["meta500_py"], ".zmetadata")) as f:
             zm = json.load(f)
         got = zm["metadata"].get(meta["node"] + "/.zattrs", {}).get("bench")
-        r["consolidated_ok"] = got == last["v"]
-        record("meta_set_attr", r)
+        return {"consolidated_ok": got == sa["last"]}
+    ops["meta_set_attr"] = (set_attr, set_attr_check, 1)
+    return ops
 
+
+def info():
+    return {"zarr_version": zarr.__version__, "numcodecs_version": numcodecs.__version__,
+            "numpy_version": np.__version__, "python": sys.version.split()[0],
+            "executable": sys.executable, "blosc_nthreads": numcodecs.blosc.get_nthreads(),
+            "zstd_shim": zstd_shim, "load": loadavg()}
+
+
+def one_rep(fn, calls, first):
+    t0, c0 = time.perf_counter(), time.process_time()
+    for n in range(first, first + calls):
+        fn(n)
+    return {"s": (time.perf_counter() - t0) / calls, "cpu_s": (time.process_time() - c0) / calls}
+
+
+def serve(ops):
+    """One JSON command a line on stdin, one JSON answer a line on stdout:
+    {"cmd": "info"}; {"cmd": "rep", "id": ID, "calls": K, "first": N} (K calls
+    numbered from N: N = 0 is the warm-up); {"cmd": "check", "id": ID}."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        cmd = json.loads(line)
+        try:
+            if cmd["cmd"] == "info":
+                ans = info()
+            elif cmd["cmd"] == "rep":
+                fn, _, per = ops[cmd["id"]]
+                ans = one_rep(fn, cmd["calls"], cmd["first"])
+                ans = {"rep_s": ans["s"] * cmd["calls"], "s": ans["s"] / per, "cpu_s": ans["cpu_s"] / per}
+            elif cmd["cmd"] == "check":
+                ans = ops[cmd["id"]][1]()
+            else:
+                raise ValueError("unknown command %r" % cmd["cmd"])
+        except Exception as e:  # report, keep serving
+            ans = {"error": "%s: %s" % (type(e).__name__, e)}
+        sys.stdout.write(json.dumps(ans) + "\n")
+        sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("spec")
+    ap.add_argument("--reps", type=int)
+    ap.add_argument("--open-reps", type=int)
+    ap.add_argument("--serve", action="store_true",
+                    help="answer commands on stdin (bench/peer.R interleaves its repetitions)")
+    args = ap.parse_args()
+    with open(args.spec) as f:
+        spec = json.load(f)
+    log("zarr %s, numcodecs %s, load average %s" % (zarr.__version__, numcodecs.__version__, loadavg()))
+    ops = build_ops(spec)
+    if args.serve:
+        serve(ops)
+        return
+    # batch: every operation in turn, one JSON document at the end
+    reps = args.reps or spec["reps"]
+    open_reps = args.open_reps or spec["open_reps"]
+    min_time = spec.get("min_time", 0.05)
+    only = spec.get("only") or ""
+    res = info()
+    res["load_start"] = res.pop("load")
+    res["ops"] = {}
+    import re
+    for op_id, (fn, check, per) in ops.items():
+        if only and not re.search(only, op_id):
+            continue
+        r = timed(fn, reps, min_time, calls=open_reps if op_id == "open_one" else None)
+        for f in ("s", "min_s", "cpu_s"):
+            r[f] /= per
+        r.update(check())
+        res["ops"][op_id] = r
+        log("%-16s %10.6f s  (cpu %10.6f)" % (op_id, r["s"], r["cpu_s"]))
     res["load_end"] = loadavg()
     json.dump(res, sys.stdout)
     sys.stdout.write("\n")
