@@ -8,7 +8,7 @@
 #                       python3 that can import zarr 2.x and numcodecs)
 #   ZARR_BENCH_REPS     timed repetitions per operation after a warm-up (5)
 #   ZARR_BENCH_PEER_OPEN_REPS  opens per repetition of the open + one element row (200)
-#   ZARR_BENCH_PEER_TIMEOUT    seconds allowed to the Python process (900)
+#   ZARR_BENCH_PEER_TIMEOUT    seconds allowed to bench/peer.py for one answer (900)
 #   ZARR_BENCH_ONLY     regular expression: only the operations whose id matches
 #   ZARR_BENCH_DIR      work directory for the stores (default: a temporary one)
 #   ZARR_BENCH_KEEP     true: keep the stores and the spec file (to profile on them, or to
