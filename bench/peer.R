@@ -317,7 +317,6 @@ if (want("meta_set_attr")) {
   rec("meta_set_attr", r)
 }
 # threads: this package only (zarr-python 2 decodes chunks one after the other)
-thr <- list()
 for (key in c("b1_lz4_500", "b4_bzstd_500")) for (nt in 1:2) {
   id <- sprintf("%s_t%d", key, nt)
   if (!want(id)) next
