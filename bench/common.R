@@ -96,13 +96,15 @@ W3_IJ <- c(100L, 200L) # the 1 x 1 x 128 column [100, 200, ]
 # ---------------------------------------------------------------- our zarr
 
 # Definition of a float64 / int32 array with chunks and one compressor
-# ("none", "zstd" (level 1) or "blosc" (lz4, clevel 5, shuffle)).
+# ("none", "zstd" (level 1), "blosc" (lz4, clevel 5, shuffle) or "blosc_zstd"
+# (zstd, clevel 1, shuffle)).
 our_def <- function(type, dims, chunks, codec = "zstd") {
   def <- define_array(type, dims)
   def$chunk_shape <- chunks
   def$remove_codec("zstd")  # start from transpose + bytes, whatever the default
   if (codec == "zstd") def$add_codec("zstd", list(level = 1))
   if (codec == "blosc") def$add_codec("blosc", list(cname = "lz4", clevel = 5, shuffle = "shuffle"))
+  if (codec == "blosc_zstd") def$add_codec("blosc", list(cname = "zstd", clevel = 1, shuffle = "shuffle"))
   def
 }
 

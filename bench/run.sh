@@ -9,7 +9,10 @@
 #    'zarr' package into bench/lib (a failure only drops the comparison);
 # 4. Rscript bench/run.R (table on stdout, bench/results/results.csv);
 # 5. unless ZARR_BENCH_REMOTE=false: Rscript bench/remote.R, the HTTP
-#    benchmarks (bench/results/remote.csv; needs node and processx).
+#    benchmarks (bench/results/remote.csv; needs node and processx);
+# 6. unless ZARR_BENCH_PEER=false: Rscript bench/peer.R, this package against
+#    zarr-python 2 on the same stores (bench/results/peer.csv; as root, Debian's
+#    python3-zarr and python3-numcodecs are installed first when missing).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -42,6 +45,21 @@ if ! is_false "${ZARR_BENCH_REMOTE:-true}" && ! command -v nginx >/dev/null 2>&1
     </dev/null >/dev/null 2>&1 || say "nginx not installed: bench/remote.R leaves its row out"
 fi
 
+# ---- zarr-python 2 for the peer benchmark (Debian's python3-zarr and
+# python3-numcodecs, for /usr/bin/python3); optional: without them
+# bench/peer.R says so and skips
+py_has_zarr() { /usr/bin/python3 -c 'import zarr, numcodecs' >/dev/null 2>&1; }
+if ! is_false "${ZARR_BENCH_PEER:-true}" && [ -z "${ZARR_BENCH_PYTHON:-}" ] && ! py_has_zarr &&
+   [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  say "apt-get install python3-zarr python3-numcodecs (for bench/peer.R)"
+  apt_py() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      python3-zarr python3-numcodecs </dev/null >/dev/null 2>&1
+  }
+  apt_py || { DEBIAN_FRONTEND=noninteractive apt-get update </dev/null >/dev/null 2>&1 && apt_py; } ||
+    say "python3-zarr not installed: bench/peer.R will skip"
+fi
+
 # ---- 4. the benchmarks
 say "Rscript bench/run.R"
 status=0
@@ -53,5 +71,13 @@ if is_false "${ZARR_BENCH_REMOTE:-true}"; then
 else
   say "Rscript bench/remote.R"
   Rscript bench/remote.R || status=$?
+fi
+
+# ---- 6. the peer benchmark: zarr-python 2 on the same stores
+if is_false "${ZARR_BENCH_PEER:-true}"; then
+  say "skipping the peer benchmark (ZARR_BENCH_PEER=false)"
+else
+  say "Rscript bench/peer.R"
+  Rscript bench/peer.R || status=$?
 fi
 exit "$status"
