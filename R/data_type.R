@@ -87,7 +87,7 @@ normalize_fill <- function(name, value) {
 fill_json <- function(name, value) {
   if (is.list(value)) return(lapply(value, function(v) fill_json("float64", v)))
   if (is.character(value)) {
-    if (grepl("^-?[0-9]+$", value)) return(structure(value, class = "json_literal"))
+    if (!is_string_dtype(name) && grepl("^-?[0-9]+$", value)) return(structure(value, class = "json_literal"))
     return(value)
   }
   if (is.numeric(value) && !is.finite(value)) {

@@ -85,8 +85,8 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @return Self, invisibly.
     save = function() {
       private$.store$set_metadata(self$prefix, private$.metadata)
-      if (!is.null(private$.parent) || !is.null(private$.metadata$consolidated_metadata))
-        write_consolidated(self)
+      # a no-op unless the hierarchy has consolidated metadata
+      write_consolidated(self)
       invisible(self)
     }
   ),

@@ -198,7 +198,8 @@ v2_codec_doc <- function(cd) {
     blosc = list(id = "blosc", cname = cfg$cname, clevel = cfg$clevel,
                  shuffle = match(cfg$shuffle %||% "shuffle", blosc_shuffles) - 1L,
                  blocksize = cfg$blocksize %||% 0L),
-    zstd = list(id = "zstd", level = cfg$level %||% 1L, checksum = isTRUE(cfg$checksum)),
+    # numcodecs before 0.13 refuses a "checksum" key: write it only when set
+    zstd = c(list(id = "zstd", level = cfg$level %||% 1L), if (isTRUE(cfg$checksum)) list(checksum = TRUE)),
     gzip = list(id = "gzip", level = cfg$level %||% 5L),
     crc32c = list(id = "crc32c"),
     c(list(id = sub("^numcodecs[.]", "", cd$name)), cfg)
