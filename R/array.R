@@ -51,9 +51,9 @@ zarr_array <- R6::R6Class("zarr_array",
         sum(vapply(keys, function(k) as.numeric(private$.store$getsize(k)), 0), na.rm = TRUE)
       }, error = function(e) NA)
       if (!is.na(size)) {
-        raw <- prod(self$shape) * self$data_type$size
+        raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length
         cat("Stored     :", format_bytes(size),
-            if (raw > 0 && size > 0) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
+            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
             "\n")
       }
       self$print_attributes()
@@ -79,8 +79,10 @@ zarr_array <- R6::R6Class("zarr_array",
       sel <- private$normalize_selection(selection)
       # a v2 fill value of null means "none": nothing to show as NA
       fill_as_na <- isTRUE(fill_as_na) && !private$.fill_null
-      out <- if (any(vapply(private$.codecs, function(cd) cd$name == "json2", TRUE)))
-        read_json2(self, private$.grid, sel) else private$.grid$read_selection(sel, fill_as_na)
+      out <- if (private$is_json2()) {
+        o <- read_json2(self, private$.grid, sel)
+        if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
+      } else private$.grid$read_selection(sel, fill_as_na)
       private$decorate(out)
     },
 
@@ -112,7 +114,8 @@ zarr_array <- R6::R6Class("zarr_array",
       } else {
         sel <- private$normalize_selection(selection)
       }
-      private$.grid$write_selection(as_plain_vector(data), sel)
+      if (private$is_json2()) write_json2(self, private$.grid, sel, as_plain_vector(data))
+      else private$.grid$write_selection(as_plain_vector(data), sel)
       invisible(self)
     }
   ),
@@ -163,6 +166,7 @@ zarr_array <- R6::R6Class("zarr_array",
     .fill_null = FALSE,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
+    is_json2 = function() any(vapply(private$.codecs, function(cd) cd$name == "json2", TRUE)),
 
     setup = function() {
       m <- private$.metadata

@@ -95,3 +95,108 @@ test_that("6: non-ASCII text in metadata is written as \\u escapes and read back
     expect_identical(z2[["/a"]]$dimension_names, "\u00e9t\u00e9")
   }
 })
+
+# A writable copy of a shared fixture store.
+fixture_copy <- function(rel, env = parent.frame()) {
+  skip_without_fixtures()
+  src <- file.path(fixtures_dir(), rel)
+  p <- local_store_path(env)
+  dir.create(p)
+  file.copy(list.files(src, full.names = TRUE, all.files = TRUE, no.. = TRUE), p, recursive = TRUE)
+  Sys.chmod(list.files(p, full.names = TRUE, recursive = TRUE, all.files = TRUE, include.dirs = TRUE),
+            "755", use_umask = FALSE)
+  p
+}
+
+test_that("7: a v2 |O string array with fill value 0 reads missing elements as NA", {
+  skip_without_fixtures()
+  z <- open_zarr(file.path(fixtures_dir(), "zarr-python/compat/str_v2_fv_0.zarr"), read_only = TRUE)
+  a <- z[["/"]]
+  # "" was written explicitly at [3:4]; [5] is in a chunk never written
+  expect_identical(a$read(), c("a", "bb", NA, NA, NA))
+  expect_identical(a$read(fill_as_na = FALSE), c("a", "bb", "", "", ""))
+  expect_identical(a[4:5], c(NA_character_, NA_character_))
+  # a fill value of null means none: nothing is NA
+  z <- open_zarr(file.path(fixtures_dir(), "zarr-python/compat/str_v2_fv_null.zarr"), read_only = TRUE)
+  expect_identical(z[["/"]]$read(), c("a", "bb", "", "", ""))
+})
+
+test_that("13: NA in a character vector is written as the fill value and read back as NA", {
+  for (fmt in 2:3) {
+    withr::local_options(zarr.format = fmt)
+    z <- create_zarr()
+    d <- define_array("string", 5)
+    d$fill_value <- "missing"
+    a <- z$add_array("/", "s", d)
+    a[1:4] <- c("a", NA, "missing", "")
+    expect_identical(a[], c("a", NA, NA, "", NA))
+    expect_identical(a$read(fill_as_na = FALSE), c("a", "missing", "missing", "", "missing"))
+    b <- z$add_array("/", "t", define_array("string", c(2, 2)))
+    b[, ] <- matrix(c("x", NA, "", "y"), 2)
+    expect_identical(b$read(fill_as_na = FALSE), matrix(c("x", "", "", "y"), 2))
+    expect_identical(b[, ], matrix(c("x", NA, NA, "y"), 2))
+    u <- z$add_array("/", "u", define_array(list(name = "fixed_length_utf32", configuration = list(length_bytes = 8L)), 3))
+    u[] <- c("ab", NA, "c")
+    expect_identical(u[], c("ab", NA, "c"))
+    expect_identical(u$read(fill_as_na = FALSE), c("ab", "", "c"))
+  }
+})
+
+test_that("10: v2 json2 arrays are written in the numcodecs JSON format and read back", {
+  p <- fixture_copy("zarr-python/v2.zarr")
+  z <- open_zarr(p)
+  a <- z[["/1d.contiguous.json2.O"]]
+  expect_identical(a[], c("foo", "bar", "baz", "qux"))
+  a[2:3] <- c("\u00e9", "z")
+  expect_identical(rawToChar(readBin(file.path(p, "1d.contiguous.json2.O", "0"), "raw", 100)),
+                   "[\"foo\",\"\\u00e9\",\"z\",\"qux\",\"|O\",[4]]")
+  expect_identical(open_zarr(p)[["/1d.contiguous.json2.O"]][], c("foo", "\u00e9", "z", "qux"))
+  # saving the metadata again keeps the json2 filter and its configuration
+  a$set_attribute("k", 1L)
+  f <- jsonlite::fromJSON(file.path(p, "1d.contiguous.json2.O", ".zarray"), simplifyVector = FALSE)$filters
+  expect_identical(f[[1]]$id, "json2")
+  expect_identical(f[[1]]$separators, list(",", ":"))
+  # a new 2-d json2 array with a compressor: nested lists in C order
+  d <- define_array("string", c(3, 5))
+  d$chunk_shape <- c(2, 2)
+  d$portable <- TRUE
+  d$add_codec("json2")
+  expect_identical(d$codec_info$name, c("json2", "zstd"))
+  b <- z$add_array("/", "j2", d)
+  x <- matrix(letters[1:15], 3)
+  b[] <- x
+  expect_identical(open_zarr(p)[["/j2"]][], x)
+  raw <- readBin(file.path(p, "j2", "1.2"), "raw", 1000)
+  expect_identical(rawToChar(zarr_codec_zstd$new()$decode(raw)), "[[\"o\",\"\"],[\"\",\"\"],\"|O\",[2,2]]")
+  b[3, 5] <- NA
+  expect_identical(b$read(fill_as_na = FALSE)[3, ], c("c", "f", "i", "l", ""))
+  expect_identical(b[2:3, 4:5], matrix(c("k", "l", "n", NA), 2))
+  expect_identical(jsonlite::fromJSON(file.path(p, "j2", ".zarray"), simplifyVector = FALSE)$filters,
+                   list(list(id = "json2")))
+})
+
+test_that("15: the array -> bytes codec of a string array cannot be removed", {
+  d <- define_array("string", 4)
+  expect_warning(d$remove_codec("vlen-utf8"), class = "zarr_warning_codec")
+  expect_identical(d$codec_info$name, c("vlen-utf8", "zstd"))
+  expect_true(d$is_valid())
+  d$remove_codec("zstd")
+  expect_identical(d$codec_info$name, "vlen-utf8")
+  d$remove_codec("gzip") # not there: nothing happens
+  expect_identical(d$codec_info$name, "vlen-utf8")
+})
+
+test_that("20: print() of string arrays works, the shared fixtures included", {
+  z <- create_zarr()
+  a <- z$add_array("/", "s", define_array("string", 3))
+  a[] <- c("x", "yy", "zzz")
+  out <- capture.output(print(a))
+  expect_match(out, "^Stored     : [0-9]+ B", all = FALSE)
+  skip_without_fixtures()
+  for (rel in c("zarr-python/compat/str_v2_fv_0.zarr", "zarr-python/compat/cities_v3.zarr")) {
+    zz <- open_zarr(file.path(fixtures_dir(), rel), read_only = TRUE)
+    for (path in zz$arrays) expect_output(print(zz[[path]]), "Data type  : string", info = rel)
+  }
+  zz <- open_zarr(file.path(fixtures_dir(), "zarr-python/v2.zarr"), read_only = TRUE)
+  for (path in zz$arrays) expect_output(print(zz[[path]]), "Shape", info = path)
+})
