@@ -137,10 +137,22 @@ zarr_group <- R6::R6Class("zarr_group",
     },
 
     #' @description Delete a child array, or a child group that is empty.
-    #' @param name The name (or a path to a direct child).
+    #' @param name The name of a child, or the path of a node below this
+    #'   group ("a/x"; a path starting with "/" starts at the root).
     #' @return Self, invisibly.
     delete = function(name) {
-      name <- basename(name)
+      if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name))
+        zarr_abort("argument", "the node to delete is given by a single name or path")
+      if (grepl("/", name, fixed = TRUE)) {
+        node <- if (startsWith(name, "/")) root_of(self)$get_node(sub("^/+", "", name)) else self$get_node(name)
+        if (is.null(node) || is.null(node$parent))
+          zarr_abort("not_found", sprintf("'%s' is not a node below group '%s'", name, self$path))
+        if (!identical(node$parent, self)) {
+          node$parent$delete(node$name)
+          return(invisible(self))
+        }
+        name <- node$name
+      }
       node <- self$children[[name]]
       if (is.null(node)) zarr_abort("not_found", sprintf("'%s' is not in group '%s'", name, self$path))
       if (inherits(node, "zarr_group") && length(node$children))

@@ -92,23 +92,32 @@ json_str <- function(x) {
     if (any(bad))
       zarr_abort("metadata", sprintf("cannot write invalid UTF-8 text as JSON: '%s'",
                                      substr(iconv(x[odd][bad][1L], "UTF-8", "ASCII", sub = "?"), 1L, 60L)))
-    y <- x[odd]
-    m <- gregexpr("[^\\x20-\\x7e]+", y, perl = TRUE)
-    regmatches(y, m) <- lapply(regmatches(y, m), function(runs) vapply(runs, json_escape_run, ""))
-    x[odd] <- y
+    x[odd] <- vapply(x[odd], json_escape_ascii, "", USE.NAMES = FALSE)
   }
   out <- paste0("\"", x, "\"")
   out[na] <- "null"
   out
 }
 
-json_escape_run <- function(s) {
+# One string -> the same text in printable ASCII; built as bytes, so that
+# long texts with many escapes take linear time.
+json_escape_ascii <- function(s) {
   cp <- utf8ToInt(s)
-  hi <- cp > 0xFFFF
-  v <- cp[hi] - 0x10000
-  out <- sprintf("\\u%04x", cp)
-  out[hi] <- sprintf("\\u%04x\\u%04x", 0xD800 + v %/% 1024, 0xDC00 + v %% 1024)
-  paste(out, collapse = "")
+  esc <- cp < 0x20L | cp > 0x7eL
+  astral <- cp > 0xFFFFL
+  start <- cumsum(1L + 5L * esc + 6L * astral) - (1L + 5L * esc + 6L * astral) # 0-based offsets
+  out <- raw(start[length(start)] + 1L + 5L * esc[length(esc)] + 6L * astral[length(astral)])
+  out[start[!esc] + 1L] <- as.raw(cp[!esc])
+  # the \uXXXX units: one per BMP character, two (a surrogate pair) beyond
+  bmp <- esc & !astral
+  v <- cp[astral] - 0x10000L
+  at <- c(start[bmp], start[astral], start[astral] + 6L)
+  unit <- c(cp[bmp], 0xD800L + v %/% 1024L, 0xDC00L + v %% 1024L)
+  hex <- charToRaw("0123456789abcdef")
+  out[at + 1L] <- as.raw(0x5c)
+  out[at + 2L] <- as.raw(0x75)
+  for (k in 0:3) out[at + 3L + k] <- hex[(unit %/% 16L^(3L - k)) %% 16L + 1L]
+  rawToChar(out)
 }
 
 json_scalars <- function(x) {

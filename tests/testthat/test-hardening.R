@@ -200,3 +200,107 @@ test_that("20: print() of string arrays works, the shared fixtures included", {
   zz <- open_zarr(file.path(fixtures_dir(), "zarr-python/v2.zarr"), read_only = TRUE)
   for (path in zz$arrays) expect_output(print(zz[[path]]), "Shape", info = path)
 })
+
+open_zarr_or_same <- function(z, kind) if (kind == "local") open_zarr(z$store$root) else z
+
+test_that("8: zarr_group$delete() with a path deletes that node, not a namesake at the top", {
+  for (kind in c("memory", "local")) {
+    z <- new_test_zarr(kind)
+    z$add_group("/", "a")
+    z$add_array("/a", "x", define_array("int8", 2))
+    top <- z$add_array("/", "x", define_array("int8", 2))
+    top[] <- 1:2
+    z$root$delete("a/x")
+    expect_null(z[["/a/x"]])
+    expect_identical(z[["/x"]][], 1:2)
+    expect_identical(sort(z$arrays), "/x")
+    z$add_array("/a", "y", define_array("int8", 2))
+    z[["/a"]]$delete("/a/y") # an absolute path to a direct child
+    expect_null(z[["/a/y"]])
+    expect_error(z$root$delete("a/nothing"), class = "zarr_error_not_found")
+    expect_error(z$root$delete("nothing"), class = "zarr_error_not_found")
+    expect_identical(open_zarr_or_same(z, kind)$arrays, "/x")
+  }
+})
+
+test_that("9: zarr_localstore$erase() of a non-empty group refuses before removing anything", {
+  p <- local_store_path()
+  z <- create_zarr(p)
+  g <- z$add_group("/", "g")
+  g$set_attribute("keep", "me")
+  z$add_array("/g", "x", define_array("int8", 2))
+  expect_error(z$store$erase("g"), class = "zarr_error_not_empty")
+  expect_true(file.exists(file.path(p, "g", "zarr.json")))
+  expect_identical(open_zarr(p)[["/g"]]$attributes$keep, "me")
+  withr::local_options(zarr.format = 2L)
+  p2 <- local_store_path()
+  z2 <- create_zarr(p2)
+  g2 <- z2$add_group("/", "g")
+  g2$set_attribute("keep", "me")
+  z2$add_array("/g", "x", define_array("int8", 2))
+  expect_error(z2$store$erase("g"), class = "zarr_error_not_empty")
+  expect_true(all(file.exists(file.path(p2, "g", c(".zgroup", ".zattrs")))))
+  expect_identical(open_zarr(p2)[["/g"]]$attributes$keep, "me")
+  # an empty group goes
+  z2$add_group("/", "e")
+  expect_true(z2$store$erase("e"))
+  expect_false(dir.exists(file.path(p2, "e")))
+})
+
+test_that("15: memory store clear(), base store methods, deep clones", {
+  m <- zarr_memorystore$new()
+  m$create_group("/", "")
+  m$set("a/c.0", as.raw(1:3))
+  expect_true(m$clear())
+  expect_identical(m$keys, character())
+  base <- zarr_store$new()
+  expect_error(base$exists("a"), class = "zarr_error_not_implemented")
+  expect_error(base$get("a"), class = "zarr_error_not_implemented")
+  expect_error(base$list_dir(""), class = "zarr_error_not_implemented")
+  expect_error(base$list_prefix(""), class = "zarr_error_not_implemented")
+  z <- create_zarr()
+  a <- z$add_array("/", "a", define_array("int32", 3))
+  a[] <- 1:3
+  z2 <- z$clone(deep = TRUE)
+  expect_false(identical(z2$root, z$root))
+  expect_identical(z2$arrays, "/a")
+  expect_identical(z2[["/a"]][], 1:3)
+  z2[["/a"]][1] <- 9L # the store is shared
+  expect_identical(a[], c(9L, 2:3))
+})
+
+test_that("15: configure's failure message lists every library the package needs", {
+  src <- file.path(testthat::test_path(), "..", "..", "configure")
+  skip_if(!file.exists(src), "the configure script is not available (installed tests)")
+  txt <- readLines(src)
+  at <- grep("All build dependencies", txt, fixed = TRUE)
+  expect_length(at, 1L)
+  deps <- txt[at + 1:3]
+  expect_match(deps[1], "^ \\* deb: libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev$")
+  expect_match(deps[2], "lz4-devel bzip2-devel$")
+  expect_match(deps[3], "lz4 bzip2$")
+})
+
+test_that("24: z[[path]][i] <- v writes without an error; nodes cannot be replaced", {
+  z <- create_zarr()
+  g <- z$add_group("/", "g")
+  a <- z$add_array("/g", "a", define_array("int32", c(2, 3)))
+  z[["/g/a"]][1, 2] <- 5L
+  g[["a"]][2, 3] <- 7L
+  z$root[["g/a"]][1, 1] <- 1L
+  expect_identical(a[], matrix(c(1L, NA, 5L, NA, NA, 7L), 2))
+  expect_error(z[["/g/a"]] <- 1, class = "zarr_error_argument")
+  expect_error(g[["a"]] <- z[["/g"]], class = "zarr_error_argument")
+})
+
+test_that("24: print() of a group with a 20 MB attribute is quick and short", {
+  z <- create_zarr()
+  big <- strrep("ab\u00e9", 7e6)
+  z$root$.__enclos_env__$private$.metadata$attributes <- list(big = big, nested = list(a = big, n = 1:3))
+  t0 <- proc.time()[["elapsed"]]
+  out <- capture.output(print(z$root))
+  expect_lt(proc.time()[["elapsed"]] - t0, 10)
+  expect_true(all(nchar(out) < 200))
+  expect_match(out, "^  big    : (ab\u00e9)+a?b?\\.\\.\\.$", all = FALSE)
+  expect_match(out, "^  nested : \\{\"a\":\"ab", all = FALSE)
+})
