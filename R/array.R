@@ -23,7 +23,7 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.problem <- tryCatch({
         private$setup()
         NULL
-      }, zarr_error = function(e) e)
+      }, error = function(e) as_metadata_error(e, self$path))
     },
 
     #' @description Print a summary of the array.
@@ -172,10 +172,11 @@ zarr_array <- R6::R6Class("zarr_array",
       m <- private$.metadata
       # shape and dimension names first: they are shown even for arrays that
       # cannot be read
-      if (!is.null(m$shape)) private$.shape <- tryCatch(check_shape(m$shape, "shape"), zarr_error = function(e) NULL)
-      dn <- m$dimension_names
+      if (is.list(m) && !is.null(m[["shape"]]))
+        private$.shape <- tryCatch(check_shape(m[["shape"]], "shape"), zarr_error = function(e) NULL)
+      dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
-        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x), "")
+        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "")
       p <- parse_array_metadata(m, self$path)
       private$.fill_null <- p$fill_null
       private$.dt <- p$data_type
@@ -314,37 +315,36 @@ fill_for_null <- function(name) {
 # needs. Used before anything is written, and when an array is opened.
 parse_array_metadata <- function(m, path = NULL) {
   bad <- function(msg) zarr_abort("metadata", msg, array = path)
-  if (!is.list(m) || !identical(m$node_type, "array")) bad("metadata does not describe an array")
-  fmt <- as.integer(m$zarr_format %||% 3L)
-  if (length(fmt) != 1L || !fmt %in% c(2L, 3L)) bad(sprintf("unsupported zarr_format %s", format(m$zarr_format)))
-  if (is.null(m$shape)) bad("metadata has no shape")
-  shape <- check_shape(m$shape, "shape")
-  if (length(m$storage_transformers))
+  if (!is.list(m) || !identical(m[["node_type"]], "array")) bad("metadata does not describe an array")
+  check_array_metadata(m, path)
+  fmt <- as.integer(m[["zarr_format"]] %||% 3L)
+  shape <- check_shape(m[["shape"]], "shape")
+  if (length(m[["storage_transformers"]]))
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
-  dtname <- m$data_type
-  if (is.list(dtname)) dtname <- dtname$name
-  if (!is.character(dtname) || length(dtname) != 1L) bad("metadata has no data_type")
+  dtname <- m[["data_type"]]
+  if (is.list(dtname)) dtname <- dtname[["name"]]
   if (!dtname %in% dtype_table$name)
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
-  fill_null <- is.null(m$fill_value)
-  dt <- tryCatch(zarr_data_type$new(m$data_type, if (fill_null) fill_for_null(dtname) else m$fill_value),
+  fill_null <- is.null(m[["fill_value"]])
+  dt <- tryCatch(zarr_data_type$new(m[["data_type"]], if (fill_null) fill_for_null(dtname) else m[["fill_value"]]),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
-  grid <- m$chunk_grid
-  if (!identical(grid$name, "regular"))
-    zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", format(grid$name)), array = path)
-  chunk <- check_shape(grid$configuration$chunk_shape, "chunk shape")
+  grid <- m[["chunk_grid"]]
+  if (!identical(grid[["name"]], "regular"))
+    zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", grid[["name"]]), array = path)
+  chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
-  if (!length(m$codecs)) bad("metadata has no codecs")
-  codecs <- tryCatch(lapply(m$codecs, codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path),
+  if (!length(m[["codecs"]])) bad("metadata has no codecs")
+  codecs <- tryCatch(lapply(m[["codecs"]], codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path),
                      zarr_error = function(e) {
                        if (is.null(e$array) && !is.null(path)) e$message <- paste0(e$message, " [array '", path, "']")
                        stop(e)
                      })
   check_codec_order(codecs, path)
-  enc <- m$chunk_key_encoding %||% list(name = "default")
+  enc <- m[["chunk_key_encoding"]] %||% list(name = "default")
+  enc_name <- enc[["name"]] %||% "default"
   key_encoding <- normalize_key_encoding(list(
-    name = enc$name %||% "default",
-    separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/")))
+    name = enc_name,
+    separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
   list(data_type = dt, shape = shape, chunk_shape = chunk, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
 }

@@ -48,14 +48,14 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
       cfg <- private$.config
       out <- c(list(name = private$.id), cfg[setdiff(names(cfg), c("id", "dtype", "astype"))])
       if (private$.id %in% c("delta", "fixedscaleoffset", "bitround")) {
-        dt <- cfg$dtype %||% (if (!is.null(private$.dt)) private$.dt$data_type)
+        dt <- cfg[["dtype"]] %||% (if (!is.null(private$.dt)) private$.dt$data_type)
         if (is.null(dt)) zarr_abort("codec", sprintf("numcodecs.%s needs a dtype", private$.id))
         out$dtype <- num_spec(dt, big)
-        out$astype <- num_spec(cfg$astype %||% dt, big)
+        out$astype <- num_spec(cfg[["astype"]] %||% dt, big)
       }
       if (identical(private$.id, "blosc")) {
-        out$shuffle <- if (is.character(cfg$shuffle)) match(cfg$shuffle, blosc_shuffles) - 1L else cfg$shuffle %||% 1L
-        out$typesize <- cfg$typesize %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
+        out$shuffle <- if (is.character(cfg[["shuffle"]])) match(cfg[["shuffle"]], blosc_shuffles) - 1L else cfg[["shuffle"]] %||% 1L
+        out$typesize <- cfg[["typesize"]] %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
       }
       out
     }

@@ -50,11 +50,16 @@ zarr_group <- R6::R6Class("zarr_group",
         names_found <- names_found[!names_found %in% c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")]
       }
       for (nm in sort(names_found)) {
+        # metadata that cannot be understood hides only that node: it opens
+        # as an array whose use raises the error
         meta <- consolidated_metadata_of(self, nm) %||% tryCatch(
           store$get_metadata(paste0(prefix, nm, "/")),
-          zarr_error_key = function(e) NULL)
+          zarr_error_key = function(e) NULL,
+          error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
         if (is.null(meta)) next
-        kids[[nm]] <- build_node(nm, meta, self, store)
+        kids[[nm]] <- if (inherits(meta, "condition")) broken_node(nm, meta, self, store) else
+          tryCatch(build_node(nm, meta, self, store),
+                   error = function(e) broken_node(nm, as_metadata_error(e), self, store))
       }
       private$.children <- kids
       private$.built <- TRUE
@@ -214,7 +219,7 @@ tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {
   if (inherits(node, "zarr_array")) {
     dt <- if (is.null(node$data_type)) "(unreadable)" else node$data_type$data_type
     label <- sprintf("%s  %s %s", label, dt,
-                     paste0("[", paste(format_dims(node$shape), collapse = " x "), "]"))
+                     if (is.null(node$shape)) "[?]" else paste0("[", paste(format_dims(node$shape), collapse = " x "), "]"))
   }
   line <- if (top) label else paste0(lead, if (last) "\u2514\u2500 " else "\u251c\u2500 ", label)
   if (!inherits(node, "zarr_group")) return(line)
@@ -238,4 +243,12 @@ str.zarr_group <- function(object, ...) {
   cat(sprintf("Zarr group '%s': %d group(s), %d array(s), %d attribute(s)\n", object$path, n_g,
               length(kids) - n_g, length(object$metadata$attributes)))
   invisible(NULL)
+}
+
+# A node whose metadata could not be read: an array that raises `err` when used.
+broken_node <- function(name, err, parent, store) {
+  meta <- structure(list(node_type = "array"), zarr_broken = TRUE)
+  node <- zarr_array$new(name, meta, parent, store)
+  node$.__enclos_env__$private$.problem <- err
+  node
 }

@@ -157,8 +157,7 @@ zarr_store <- R6::R6Class("zarr_store",
       raw <- self$get(key)
       if (!is.null(raw)) {
         meta <- json_parse(raw, "zarr.json", key = key)
-        if (!is.list(meta) || is.null(meta$node_type))
-          zarr_abort("metadata", "zarr.json has no node_type", key = key)
+        check_node_document(meta, key)
         return(meta)
       }
       v2_get_metadata(self, prefix)

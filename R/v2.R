@@ -38,20 +38,26 @@ v2_time_type <- function(code, unit) {
 v2_object_codecs <- c(`vlen-utf8` = "string", `vlen-bytes` = "variable_length_bytes", json2 = "string")
 
 # A v2 compressor or filter as a v3 codec entry.
-v2_codec <- function(comp, key = NULL) {
-  id <- comp$id
-  if (!is.character(id) || length(id) != 1L) zarr_abort("metadata", "codec without an id", key = key)
+v2_codec <- function(comp, key = NULL, typesize = 1L) {
+  id <- comp[["id"]]
+  if (!is_json_string(id, max_name_bytes)) zarr_abort("metadata", "codec without an id", key = key)
   cfg <- comp
-  cfg$id <- NULL
+  cfg[["id"]] <- NULL
   if (!length(cfg)) cfg <- named_list()
   switch(id,
-    blosc = list(name = "blosc", configuration = list(
-      cname = cfg$cname %||% "lz4", clevel = cfg$clevel %||% 5L,
-      shuffle = blosc_shuffles[(cfg$shuffle %||% 1L) + 1L],
-      blocksize = cfg$blocksize %||% 0L)),
-    gzip = list(name = "gzip", configuration = list(level = cfg$level %||% 1L)),
-    zstd = list(name = "zstd", configuration = list(level = cfg$level %||% 1L,
-                                                     checksum = isTRUE(cfg$checksum))),
+    blosc = {
+      # numcodecs writes -1 (automatic) too, GDAL a name ("BIT", "NONE", "2", ...)
+      sh <- if (is.null(cfg[["shuffle"]])) "shuffle" else blosc_shuffle_name(cfg[["shuffle"]], typesize)
+      if (is.na(sh))
+        zarr_abort("metadata", sprintf("unknown blosc shuffle '%s'", substr(paste(format(unlist(cfg[["shuffle"]])), collapse = " "), 1L, 40L)),
+                   key = key)
+      list(name = "blosc", configuration = list(
+        cname = cfg[["cname"]] %||% "lz4", clevel = cfg[["clevel"]] %||% 5L,
+        shuffle = sh, blocksize = cfg[["blocksize"]] %||% 0L))
+    },
+    gzip = list(name = "gzip", configuration = list(level = cfg[["level"]] %||% 1L)),
+    zstd = list(name = "zstd", configuration = list(level = cfg[["level"]] %||% 1L,
+                                                     checksum = isTRUE(cfg[["checksum"]]))),
     crc32c = list(name = "crc32c"),
     list(name = paste0("numcodecs.", id), configuration = cfg)
   )
@@ -63,8 +69,10 @@ v2_get_metadata <- function(store, prefix) {
   if (is.null(zarray) && is.null(zgroup)) return(NULL)
   attrs_raw <- store$get(paste0(prefix, ".zattrs"))
   attrs <- if (is.null(attrs_raw)) named_list() else json_parse(attrs_raw, ".zattrs", key = paste0(prefix, ".zattrs"))
+  if (!is_json_object(attrs)) zarr_abort("metadata", ".zattrs is not a JSON object", key = paste0(prefix, ".zattrs"))
   if (!is.null(zgroup)) {
-    json_parse(zgroup, ".zgroup", key = paste0(prefix, ".zgroup"))
+    if (!is_json_object(json_parse(zgroup, ".zgroup", key = paste0(prefix, ".zgroup"))))
+      zarr_abort("metadata", ".zgroup is not a JSON object", key = paste0(prefix, ".zgroup"))
     return(v2_to_v3(NULL, attrs))
   }
   key <- paste0(prefix, ".zarray")
@@ -74,36 +82,38 @@ v2_get_metadata <- function(store, prefix) {
 # Parsed v2 documents -> metadata in v3 form (zarray NULL: a group).
 v2_to_v3 <- function(z, attrs, key = NULL) {
   if (is.null(attrs) || !length(attrs)) attrs <- named_list()
+  if (!is_json_object(attrs)) zarr_abort("metadata", ".zattrs is not a JSON object", key = key)
   if (is.null(z)) return(list(zarr_format = 2L, node_type = "group", attributes = attrs))
-  for (f in c("shape", "chunks", "dtype"))
-    if (is.null(z[[f]])) zarr_abort("metadata", sprintf(".zarray has no '%s'", f), key = key)
-  dt <- v2_parse_dtype(z$dtype)
-  shape <- as.numeric(unlist(z$shape))
+  check_v2_array(z, key)
+  dt <- v2_parse_dtype(z[["dtype"]])
+  shape <- as.numeric(unlist(z[["shape"]]))
+  filters <- z[["filters"]]
   object_codec <- NULL
   if (identical(dt$data_type, "object")) { # the object codec is among the filters
-    ids <- vapply(z$filters, function(f) f$id %||% "", "")
+    ids <- vapply(filters, function(f) f[["id"]], "")
     hit <- match(names(v2_object_codecs), ids)
     hit <- hit[!is.na(hit)]
     if (length(hit)) {
       object_codec <- ids[hit[1L]]
-      object_config <- z$filters[[hit[1L]]] # kept, so that the same filter is written back
-      object_config$id <- NULL
+      object_config <- filters[[hit[1L]]] # kept, so that the same filter is written back
+      object_config[["id"]] <- NULL
       if (!length(object_config)) object_config <- named_list()
-      z$filters <- z$filters[-hit[1L]]
+      filters <- filters[-hit[1L]]
       dt$data_type <- unname(v2_object_codecs[object_codec])
     } else {
       dt$data_type <- "v2:|O"
     }
   }
+  typesize <- v2_itemsize(z[["dtype"]])
   codecs <- list()
-  if (identical(z$order, "F") && length(shape) > 1L)
+  if (identical(z[["order"]], "F") && length(shape) > 1L)
     codecs[[length(codecs) + 1L]] <- list(name = "transpose",
                                           configuration = list(order = json_array(rev(seq_along(shape) - 1L))))
   # filters that act on element values go before the bytes codec, the rest after
   before <- list()
   after <- list()
-  for (f in z$filters) {
-    cd <- v2_codec(f, key)
+  for (f in filters) {
+    cd <- v2_codec(f, key, typesize)
     id <- sub("^numcodecs[.]", "", cd$name)
     if (!is.na(numcodecs_modes[id]) && numcodecs_modes[[id]] == "array" && !length(after))
       before[[length(before) + 1L]] <- cd
@@ -112,24 +122,39 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
   ab <- if (is.null(object_codec)) list(name = "bytes", configuration = list(endian = dt$endian))
         else list(name = object_codec, configuration = object_config)
   codecs <- c(codecs, before, list(ab), after)
-  if (!is.null(z$compressor)) codecs[[length(codecs) + 1L]] <- v2_codec(z$compressor, key)
+  if (!is.null(z[["compressor"]])) codecs[[length(codecs) + 1L]] <- v2_codec(z[["compressor"]], key, typesize)
   # xarray keeps dimension names in .zattrs
   dims <- attrs[["_ARRAY_DIMENSIONS"]]
-  fill <- z$fill_value
-  if (is.list(dt$data_type) && identical(dt$data_type$name, "null_terminated_bytes") && is.character(fill))
-    fill <- rawToChar(jsonlite::base64_dec(fill)) # v2 keeps fixed bytes as base64
+  if (!is.null(dims) && !(is.list(dims) && length(dims) == length(shape) &&
+                          all(vapply(dims, function(e) is.null(e) || is_json_string(e), TRUE))))
+    dims <- NULL # not names of these dimensions: an ordinary attribute
+  fill <- z[["fill_value"]]
+  if (is.list(dt$data_type) && identical(dt$data_type$name, "null_terminated_bytes") && is.character(fill)) {
+    # v2 keeps fixed bytes as base64
+    if (!grepl("^[A-Za-z0-9+/]*={0,2}$", fill) || nchar(fill) %% 4L != 0L)
+      meta_fail("fill_value", "must be base64 text for a |S data type", key = key)
+    fill <- rawToChar(jsonlite::base64_dec(fill))
+  }
+  sep <- z[["dimension_separator"]] %||% "."
   meta <- list(
     zarr_format = 2L, node_type = "array",
     shape = json_array(shape),
     data_type = dt$data_type,
-    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(unlist(z$chunks)))),
-    chunk_key_encoding = list(name = "v2", configuration = list(separator = z$dimension_separator %||% ".")),
+    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(unlist(z[["chunks"]])))),
+    chunk_key_encoding = list(name = "v2", configuration = list(separator = sep)),
     fill_value = fill,
     codecs = codecs,
     attributes = attrs
   )
   if (!is.null(dims)) meta$dimension_names <- dims
   meta
+}
+
+# Bytes per element of a v2 dtype (1 when unknown): blosc's automatic shuffle.
+v2_itemsize <- function(dtype) {
+  if (!is_json_string(dtype)) return(1L)
+  n <- suppressWarnings(as.integer(sub("^[<>|=]?[a-zA-Z]", "", dtype)))
+  if (is.na(n) || n < 1L) 1L else n
 }
 
 # Metadata in v3 form -> the v2 documents (.zgroup / .zarray and .zattrs).

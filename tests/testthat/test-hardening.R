@@ -304,3 +304,142 @@ test_that("24: print() of a group with a 20 MB attribute is quick and short", {
   expect_match(out, "^  big    : (ab\u00e9)+a?b?\\.\\.\\.$", all = FALSE)
   expect_match(out, "^  nested : \\{\"a\":\"ab", all = FALSE)
 })
+
+# A v2 store with a good array and an array whose .zarray is `bad`.
+v2_store_with <- function(bad, env = parent.frame()) {
+  p <- local_store_path(env)
+  dir.create(file.path(p, "good"), recursive = TRUE)
+  dir.create(file.path(p, "bad"))
+  writeLines('{"zarr_format": 2}', file.path(p, ".zgroup"))
+  writeLines('{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}',
+             file.path(p, "good", ".zarray"))
+  writeBin(as.raw(c(1, 0, 2, 0)), file.path(p, "good", "0"))
+  writeLines(bad, file.path(p, "bad", ".zarray"))
+  p
+}
+
+v2_zarray <- function(compressor = "null", filters = "null", dtype = "\"<i2\"", fill = "0") {
+  sprintf('{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": %s, "compressor": %s, "fill_value": %s, "order": "C", "filters": %s}',
+          dtype, compressor, fill, filters)
+}
+
+test_that("1: blosc shuffle -1 and GDAL's shuffle names are read; blosc chunks decode", {
+  blosc <- zarr_codec_blosc$new("int16", list(cname = "lz4", clevel = 5L, shuffle = "bitshuffle"))
+  chunk <- blosc$encode(writeBin(c(1L, -2L, 300L, 4L), raw(), size = 2L))
+  for (sh in c("-1", "0", "1", "2", "\"BIT\"", "\"NONE\"", "\"BYTE\"", "\"2\"", "\"SHUFFLE\"", "\"AUTOSHUFFLE\"")) {
+    p <- v2_store_with(v2_zarray(sprintf('{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": %s, "blocksize": 0}', sh)))
+    writeBin(chunk, file.path(p, "bad", "0"))
+    z <- open_zarr(p)
+    expect_identical(z$arrays, c("/bad", "/good"), info = sh)
+    expect_identical(z[["/bad"]][], c(1L, -2L, 300L, 4L), info = sh)
+    z[["/bad"]][2] <- 7L # written with the shuffle the metadata asks for
+    expect_identical(open_zarr(p)[["/bad"]][], c(1L, 7L, 300L, 4L), info = sh)
+  }
+  # -1 is byte shuffle for multi-byte elements, bit shuffle for bytes
+  expect_identical(zarr_codec_blosc$new("int16", list(shuffle = -1L))$shuffle, "shuffle")
+  expect_identical(zarr_codec_blosc$new("uint8", list(shuffle = -1L))$shuffle, "bitshuffle")
+  expect_error(zarr_codec_blosc$new("int16", list(shuffle = "sideways")), class = "zarr_error_codec")
+})
+
+test_that("1, 21: one array's bad v2 metadata fails only when that array is used", {
+  cases <- list(
+    shuffle = v2_zarray('{"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": "SIDEWAYS", "blocksize": 0}'),
+    compressor_string = v2_zarray('"zlib"'),
+    filter_number = v2_zarray(filters = "[3]"),
+    filter_id_number = v2_zarray(filters = '[{"id": 3}]'),
+    seven = "7",
+    array = "[1, 2]",
+    long_id = v2_zarray(sprintf('{"id": "%s"}', strrep("x", 10000))),
+    empty_id = v2_zarray('{"id": ""}'),
+    unknown_codec = v2_zarray('{"id": "nosuchcodec"}'),
+    bad_base64 = v2_zarray(dtype = "\"|S3\"", fill = "\"!!!\""),
+    shape_string = '{"zarr_format": 2, "shape": "4", "chunks": [4], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}',
+    chunks_zero = '{"zarr_format": 2, "shape": [4], "chunks": [0], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "C", "filters": null}',
+    order = '{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<i2", "compressor": null, "fill_value": 0, "order": "X", "filters": null}',
+    dtype_number = v2_zarray(dtype = "8"),
+    malformed = '{"zarr_format": 2, "shape": [4'
+  )
+  for (n in names(cases)) {
+    p <- v2_store_with(cases[[n]])
+    z <- open_zarr(p)
+    expect_identical(z$arrays, c("/bad", "/good"), info = n)
+    expect_identical(z[["/good"]][], 1:2, info = n)
+    expect_error(z[["/bad"]][], class = "zarr_error", info = n)
+    err <- tryCatch(z[["/bad"]]$read(), error = function(e) e)
+    expect_true(inherits(err, "zarr_error_metadata") || inherits(err, "zarr_error_codec") ||
+                  inherits(err, "zarr_error_data_type"), info = n)
+    expect_lt(nchar(conditionMessage(err)), 1000)
+    expect_output(print(z), "good  int16 [2]", fixed = TRUE, info = n)
+    expect_output(print(z[["/bad"]]), "Not readable", info = n)
+    # consolidated metadata: the same
+    zm <- sprintf('{"zarr_consolidated_format": 1, "metadata": {".zgroup": {"zarr_format": 2}, "good/.zarray": %s, "bad/.zarray": %s}}',
+                  paste(readLines(file.path(p, "good", ".zarray")), collapse = ""), cases[[n]])
+    if (n != "malformed") {
+      writeLines(zm, file.path(p, ".zmetadata"))
+      z <- open_zarr(p)
+      expect_identical(z$arrays, c("/bad", "/good"), info = paste(n, "consolidated"))
+      expect_identical(z[["/good"]][], 1:2, info = paste(n, "consolidated"))
+      expect_error(z[["/bad"]][], class = "zarr_error", info = paste(n, "consolidated"))
+    }
+  }
+})
+
+test_that("21: v3 metadata of the wrong JSON type fails only for that array, with a metadata error", {
+  good <- list(zarr_format = 3L, node_type = "array", shape = list(2L), data_type = "int16",
+               chunk_grid = list(name = "regular", configuration = list(chunk_shape = list(2L))),
+               chunk_key_encoding = list(name = "default", configuration = list(separator = "/")),
+               fill_value = 0L, codecs = list(list(name = "bytes", configuration = list(endian = "little"))),
+               attributes = setNames(list(), character()))
+  mutate <- function(f) { m <- good; f(m) }
+  cases <- list(
+    key_encoding_string = mutate(function(m) { m$chunk_key_encoding <- "default"; m }),
+    separator_number = mutate(function(m) { m$chunk_key_encoding$configuration$separator <- 1L; m }),
+    empty_codec_name = mutate(function(m) { m$codecs[[1]]$name <- ""; m }),
+    codec_name_number = mutate(function(m) { m$codecs[[1]]$name <- 5L; m }),
+    codec_number = mutate(function(m) { m$codecs <- list(5L); m }),
+    long_codec_name = mutate(function(m) { m$codecs[[2]] <- list(name = strrep("z", 10000)); m }),
+    codec_config_string = mutate(function(m) { m$codecs[[1]]$configuration <- "little"; m }),
+    sharding_shape = mutate(function(m) {
+      m$codecs <- list(list(name = "sharding_indexed", configuration = list(chunk_shape = list("a"),
+        codecs = list(list(name = "bytes")), index_codecs = list(list(name = "bytes")))))
+      m
+    }),
+    sharding_codecs = mutate(function(m) {
+      m$codecs <- list(list(name = "sharding_indexed", configuration = list(chunk_shape = list(1L), codecs = "bytes")))
+      m
+    }),
+    shape_strings = mutate(function(m) { m$shape <- list("2"); m }),
+    shape_negative = mutate(function(m) { m$shape <- list(-2L); m }),
+    chunk_grid_string = mutate(function(m) { m$chunk_grid <- "regular"; m }),
+    chunk_shape_missing = mutate(function(m) { m$chunk_grid$configuration <- setNames(list(), character()); m }),
+    data_type_number = mutate(function(m) { m$data_type <- 16L; m }),
+    data_type_object = mutate(function(m) { m$data_type <- list(name = list("int16")); m }),
+    dimension_names = mutate(function(m) { m$dimension_names <- list(1L); m }),
+    dimension_names_length = mutate(function(m) { m$dimension_names <- list("a", "b"); m }),
+    attributes_array = mutate(function(m) { m$attributes <- list(1L, 2L); m }),
+    zarr_format = mutate(function(m) { m$zarr_format <- "3"; m })
+  )
+  for (n in names(cases)) {
+    z <- create_zarr()
+    a <- z$add_array("/", "good", define_array("int16", 2))
+    a[] <- 1:2
+    z$store$set("bad/zarr.json", charToRaw(zarr:::json_write(cases[[n]])))
+    z2 <- zarr$new(z$store)
+    expect_identical(z2$arrays, c("/bad", "/good"), info = n)
+    expect_identical(z2[["/good"]][], 1:2, info = n)
+    err <- tryCatch(z2[["/bad"]]$read(), error = function(e) e)
+    expect_s3_class(err, "zarr_error")
+    expect_false(inherits(err, "zarr_error_internal"), info = n)
+    expect_true(inherits(err, "zarr_error_metadata") || inherits(err, "zarr_error_codec"), info = n)
+    expect_lt(nchar(conditionMessage(err)), 1000)
+  }
+  # node_type is matched exactly, not by partial matching
+  z <- create_zarr()
+  z$add_group("/", "g")
+  z$store$set("x/zarr.json", charToRaw('{"zarr_format": 3, "node_typeX": "group", "attributes": {}}'))
+  z2 <- zarr$new(z$store)
+  expect_identical(z2$groups, c("/", "/g", "/x")[c(TRUE, TRUE, FALSE)])
+  expect_error(z2[["/x"]][], class = "zarr_error_metadata")
+  expect_error(z2$store$get_metadata("x"), class = "zarr_error_metadata", regexp = "node_type")
+  expect_error(zarr:::parse_array_metadata(list(node_typeX = "array")), class = "zarr_error_metadata")
+})
