@@ -121,7 +121,8 @@ json_escape_ascii <- function(s) {
 }
 
 json_scalars <- function(x) {
-  if (inherits(x, c("integer64", "json_literal"))) return(as.character(unclass(x)))
+  if (inherits(x, "integer64")) return(ifelse(is.na(x), "null", as.character(x)))
+  if (inherits(x, "json_literal")) return(as.character(unclass(x)))
   if (is.logical(x)) return(ifelse(is.na(x), "null", ifelse(x, "true", "false")))
   if (is.integer(x)) return(ifelse(is.na(x), "null", as.character(x)))
   if (is.numeric(x)) return(json_num(x))

@@ -443,3 +443,51 @@ test_that("21: v3 metadata of the wrong JSON type fails only for that array, wit
   expect_error(z2$store$get_metadata("x"), class = "zarr_error_metadata", regexp = "node_type")
   expect_error(zarr:::parse_array_metadata(list(node_typeX = "array")), class = "zarr_error_metadata")
 })
+
+test_that("2: numcodecs quantize and astype filters decode and encode as numcodecs does", {
+  for (fmt in 2:3) {
+    withr::local_options(zarr.format = fmt)
+    z <- create_zarr()
+    q <- define_array("float64", 5)
+    q$add_codec("numcodecs.quantize", list(digits = 2L, dtype = "<f8"), .position = 1)
+    qa <- z$add_array("/", "q", q)
+    x <- c(pi, -exp(1), 0, 1e-3, 100.123456)
+    qa[] <- x
+    expect_identical(qa[], round(x * 128) / 128) # 2 digits keep 7 bits: 2^7 = 128
+    q4 <- define_array("float32", 3)
+    q4$add_codec("numcodecs.quantize", list(digits = 1L, dtype = "<f4", astype = "<f4"), .position = 1)
+    q4a <- z$add_array("/", "q4", q4)
+    q4a[] <- c(1.23, -7.77, 0.5)
+    expect_identical(q4a[], round(py_f32(c(1.23, -7.77, 0.5)) * 16) / 16)
+    a <- define_array("float64", 4)
+    a$add_codec("numcodecs.astype", list(encode_dtype = "<f4", decode_dtype = "<f8"), .position = 1)
+    a$remove_codec("zstd")
+    aa <- z$add_array("/", "a", a)
+    aa[] <- c(0.5, -1.25, 3e6, 1 / 3)
+    expect_identical(aa[], c(0.5, -1.25, 3e6, py_f32(1 / 3)))
+    key <- if (fmt == 2) "a/0" else "a/c.0"
+    expect_length(z$store$get(key), 16L) # stored as float32
+    expect_identical(readBin(z$store$get(key), "double", size = 4L, n = 4L), c(0.5, -1.25, 3e6, py_f32(1 / 3)))
+    i <- define_array("int64", 5)
+    i$add_codec("numcodecs.astype", list(encode_dtype = "<i2", decode_dtype = "<i8"), .position = 1)
+    i$remove_codec("zstd")
+    ia <- z$add_array("/", "i", i)
+    ia[] <- bit64::as.integer64(c(-5, 0, 7, 32767, -32768))
+    expect_identical(as.character(ia[]), c("-5", "0", "7", "32767", "-32768"))
+    expect_length(z$store$get(if (fmt == 2) "i/0" else "i/c.0"), 10L)
+  }
+  # a chunk stored by numcodecs' AsType(encode_dtype="<i2", decode_dtype="<f8")
+  z <- create_zarr()
+  d <- define_array("float64", 3)
+  d$add_codec("numcodecs.astype", list(encode_dtype = "<i2", decode_dtype = "<f8"), .position = 1)
+  d$remove_codec("zstd")
+  arr <- z$add_array("/", "x", d)
+  z$store$set("x/c.0", writeBin(c(-3L, 0L, 300L), raw(), size = 2L))
+  expect_identical(arr[], c(-3, 0, 300))
+  expect_error({
+    bad <- define_array("int32", 3)
+    bad$add_codec("numcodecs.quantize", list(digits = 2L, dtype = "<i4"), .position = 1)
+    ba <- z$add_array("/", "bad", bad)
+    ba[] <- 1:3
+  }, class = "zarr_error_codec", regexp = "floating point")
+})

@@ -64,6 +64,14 @@ write_r_v2_store <- function(path) {
   fo$add_codec("numcodecs.fixedscaleoffset", list(dtype = "<f8", astype = "<i4", scale = 100, offset = 1), .position = 1)
   fa <- z$add_array("/", "fixedscaleoffset", fo)
   fa[] <- c(1, 1.25, 2.5, -3, 0.01, 100)
+  qu <- define_array("float64", 5)
+  qu$add_codec("numcodecs.quantize", list(digits = 2L, dtype = "<f8"), .position = 1)
+  qa <- z$add_array("/", "quantize", qu)
+  qa[] <- c(pi, -exp(1), 0, 1e-3, 100.123456)
+  as <- define_array("float64", 4)
+  as$add_codec("numcodecs.astype", list(encode_dtype = "<f4", decode_dtype = "<f8"), .position = 1)
+  aa <- z$add_array("/", "astype", as)
+  aa[] <- c(0.5, -1.25, 3e6, 1 / 3)
   sh <- define_array("int32", 8)
   sh$add_codec("numcodecs.shuffle", list(elementsize = 4L), .position = 2)
   sa <- z$add_array("/", "shuffle", sh)
@@ -105,18 +113,25 @@ emit(d)', p)
   }
   d <- res$plain$arrays
   # orders, compressors and filters as zarr-python sees them
-  expect_identical(d[["/types/int16"]]$order, "C")
-  expect_identical(d[["/types/int8"]]$order, "F")
-  expect_identical(d[["/types/int8"]]$compressor, list(id = "zstd", level = 1L))
-  expect_identical(d[["/types/int16"]]$compressor$id, "gzip")
-  expect_identical(d[["/types/int32"]]$compressor$shuffle, 1L)
-  expect_identical(d[["/types/int64"]]$compressor$shuffle, 2L)
-  expect_null(d[["/types/uint16"]]$compressor)
-  expect_identical(d[["/types/uint32"]]$compressor$id, "lz4")
-  expect_identical(d[["/types/uint64"]]$compressor$id, "bz2")
-  expect_identical(d[["/types/float32"]]$compressor$id, "zlib")
+  expect_identical(d[["/types/int8"]]$order, "C")
+  expect_identical(d[["/types/bool"]]$order, "F")
+  expect_identical(d[["/types/bool"]]$compressor, list(id = "zstd", level = 1L))
+  expect_identical(d[["/types/int8"]]$compressor$id, "gzip")
+  expect_identical(d[["/types/int16"]]$compressor$shuffle, 1L)
+  expect_identical(d[["/types/int32"]]$compressor$shuffle, 2L)
+  expect_identical(d[["/types/int64"]]$compressor$shuffle, 0L)
+  expect_null(d[["/types/uint8"]]$compressor)
+  expect_identical(d[["/types/uint16"]]$compressor$id, "lz4")
+  expect_identical(d[["/types/uint32"]]$compressor$id, "bz2")
+  expect_identical(d[["/types/uint64"]]$compressor$id, "zlib")
   expect_identical(d[["/delta"]]$filters[[1]]$id, "delta")
-  expect_identical(d[["/fixedscaleoffset"]]$data, list(1, 1.25, 2.5, -3, 0.01, 100))
+  # numpy's own quantize: round(x * 2^7) / 2^7 for 2 digits
+  expect_identical(unlist(d[["/quantize"]]$data), round(c(pi, -exp(1), 0, 1e-3, 100.123456) * 128) / 128)
+  expect_identical(d[["/quantize"]]$filters[[1]]$id, "quantize")
+  expect_identical(unlist(d[["/astype"]]$data), c(0.5, -1.25, 3e6, py_f32(1 / 3)))
+  expect_identical(d[["/astype"]]$filters[[1]][c("id", "encode_dtype", "decode_dtype")],
+                   list(id = "astype", encode_dtype = "<f4", decode_dtype = "<f8"))
+  expect_equal(unlist(d[["/fixedscaleoffset"]]$data), c(1, 1.25, 2.5, -3, 0.01, 100), tolerance = 1e-12)
   # fill values, exactly
   expect_identical(d[["/fill_int16"]]$data[3:10], as.list(rep("7", 8)))
   expect_identical(d[["/fill_uint64"]]$fill_value, "18446744073709551615")
@@ -367,7 +382,7 @@ for name, o in opts.items():
 f = rg.CreateMDArray("float", [dy, dx], gdal.ExtendedDataType.Create(gdal.GDT_Float64), ["BLOCKSIZE=3,3"])
 f.SetNoDataValueDouble(-99.0)
 f.Write(np.where(v > 0, v / 4.0, -99.0))
-del ds
+del a, f, dy, dx, rg, ds # closes the dataset: GDAL writes the metadata then
 with open(os.path.join(sys.argv[1], "blosc_bit", ".zarray")) as fh:
     shuffle = json.load(fh)["compressor"]["shuffle"]
 emit({"dump": dump(sys.argv[1]), "shuffle": shuffle})', p)
@@ -380,9 +395,9 @@ emit({"dump": dump(sys.argv[1]), "shuffle": shuffle})', p)
     expect_matches_dump(z[[path]], arrays[[path]], info = path)
     if (path != "/float") expect_identical(z[[path]][], want, info = path)
   }
-  expect_identical(z[["/blosc_bit"]]$dimension_names, c("y", "x"))
   expect_identical(z$root$attributes$title, "caf\u00e9")
-  expect_identical(z[["/float"]][1, ], c(NA, NA, NA, NA, NA, NA)) # the nodata value is the fill value
+  expect_identical(z[["/float"]][1, ], rep(NA_real_, 6)) # the nodata value is the fill value
+  expect_identical(z[["/float"]][5, ], c(4.25, 4.5, 4.75, 5, 5.25, 5.5))
 })
 
 test_that("GDAL reads v2 stores this package writes", {
@@ -421,7 +436,7 @@ for name in rg.GetMDArrayNames():
     v = a.ReadAsArray()
     out["arrays"][name] = {"dims": [d.GetName() for d in a.GetDimensions()], "shape": list(v.shape),
                            "data": [val(x, "f") for x in v.astype("f8").reshape(-1).tolist()],
-                           "nodata": a.GetNoDataValueAsDouble()}
+                           "nodata": val(a.GetNoDataValueAsDouble(), "f")}
 emit(out)', p)
   expect_identical(res$title, "caf\u00e9")
   int32_na <- -2147483648 # the default fill value of int32, R's NA
