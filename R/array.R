@@ -334,7 +334,7 @@ parse_array_metadata <- function(m, path = NULL) {
   chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
   if (!length(m[["codecs"]])) bad("metadata has no codecs")
-  codecs <- tryCatch(lapply(m[["codecs"]], codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path),
+  codecs <- tryCatch(codecs_from_metadata(m[["codecs"]], data_type = dt, chunk_shape = chunk, array = path),
                      zarr_error = function(e) {
                        if (is.null(e$array) && !is.null(path)) e$message <- paste0(e$message, " [array '", path, "']")
                        stop(e)

@@ -242,7 +242,7 @@ array_builder <- R6::R6Class("array_builder",
     instantiate = function(entries) {
       dt <- private$.dt %||% zarr_data_type$new("uint8")
       chunk <- if (is.null(private$.shape)) numeric() else private$chunk_or_default()
-      lapply(entries, codec_from_metadata, data_type = dt, chunk_shape = chunk)
+      codecs_from_metadata(entries, data_type = dt, chunk_shape = chunk)
     },
     codec_chain = function() private$instantiate(private$.codecs)
   )

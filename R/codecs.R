@@ -20,6 +20,18 @@ codec_from_metadata <- function(fragment, data_type, chunk_shape, array = NULL) 
 
 register_codec <- function(name, ctor) assign(name, ctor, envir = codec_registry)
 
+# A codec chain from its metadata fragments. Each codec sees the shape its
+# input has: a transpose codec permutes the shape for the codecs after it.
+codecs_from_metadata <- function(entries, data_type, chunk_shape, array = NULL) {
+  shape <- chunk_shape
+  lapply(entries, function(fragment) {
+    cd <- codec_from_metadata(fragment, data_type, shape, array)
+    if (inherits(cd, "zarr_codec_transpose") && length(cd$order) == length(shape))
+      shape <<- shape[cd$order + 1L]
+    cd
+  })
+}
+
 cfg_int <- function(config, name, default, lo = -Inf, hi = Inf, codec = "") {
   v <- config[[name]]
   if (is.null(v)) return(as.integer(default))
@@ -219,27 +231,37 @@ zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
       list(name = "bytes", configuration = list(endian = private$.endian))
     },
 
-    #' @description Write R values as bytes. `NA` becomes the fill value
-    #'   (`bool` cannot hold `NA`, so it becomes `FALSE`).
-    #' @param data An R vector, matrix or array.
+    #' @description Write R values as bytes, as the array engine writes a
+    #'   chunk: the elements of an array of the chunk's shape in C order
+    #'   (last index fastest). `NA` becomes the fill value (`bool` cannot
+    #'   hold `NA`, so it becomes `FALSE`).
+    #' @param data An R vector, matrix or array with the chunk's elements.
     #' @return A raw vector.
     encode = function(data) {
       dt <- private$.dt
+      shape <- private$.chunk_shape
+      if (length(shape) > 1L && length(data) == prod(shape)) { # R order -> C order
+        keep <- if (inherits(data, "integer64")) class(data)
+        data <- as.vector(aperm(array(unclass(data), shape), rev(seq_along(shape))))
+        class(data) <- keep
+      }
       .Call(ffi_encode_elements, coerce_for_dtype(data, dt$data_type), dt$data_type,
             private$.endian == "big", .Call(ffi_fill_bytes, dt$data_type, dt$fill_value))
     },
 
-    #' @description Read bytes as R values; elements equal to the fill value
-    #'   become `NA` (except for `bool`).
+    #' @description Read bytes written in C order as R values, the reverse
+    #'   of `encode()`; elements equal to the fill value become `NA` (except
+    #'   for `bool`).
     #' @param data A raw vector.
-    #' @return An R vector with the chunk's dimensions.
+    #' @return An R vector, or an array of the chunk's shape.
     decode = function(data) {
       dt <- private$.dt
       out <- .Call(ffi_decode_elements, data, dt$data_type, dt$Rtype, private$.endian == "big",
                    .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
                    zarr_fill_as_na() && dt$data_type != "bool" && !fill_is_nan(dt$fill_value))
-      if (length(private$.chunk_shape) > 1L && length(out) == prod(private$.chunk_shape))
-        dim(out) <- rev(private$.chunk_shape)
+      shape <- private$.chunk_shape
+      if (length(shape) > 1L && length(out) == prod(shape)) # C order -> R order
+        out <- aperm(array(out, rev(shape)), rev(seq_along(shape)))
       finish_rtype(out, dt$Rtype)
     }
   ),
@@ -507,8 +529,8 @@ zarr_codec_sharding <- R6::R6Class("zarr_codec_sharding",
       if (length(inner) != length(chunk_shape) || any(inner < 1) || any(chunk_shape %% inner != 0))
         zarr_abort("codec", "sharding: the inner chunk shape must divide the shard shape")
       private$.inner_shape <- inner
-      private$.codecs <- lapply(configuration[["codecs"]] %||% list(list(name = "bytes")),
-                                codec_from_metadata, data_type = data_type, chunk_shape = inner)
+      private$.codecs <- codecs_from_metadata(configuration[["codecs"]] %||% list(list(name = "bytes")),
+                                              data_type = data_type, chunk_shape = inner)
       private$.index_codecs <- lapply(configuration[["index_codecs"]] %||% list(list(name = "bytes"), list(name = "crc32c")),
                                       codec_from_metadata, data_type = zarr_data_type$new("uint64"),
                                       chunk_shape = c(chunk_shape / inner, 2))

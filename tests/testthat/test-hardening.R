@@ -491,3 +491,41 @@ test_that("2: numcodecs quantize and astype filters decode and encode as numcode
     ba[] <- 1:3
   }, class = "zarr_error_codec", regexp = "floating point")
 })
+
+test_that("12: the bytes and transpose codec objects give the bytes the engine writes", {
+  x <- array(as.numeric(1:60), c(3, 4, 5))
+  chains <- list(r_order = NULL, c_order = "portable",
+                 custom = list(name = "transpose", configuration = list(order = list(1L, 2L, 0L))))
+  for (n in names(chains)) {
+    z <- create_zarr()
+    d <- define_array("float64", dim(x))
+    d$chunk_shape <- dim(x) # one chunk
+    d$remove_codec("zstd")
+    if (identical(chains[[n]], "portable")) d$portable <- TRUE
+    if (is.list(chains[[n]])) {
+      d$portable <- TRUE
+      d$add_codec("transpose", chains[[n]]$configuration, .position = 1)
+    }
+    a <- z$add_array("/", "a", d)
+    a[] <- x
+    stored <- z$store$get("a/c.0.0.0")
+    codecs <- a$codecs
+    enc <- x
+    for (cd in codecs) enc <- cd$encode(enc)
+    expect_identical(enc, stored, info = n)
+    dec <- stored
+    for (cd in rev(codecs)) dec <- cd$decode(dec)
+    expect_identical(dec, x, info = n)
+  }
+  # the bytes codec on its own writes C order, as the Zarr specification says
+  b <- zarr_codec_bytes$new("int16", c(2, 3))
+  m <- matrix(1:6, 2)
+  expect_identical(b$encode(m), writeBin(as.vector(t(m)), raw(), size = 2L))
+  expect_identical(b$decode(b$encode(m)), m)
+  big <- zarr_codec_bytes$new("int16", c(2, 3), list(endian = "big"))
+  expect_identical(big$encode(m), writeBin(as.vector(t(m)), raw(), size = 2L, endian = "big"))
+  # int64
+  b64 <- zarr_codec_bytes$new("int64", c(2, 2))
+  v <- bit64::as.integer64(matrix(c("1", "-2", "3", "9007199254740993"), 2))
+  expect_identical(as.character(b64$decode(b64$encode(v))), as.character(v))
+})
