@@ -23,7 +23,7 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.problem <- tryCatch({
         private$setup()
         NULL
-      }, zarr_error = function(e) e)
+      }, error = function(e) as_metadata_error(e, self$path))
     },
 
     #' @description Print a summary of the array.
@@ -51,9 +51,9 @@ zarr_array <- R6::R6Class("zarr_array",
         sum(vapply(keys, function(k) as.numeric(private$.store$getsize(k)), 0), na.rm = TRUE)
       }, error = function(e) NA)
       if (!is.na(size)) {
-        raw <- prod(self$shape) * self$data_type$size
+        raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length
         cat("Stored     :", format_bytes(size),
-            if (raw > 0 && size > 0) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
+            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
             "\n")
       }
       self$print_attributes()
@@ -79,8 +79,10 @@ zarr_array <- R6::R6Class("zarr_array",
       sel <- private$normalize_selection(selection)
       # a v2 fill value of null means "none": nothing to show as NA
       fill_as_na <- isTRUE(fill_as_na) && !private$.fill_null
-      out <- if (any(vapply(private$.codecs, function(cd) cd$name == "json2", TRUE)))
-        read_json2(self, private$.grid, sel) else private$.grid$read_selection(sel, fill_as_na)
+      out <- if (private$is_json2()) {
+        o <- read_json2(self, private$.grid, sel)
+        if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
+      } else private$.grid$read_selection(sel, fill_as_na)
       private$decorate(out)
     },
 
@@ -112,7 +114,8 @@ zarr_array <- R6::R6Class("zarr_array",
       } else {
         sel <- private$normalize_selection(selection)
       }
-      private$.grid$write_selection(as_plain_vector(data), sel)
+      if (private$is_json2()) write_json2(self, private$.grid, sel, as_plain_vector(data))
+      else private$.grid$write_selection(as_plain_vector(data), sel)
       invisible(self)
     }
   ),
@@ -163,15 +166,17 @@ zarr_array <- R6::R6Class("zarr_array",
     .fill_null = FALSE,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
+    is_json2 = function() any(vapply(private$.codecs, function(cd) cd$name == "json2", TRUE)),
 
     setup = function() {
       m <- private$.metadata
       # shape and dimension names first: they are shown even for arrays that
       # cannot be read
-      if (!is.null(m$shape)) private$.shape <- tryCatch(check_shape(m$shape, "shape"), zarr_error = function(e) NULL)
-      dn <- m$dimension_names
+      if (is.list(m) && !is.null(m[["shape"]]))
+        private$.shape <- tryCatch(check_shape(m[["shape"]], "shape"), zarr_error = function(e) NULL)
+      dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
-        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x), "")
+        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "")
       p <- parse_array_metadata(m, self$path)
       private$.fill_null <- p$fill_null
       private$.dt <- p$data_type
@@ -310,38 +315,37 @@ fill_for_null <- function(name) {
 # needs. Used before anything is written, and when an array is opened.
 parse_array_metadata <- function(m, path = NULL) {
   bad <- function(msg) zarr_abort("metadata", msg, array = path)
-  if (!is.list(m) || !identical(m$node_type, "array")) bad("metadata does not describe an array")
-  fmt <- as.integer(m$zarr_format %||% 3L)
-  if (length(fmt) != 1L || !fmt %in% c(2L, 3L)) bad(sprintf("unsupported zarr_format %s", format(m$zarr_format)))
-  if (is.null(m$shape)) bad("metadata has no shape")
-  shape <- check_shape(m$shape, "shape")
-  if (length(m$storage_transformers))
+  if (!is.list(m) || !identical(m[["node_type"]], "array")) bad("metadata does not describe an array")
+  check_array_metadata(m, path)
+  fmt <- as.integer(m[["zarr_format"]] %||% 3L)
+  shape <- check_shape(m[["shape"]], "shape")
+  if (length(m[["storage_transformers"]]))
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
-  dtname <- m$data_type
-  if (is.list(dtname)) dtname <- dtname$name
-  if (!is.character(dtname) || length(dtname) != 1L) bad("metadata has no data_type")
+  dtname <- m[["data_type"]]
+  if (is.list(dtname)) dtname <- dtname[["name"]]
   if (!dtname %in% dtype_table$name)
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
-  fill_null <- is.null(m$fill_value)
-  dt <- tryCatch(zarr_data_type$new(m$data_type, if (fill_null) fill_for_null(dtname) else m$fill_value),
+  fill_null <- is.null(m[["fill_value"]])
+  dt <- tryCatch(zarr_data_type$new(m[["data_type"]], if (fill_null) fill_for_null(dtname) else m[["fill_value"]]),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
-  grid <- m$chunk_grid
-  if (!identical(grid$name, "regular"))
-    zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", format(grid$name)), array = path)
-  chunk <- check_shape(grid$configuration$chunk_shape, "chunk shape")
+  grid <- m[["chunk_grid"]]
+  if (!identical(grid[["name"]], "regular"))
+    zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", grid[["name"]]), array = path)
+  chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
-  if (!length(m$codecs)) bad("metadata has no codecs")
-  check_engine_limits(shape, chunk, length(m$codecs), bad)
-  codecs <- tryCatch(lapply(m$codecs, codec_from_metadata, data_type = dt, chunk_shape = chunk, array = path),
+  if (!length(m[["codecs"]])) bad("metadata has no codecs")
+  check_engine_limits(shape, chunk, length(m[["codecs"]]), bad)
+  codecs <- tryCatch(codecs_from_metadata(m[["codecs"]], data_type = dt, chunk_shape = chunk, array = path),
                      zarr_error = function(e) {
                        if (is.null(e$array) && !is.null(path)) e$message <- paste0(e$message, " [array '", path, "']")
                        stop(e)
                      })
   check_codec_order(codecs, path)
-  enc <- m$chunk_key_encoding %||% list(name = "default")
+  enc <- m[["chunk_key_encoding"]] %||% list(name = "default")
+  enc_name <- enc[["name"]] %||% "default"
   key_encoding <- normalize_key_encoding(list(
-    name = enc$name %||% "default",
-    separator = enc$configuration$separator %||% (if (identical(enc$name, "v2")) "." else "/")))
+    name = enc_name,
+    separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
   list(data_type = dt, shape = shape, chunk_shape = chunk, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
 }

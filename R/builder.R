@@ -89,8 +89,10 @@ array_builder <- R6::R6Class("array_builder",
           list(list(name = "bytes", configuration = list(endian = "little")), list(name = "crc32c"))
         cfg$index_location <- cfg$index_location %||% "end"
         list(list(name = codec, configuration = cfg))
-      } else if (codec == "bytes" && !is.na(at)) { # the one bytes codec is reconfigured
-        codecs[[at]] <- entry
+      } else if (codec %in% ab_codec_names &&
+                 any(names_ab <- vapply(codecs, function(cd) cd$name %in% ab_codec_names, TRUE))) {
+        # the one array -> bytes codec is reconfigured or replaced
+        codecs[[which(names_ab)[1L]]] <- entry
         codecs
       } else {
         pos <- if (is.null(.position)) length(codecs) + 1L else min(max(1L, as.integer(.position)), length(codecs) + 1L)
@@ -118,7 +120,17 @@ array_builder <- R6::R6Class("array_builder",
         zarr_warn("codec", "the bytes codec cannot be removed")
         return(invisible(self))
       }
-      keep <- vapply(private$.codecs, function(cd) cd$name != codec, TRUE)
+      keep <- vapply(private$.codecs, function(cd) !identical(cd$name, codec), TRUE)
+      if (all(keep)) return(invisible(self))
+      # the remaining codecs must still form a chain (one array -> bytes codec)
+      ok <- tryCatch({
+        check_codec_order(private$instantiate(private$.codecs[keep]), "")
+        TRUE
+      }, zarr_error = function(e) {
+        zarr_warn("codec", sprintf("codec '%s' was not removed: %s", codec, conditionMessage(e)))
+        FALSE
+      })
+      if (!ok) return(invisible(self))
       private$.codecs <- private$.codecs[keep]
       if (codec == "transpose") private$.portable <- TRUE
       invisible(self)
@@ -230,11 +242,13 @@ array_builder <- R6::R6Class("array_builder",
     instantiate = function(entries) {
       dt <- private$.dt %||% zarr_data_type$new("uint8")
       chunk <- if (is.null(private$.shape)) numeric() else private$chunk_or_default()
-      lapply(entries, codec_from_metadata, data_type = dt, chunk_shape = chunk)
+      codecs_from_metadata(entries, data_type = dt, chunk_shape = chunk)
     },
     codec_chain = function() private$instantiate(private$.codecs)
   )
 )
+
+ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2")
 
 #' Define a new Zarr array
 #'

@@ -102,6 +102,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
       out <- finish_rtype(out, spec$rtype)
+      if (fill_as_na) out <- strings_fill_as_na(out, private$.dt)
       if (length(sel) > 1L) dim(out) <- sel_lengths(sel)
       out
     },
@@ -122,6 +123,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
+      if (is.character(data) && anyNA(data)) # NA is written as the fill value
+        data[is.na(data)] <- enc2utf8(as.character(private$.dt$fill_value))
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
       if (length(data) != n && length(data) != 1L)
@@ -225,6 +228,17 @@ str.chunk_grid_regular <- function(object, ...) {
               paste(object$chunk_shape, collapse = " x "),
               paste(object$chunk_grid, collapse = " x ")))
   invisible(NULL)
+}
+
+# Strings follow the rule of the other types: elements equal to the fill
+# value read as NA (the C engine leaves that to R for strings).
+strings_fill_as_na <- function(out, dt) {
+  if (!is.character(out) || !length(out)) return(out)
+  fill <- dt$fill_value
+  if (!is.character(fill) || length(fill) != 1L) return(out)
+  hit <- which(out == fill)
+  if (length(hit)) out[hit] <- NA_character_
+  out
 }
 
 normalize_key_encoding <- function(value) {

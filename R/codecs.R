@@ -7,17 +7,30 @@ codec_registry <- new.env(parent = emptyenv())
 # Build a codec object from a metadata fragment list(name=, configuration=).
 codec_from_metadata <- function(fragment, data_type, chunk_shape, array = NULL) {
   if (is.character(fragment)) fragment <- list(name = fragment)
-  name <- fragment$name
-  if (!is.character(name) || length(name) != 1L)
+  if (!is_json_object(fragment)) zarr_abort("metadata", "a codec entry must be a JSON object", array = array)
+  name <- fragment[["name"]]
+  if (!is_json_string(name, max_name_bytes) || !nzchar(name))
     zarr_abort("metadata", "codec entry without a name", array = array)
   ctor <- codec_registry[[name]]
   if (is.null(ctor))
     zarr_abort("codec", sprintf("unsupported codec '%s'", name), array = array)
-  config <- fragment$configuration %||% list()
+  config <- fragment[["configuration"]] %||% list()
   ctor(config, data_type, chunk_shape)
 }
 
 register_codec <- function(name, ctor) assign(name, ctor, envir = codec_registry)
+
+# A codec chain from its metadata fragments. Each codec sees the shape its
+# input has: a transpose codec permutes the shape for the codecs after it.
+codecs_from_metadata <- function(entries, data_type, chunk_shape, array = NULL) {
+  shape <- chunk_shape
+  lapply(entries, function(fragment) {
+    cd <- codec_from_metadata(fragment, data_type, shape, array)
+    if (inherits(cd, "zarr_codec_transpose") && length(cd$order) == length(shape))
+      shape <<- shape[cd$order + 1L]
+    cd
+  })
+}
 
 cfg_int <- function(config, name, default, lo = -Inf, hi = Inf, codec = "") {
   v <- config[[name]]
@@ -135,7 +148,7 @@ zarr_codec_transpose <- R6::R6Class("zarr_codec_transpose",
     initialize = function(shape_length, configuration = list()) {
       super$initialize("transpose", list())
       private$.n <- as.integer(shape_length)
-      ord <- configuration$order
+      ord <- configuration[["order"]]
       self$order <- if (is.null(ord)) rev(seq_len(private$.n) - 1L) else unlist(ord)
       private$.from <- "array"
       private$.to <- "array"
@@ -200,7 +213,7 @@ zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
       super$initialize("bytes", list())
       private$.dt <- as_data_type(data_type)
       private$.chunk_shape <- chunk_shape
-      self$endian <- configuration$endian %||% "little"
+      self$endian <- configuration[["endian"]] %||% "little"
       private$.from <- "array"
       private$.to <- "bytes"
     },
@@ -218,27 +231,37 @@ zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
       list(name = "bytes", configuration = list(endian = private$.endian))
     },
 
-    #' @description Write R values as bytes. `NA` becomes the fill value
-    #'   (`bool` cannot hold `NA`, so it becomes `FALSE`).
-    #' @param data An R vector, matrix or array.
+    #' @description Write R values as bytes, as the array engine writes a
+    #'   chunk: the elements of an array of the chunk's shape in C order
+    #'   (last index fastest). `NA` becomes the fill value (`bool` cannot
+    #'   hold `NA`, so it becomes `FALSE`).
+    #' @param data An R vector, matrix or array with the chunk's elements.
     #' @return A raw vector.
     encode = function(data) {
       dt <- private$.dt
+      shape <- private$.chunk_shape
+      if (length(shape) > 1L && length(data) == prod(shape)) { # R order -> C order
+        keep <- if (inherits(data, "integer64")) class(data)
+        data <- as.vector(aperm(array(unclass(data), shape), rev(seq_along(shape))))
+        class(data) <- keep
+      }
       .Call(ffi_encode_elements, coerce_for_dtype(data, dt$data_type), dt$data_type,
             private$.endian == "big", .Call(ffi_fill_bytes, dt$data_type, dt$fill_value))
     },
 
-    #' @description Read bytes as R values; elements equal to the fill value
-    #'   become `NA` (except for `bool`).
+    #' @description Read bytes written in C order as R values, the reverse
+    #'   of `encode()`; elements equal to the fill value become `NA` (except
+    #'   for `bool`).
     #' @param data A raw vector.
-    #' @return An R vector with the chunk's dimensions.
+    #' @return An R vector, or an array of the chunk's shape.
     decode = function(data) {
       dt <- private$.dt
       out <- .Call(ffi_decode_elements, data, dt$data_type, dt$Rtype, private$.endian == "big",
                    .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
                    zarr_fill_as_na() && dt$data_type != "bool" && !fill_is_nan(dt$fill_value))
-      if (length(private$.chunk_shape) > 1L && length(out) == prod(private$.chunk_shape))
-        dim(out) <- rev(private$.chunk_shape)
+      shape <- private$.chunk_shape
+      if (length(shape) > 1L && length(out) == prod(shape)) # C order -> R order
+        out <- aperm(array(out, rev(shape)), rev(seq_along(shape)))
       finish_rtype(out, dt$Rtype)
     }
   ),
@@ -275,7 +298,7 @@ zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
     #' @return An instance of this class.
     initialize = function(configuration = NULL) {
       super$initialize("gzip", list())
-      self$level <- configuration$level %||% 6L
+      self$level <- configuration[["level"]] %||% 6L
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_gzip`.
@@ -320,8 +343,8 @@ zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
     #' @return An instance of this class.
     initialize = function(configuration = NULL) {
       super$initialize("zstd", list())
-      self$level <- configuration$level %||% 1L
-      self$checksum <- configuration$checksum %||% FALSE
+      self$level <- configuration[["level"]] %||% 1L
+      self$checksum <- configuration[["checksum"]] %||% FALSE
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_zstd`.
@@ -381,11 +404,12 @@ zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
       super$initialize("blosc", list())
       dt <- if (is.null(data_type)) NULL else as_data_type(data_type)
       size <- if (is.null(dt)) 1L else dt$size %|NA|% 1L
-      self$cname <- configuration$cname %||% "zstd"
-      self$clevel <- configuration$clevel %||% 1L
-      self$shuffle <- configuration$shuffle %||% (if (size > 1L) "shuffle" else "bitshuffle")
-      self$typesize <- configuration$typesize %||% size
-      self$blocksize <- configuration$blocksize %||% 0L
+      self$cname <- configuration[["cname"]] %||% "zstd"
+      self$clevel <- configuration[["clevel"]] %||% 1L
+      private$.typesize <- size # for the automatic shuffle
+      self$shuffle <- configuration[["shuffle"]] %||% (if (size > 1L) "shuffle" else "bitshuffle")
+      self$typesize <- configuration[["typesize"]] %||% size
+      self$blocksize <- configuration[["blocksize"]] %||% 0L
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_blosc`.
@@ -418,7 +442,8 @@ zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
     #' @field shuffle "noshuffle", "shuffle" or "bitshuffle".
     shuffle = function(value) {
       if (missing(value)) return(private$.shuffle)
-      if (is.numeric(value) && length(value) == 1L && value %in% 0:2) value <- blosc_shuffles[value + 1L]
+      if (!(is.character(value) && length(value) == 1L && value %in% blosc_shuffles))
+        value <- blosc_shuffle_name(value, private$.typesize)
       if (!is.character(value) || length(value) != 1L || !value %in% blosc_shuffles)
         zarr_abort("codec", "blosc shuffle must be \"noshuffle\", \"shuffle\" or \"bitshuffle\"")
       private$.shuffle <- value
@@ -490,16 +515,26 @@ zarr_codec_sharding <- R6::R6Class("zarr_codec_sharding",
   public = list(
     initialize = function(data_type, chunk_shape, configuration) {
       super$initialize("sharding_indexed", list())
-      inner <- as.numeric(unlist(configuration$chunk_shape))
+      if (!is_json_dims(configuration[["chunk_shape"]]))
+        zarr_abort("metadata", "sharding: 'chunk_shape' must be an array of positive integers")
+      for (f in c("codecs", "index_codecs")) {
+        v <- configuration[[f]]
+        if (!is.null(v) && (!is.list(v) || (length(v) && !is.null(names(v)))))
+          zarr_abort("metadata", sprintf("sharding: '%s' must be an array of codecs", f))
+      }
+      loc <- configuration[["index_location"]]
+      if (!is.null(loc) && !(is_json_string(loc) && loc %in% c("start", "end")))
+        zarr_abort("metadata", "sharding: 'index_location' must be \"start\" or \"end\"")
+      inner <- as.numeric(unlist(configuration[["chunk_shape"]]))
       if (length(inner) != length(chunk_shape) || any(inner < 1) || any(chunk_shape %% inner != 0))
         zarr_abort("codec", "sharding: the inner chunk shape must divide the shard shape")
       private$.inner_shape <- inner
-      private$.codecs <- lapply(configuration$codecs %||% list(list(name = "bytes")),
-                                codec_from_metadata, data_type = data_type, chunk_shape = inner)
-      private$.index_codecs <- lapply(configuration$index_codecs %||% list(list(name = "bytes"), list(name = "crc32c")),
+      private$.codecs <- codecs_from_metadata(configuration[["codecs"]] %||% list(list(name = "bytes")),
+                                              data_type = data_type, chunk_shape = inner)
+      private$.index_codecs <- lapply(configuration[["index_codecs"]] %||% list(list(name = "bytes"), list(name = "crc32c")),
                                       codec_from_metadata, data_type = zarr_data_type$new("uint64"),
                                       chunk_shape = c(chunk_shape / inner, 2))
-      private$.location <- configuration$index_location %||% "end"
+      private$.location <- configuration[["index_location"]] %||% "end"
       private$.from <- "array"
       private$.to <- "bytes"
     },

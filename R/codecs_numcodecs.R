@@ -6,7 +6,7 @@
 numcodecs_modes <- c(
   zlib = "bytes", gzip = "bytes", zstd = "bytes", blosc = "bytes", lz4 = "bytes", bz2 = "bytes",
   crc32c = "bytes", adler32 = "bytes", fletcher32 = "bytes", shuffle = "bytes",
-  delta = "array", fixedscaleoffset = "array", bitround = "array"
+  delta = "array", fixedscaleoffset = "array", bitround = "array", quantize = "array", astype = "array"
 )
 
 # A numeric element type for the C filters: list(kind, size, big).
@@ -47,15 +47,30 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
     c_spec = function(big = FALSE) {
       cfg <- private$.config
       out <- c(list(name = private$.id), cfg[setdiff(names(cfg), c("id", "dtype", "astype"))])
-      if (private$.id %in% c("delta", "fixedscaleoffset", "bitround")) {
-        dt <- cfg$dtype %||% (if (!is.null(private$.dt)) private$.dt$data_type)
+      if (private$.id == "astype") { # decode_dtype: the array's; encode_dtype: stored
+        dt <- cfg[["decode_dtype"]] %||% (if (!is.null(private$.dt)) private$.dt$data_type)
+        if (is.null(cfg[["encode_dtype"]]) || is.null(dt))
+          zarr_abort("codec", "numcodecs.astype needs encode_dtype and decode_dtype")
+        out$dtype <- num_spec(dt, big)
+        out$astype <- num_spec(cfg[["encode_dtype"]], big)
+      }
+      if (private$.id == "quantize") {
+        digits <- cfg[["digits"]]
+        if (!is.numeric(digits) || length(digits) != 1L || is.na(digits) || digits != trunc(digits) || abs(digits) > 300)
+          zarr_abort("codec", "numcodecs.quantize needs whole number digits")
+        ex <- -digits # log10 of the precision, 10^-digits
+        ex <- if (ex < 0) floor(ex) else ceiling(ex)
+        out$scale <- 2^ceiling(log2(10^-ex))
+      }
+      if (private$.id %in% c("delta", "fixedscaleoffset", "bitround", "quantize")) {
+        dt <- cfg[["dtype"]] %||% (if (!is.null(private$.dt)) private$.dt$data_type)
         if (is.null(dt)) zarr_abort("codec", sprintf("numcodecs.%s needs a dtype", private$.id))
         out$dtype <- num_spec(dt, big)
-        out$astype <- num_spec(cfg$astype %||% dt, big)
+        out$astype <- num_spec(cfg[["astype"]] %||% dt, big)
       }
       if (identical(private$.id, "blosc")) {
-        out$shuffle <- if (is.character(cfg$shuffle)) match(cfg$shuffle, blosc_shuffles) - 1L else cfg$shuffle %||% 1L
-        out$typesize <- cfg$typesize %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
+        out$shuffle <- if (is.character(cfg[["shuffle"]])) match(cfg[["shuffle"]], blosc_shuffles) - 1L else cfg[["shuffle"]] %||% 1L
+        out$typesize <- cfg[["typesize"]] %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
       }
       out
     }

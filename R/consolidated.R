@@ -5,20 +5,24 @@
 
 # The map of node path ("a/b") -> metadata in v3 form, or NULL.
 read_consolidated <- function(store, root_meta) {
-  cm <- root_meta$consolidated_metadata
-  if (is.list(cm) && is.list(cm$metadata)) return(cm$metadata)
+  cm <- root_meta[["consolidated_metadata"]]
+  if (is_json_object(cm) && is_json_object(cm[["metadata"]])) return(cm[["metadata"]])
   if (!identical(as.integer(root_meta$zarr_format), 2L)) return(NULL)
   raw <- tryCatch(store$get(".zmetadata"), zarr_error = function(e) NULL)
   if (is.null(raw)) return(NULL)
-  docs <- json_parse(raw, ".zmetadata", key = ".zmetadata")$metadata
-  if (!is.list(docs)) return(NULL)
+  docs <- tryCatch(json_parse(raw, ".zmetadata", key = ".zmetadata"), zarr_error = function(e) NULL)
+  if (!is_json_object(docs)) return(NULL) # unusable: the store is listed instead
+  docs <- docs[["metadata"]]
+  if (!is_json_object(docs)) return(NULL)
   paths <- unique(sub("/?[.](zarray|zgroup|zattrs)$", "", names(docs)))
   paths <- paths[nzchar(paths)]
   out <- list()
   for (p in paths) {
     doc <- function(x) docs[[paste0(p, "/", x)]]
     if (is.null(doc(".zarray")) && is.null(doc(".zgroup"))) next
-    out[[p]] <- v2_to_v3(doc(".zarray"), doc(".zattrs"), key = paste0(p, "/.zmetadata"))
+    # a document that cannot be understood hides only its node
+    out[[p]] <- tryCatch(v2_to_v3(doc(".zarray"), doc(".zattrs"), key = paste0(".zmetadata: ", p)),
+                         error = function(e) as_metadata_error(e, paste0("/", p)))
   }
   out
 }
@@ -82,6 +86,7 @@ write_consolidated <- function(node, force = FALSE) {
   walk <- function(g) {
     g$build_hierarchy()
     for (k in g$children) {
+      if (isTRUE(attr(k$metadata, "zarr_broken"))) next # unreadable: left as it is
       map[[sub("^/", "", k$path)]] <<- k$metadata
       if (inherits(k, "zarr_group")) walk(k)
     }
@@ -92,7 +97,7 @@ write_consolidated <- function(node, force = FALSE) {
     docs <- list(.zgroup = list(zarr_format = 2L))
     if (length(meta$attributes)) docs[[".zattrs"]] <- json_prepare(meta$attributes)
     for (p in names(map)) {
-      d <- v2_from_v3(map[[p]])
+      d <- tryCatch(v2_from_v3(map[[p]]), zarr_error = function(e) NULL)
       for (n in names(d)) if (n != ".zattrs" || length(d[[n]])) docs[[paste0(p, "/", n)]] <- d[[n]]
     }
     store$set(".zmetadata", charToRaw(json_write(list(metadata = docs, zarr_consolidated_format = 1L))))

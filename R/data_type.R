@@ -52,6 +52,7 @@ dtype_info <- function(name) {
 normalize_fill <- function(name, value) {
   if (is.null(value)) return(dtype_default_fill(name))
   if (inherits(value, "integer64")) return(as.character(value))
+  if (inherits(value, "json_literal")) value <- unclass(value) # an integer beyond 2^53, as digits
   if (name %in% c("complex64", "complex128")) {
     if (is.complex(value)) return(list(Re(value), Im(value)))
     if (is.list(value) && length(value) == 2L) return(value)
@@ -87,7 +88,7 @@ normalize_fill <- function(name, value) {
 fill_json <- function(name, value) {
   if (is.list(value)) return(lapply(value, function(v) fill_json("float64", v)))
   if (is.character(value)) {
-    if (grepl("^-?[0-9]+$", value)) return(structure(value, class = "json_literal"))
+    if (!is_string_dtype(name) && grepl("^-?[0-9]+$", value)) return(structure(value, class = "json_literal"))
     return(value)
   }
   if (is.numeric(value) && !is.finite(value)) {

@@ -87,10 +87,11 @@ build_node <- function(name, metadata, parent, store) {
     node <- d$build(name, metadata, parent, store)
     if (inherits(node, "zarr_node")) return(node)
   }
-  switch(metadata$node_type %||% "",
+  nt <- metadata[["node_type"]]
+  switch(if (is.character(nt) && length(nt) == 1L && !is.na(nt)) nt else "",
     group = zarr_group$new(name, metadata, parent, store),
     array = zarr_array$new(name, metadata, parent, store),
-    zarr_abort("metadata", sprintf("unknown node type '%s'", format(metadata$node_type)),
+    zarr_abort("metadata", sprintf("unknown node type '%s'", substr(paste(format(nt), collapse = " "), 1L, 100L)),
                array = if (is.null(parent)) "/" else name)
   )
 }

@@ -50,11 +50,16 @@ zarr_group <- R6::R6Class("zarr_group",
         names_found <- names_found[!names_found %in% c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")]
       }
       for (nm in sort(names_found)) {
+        # metadata that cannot be understood hides only that node: it opens
+        # as an array whose use raises the error
         meta <- consolidated_metadata_of(self, nm) %||% tryCatch(
           store$get_metadata(paste0(prefix, nm, "/")),
-          zarr_error_key = function(e) NULL)
+          zarr_error_key = function(e) NULL,
+          error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
         if (is.null(meta)) next
-        kids[[nm]] <- build_node(nm, meta, self, store)
+        kids[[nm]] <- if (inherits(meta, "condition")) broken_node(nm, meta, self, store) else
+          tryCatch(build_node(nm, meta, self, store),
+                   error = function(e) broken_node(nm, as_metadata_error(e), self, store))
       }
       # children opened by path in a store that cannot be listed stay known
       kids <- c(kids, private$.children[setdiff(names(private$.children), names(kids))])
@@ -155,10 +160,22 @@ zarr_group <- R6::R6Class("zarr_group",
     },
 
     #' @description Delete a child array, or a child group that is empty.
-    #' @param name The name (or a path to a direct child).
+    #' @param name The name of a child, or the path of a node below this
+    #'   group ("a/x"; a path starting with "/" starts at the root).
     #' @return Self, invisibly.
     delete = function(name) {
-      name <- basename(name)
+      if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name))
+        zarr_abort("argument", "the node to delete is given by a single name or path")
+      if (grepl("/", name, fixed = TRUE)) {
+        node <- if (startsWith(name, "/")) root_of(self)$get_node(sub("^/+", "", name)) else self$get_node(name)
+        if (is.null(node) || is.null(node$parent))
+          zarr_abort("not_found", sprintf("'%s' is not a node below group '%s'", name, self$path))
+        if (!identical(node$parent, self)) {
+          node$parent$delete(node$name)
+          return(invisible(self))
+        }
+        name <- node$name
+      }
       node <- self$children[[name]]
       if (is.null(node)) zarr_abort("not_found", sprintf("'%s' is not in group '%s'", name, self$path))
       if (inherits(node, "zarr_group") && length(node$children))
@@ -220,7 +237,7 @@ tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {
   if (inherits(node, "zarr_array")) {
     dt <- if (is.null(node$data_type)) "(unreadable)" else node$data_type$data_type
     label <- sprintf("%s  %s %s", label, dt,
-                     paste0("[", paste(format_dims(node$shape), collapse = " x "), "]"))
+                     if (is.null(node$shape)) "[?]" else paste0("[", paste(format_dims(node$shape), collapse = " x "), "]"))
   }
   line <- if (top) label else paste0(lead, if (last) "\u2514\u2500 " else "\u251c\u2500 ", label)
   if (!inherits(node, "zarr_group")) return(line)
@@ -244,4 +261,12 @@ str.zarr_group <- function(object, ...) {
   cat(sprintf("Zarr group '%s': %d group(s), %d array(s), %d attribute(s)\n", object$path, n_g,
               length(kids) - n_g, length(object$metadata$attributes)))
   invisible(NULL)
+}
+
+# A node whose metadata could not be read: an array that raises `err` when used.
+broken_node <- function(name, err, parent, store) {
+  meta <- structure(list(node_type = "array"), zarr_broken = TRUE)
+  node <- zarr_array$new(name, meta, parent, store)
+  node$.__enclos_env__$private$.problem <- err
+  node
 }

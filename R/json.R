@@ -12,13 +12,46 @@ json_parse <- function(x, what = "metadata", array = NULL, key = NULL) {
     x <- rawToChar(x)
   }
   Encoding(x) <- "UTF-8"
-  tryCatch(
-    jsonlite::parse_json(x, simplifyVector = FALSE, bigint_as_char = TRUE),
-    error = function(e) {
-      zarr_abort("metadata", sprintf("malformed JSON in %s: %s", what, conditionMessage(e)),
-                 array = array, key = key)
-    }
-  )
+  tryCatch({
+    big <- json_protect_integers(x)
+    out <- jsonlite::parse_json(big$text, simplifyVector = FALSE, bigint_as_char = TRUE)
+    if (big$found) json_restore_integers(out) else out
+  }, error = function(e) {
+    zarr_abort("metadata", sprintf("malformed JSON in %s: %s", what, conditionMessage(e)),
+               array = array, key = key)
+  })
+}
+
+# Integers that a double cannot hold exactly (beyond 2^53) keep every digit:
+# they are parsed as strings of class "json_literal", which are written back
+# as the same bare number. The text is marked before parsing, because
+# jsonlite returns integers beyond the int64 range as rounded doubles.
+json_mark <- "\\u001bzarr-int:"
+json_protect_integers <- function(x) {
+  if (!grepl("[0-9]{16}", x, perl = TRUE)) return(list(text = x, found = FALSE))
+  m <- gregexpr("\"(?:[^\"\\\\]++|\\\\.)*+\"|(?<![0-9.eE+-])-?[0-9]{16,}(?![.eE0-9])", x, perl = TRUE)
+  tok <- regmatches(x, m)[[1L]]
+  num <- !startsWith(tok, "\"")
+  if (any(num)) {
+    digits <- sub("^-", "", tok[num])
+    exact <- nchar(digits) < 16L | (nchar(digits) == 16L & digits <= "9007199254740992")
+    num[num] <- !exact
+  }
+  if (!any(num)) return(list(text = x, found = FALSE))
+  tok[num] <- paste0("\"", json_mark, tok[num], "\"")
+  regmatches(x, m) <- list(tok)
+  list(text = x, found = TRUE)
+}
+
+json_restore_integers <- function(x) {
+  if (is.character(x) && length(x) == 1L && startsWith(x, "\033zarr-int:"))
+    return(structure(substring(x, 11L), class = "json_literal"))
+  if (is.list(x) && length(x)) {
+    nm <- names(x)
+    x <- lapply(x, json_restore_integers)
+    names(x) <- nm
+  }
+  x
 }
 
 #' Mark a vector so it is always written as a JSON array.
@@ -38,7 +71,8 @@ json_num <- function(x) {
   fin <- is.finite(x)
   if (any(fin)) {
     v <- x[fin]
-    s <- ifelse(v == trunc(v) & abs(v) < 1e15, formatC(v, format = "f", digits = 0),
+    # whole numbers that a double holds exactly are written as integers
+    s <- ifelse(v == trunc(v) & abs(v) <= 2^53, formatC(v, format = "f", digits = 0),
                 formatC(v, digits = 15, format = "g"))
     # fall back to 17 significant digits where 15 do not round-trip
     bad <- as.numeric(s) != v
@@ -48,27 +82,53 @@ json_num <- function(x) {
   out
 }
 
+# Strings are written in ASCII, as zarr-python writes them: control and
+# non-ASCII characters as \uXXXX escapes (surrogate pairs beyond U+FFFF).
 json_str <- function(x) {
   x <- enc2utf8(as.character(x))
+  na <- is.na(x)
   x <- gsub("\\", "\\\\", x, fixed = TRUE)
   x <- gsub("\"", "\\\"", x, fixed = TRUE)
   x <- gsub("\n", "\\n", x, fixed = TRUE)
   x <- gsub("\r", "\\r", x, fixed = TRUE)
   x <- gsub("\t", "\\t", x, fixed = TRUE)
-  ctrl <- grepl("[\001-\037]", x, useBytes = TRUE)
-  if (any(ctrl)) {
-    x[ctrl] <- vapply(x[ctrl], function(s) {
-      cp <- utf8ToInt(s)
-      paste(ifelse(cp < 32, sprintf("\\u%04x", cp), vapply(cp, intToUtf8, "")), collapse = "")
-    }, "")
+  odd <- !na & grepl("[^\x20-\x7e]", x, perl = TRUE, useBytes = TRUE)
+  if (any(odd)) {
+    bad <- !validUTF8(x[odd])
+    if (any(bad))
+      zarr_abort("metadata", sprintf("cannot write invalid UTF-8 text as JSON: '%s'",
+                                     substr(iconv(x[odd][bad][1L], "UTF-8", "ASCII", sub = "?"), 1L, 60L)))
+    x[odd] <- vapply(x[odd], json_escape_ascii, "", USE.NAMES = FALSE)
   }
   out <- paste0("\"", x, "\"")
-  out[is.na(x)] <- "null"
+  out[na] <- "null"
   out
 }
 
+# One string -> the same text in printable ASCII; built as bytes, so that
+# long texts with many escapes take linear time.
+json_escape_ascii <- function(s) {
+  cp <- utf8ToInt(s)
+  esc <- cp < 0x20L | cp > 0x7eL
+  astral <- cp > 0xFFFFL
+  start <- cumsum(1L + 5L * esc + 6L * astral) - (1L + 5L * esc + 6L * astral) # 0-based offsets
+  out <- raw(start[length(start)] + 1L + 5L * esc[length(esc)] + 6L * astral[length(astral)])
+  out[start[!esc] + 1L] <- as.raw(cp[!esc])
+  # the \uXXXX units: one per BMP character, two (a surrogate pair) beyond
+  bmp <- esc & !astral
+  v <- cp[astral] - 0x10000L
+  at <- c(start[bmp], start[astral], start[astral] + 6L)
+  unit <- c(cp[bmp], 0xD800L + v %/% 1024L, 0xDC00L + v %% 1024L)
+  hex <- charToRaw("0123456789abcdef")
+  out[at + 1L] <- as.raw(0x5c)
+  out[at + 2L] <- as.raw(0x75)
+  for (k in 0:3) out[at + 3L + k] <- hex[(unit %/% 16L^(3L - k)) %% 16L + 1L]
+  rawToChar(out)
+}
+
 json_scalars <- function(x) {
-  if (inherits(x, "integer64")) return(as.character(x))
+  if (inherits(x, "integer64")) return(ifelse(is.na(x), "null", as.character(x)))
+  if (inherits(x, "json_literal")) return(as.character(unclass(x)))
   if (is.logical(x)) return(ifelse(is.na(x), "null", ifelse(x, "true", "false")))
   if (is.integer(x)) return(ifelse(is.na(x), "null", as.character(x)))
   if (is.numeric(x)) return(json_num(x))
@@ -113,6 +173,7 @@ json_write <- function(x, pretty = TRUE) {
 
 # Attributes as R users expect them: JSON arrays of scalars become vectors.
 json_simplify <- function(x) {
+  if (inherits(x, "json_literal")) return(unclass(x)) # an integer beyond 2^53, as digits
   if (!is.list(x)) return(x)
   if (is.null(names(x)) && length(x) &&
       all(vapply(x, function(e) is.atomic(e) && length(e) == 1L, TRUE))) {

@@ -37,9 +37,7 @@ zarr_node <- R6::R6Class("zarr_node",
       nm <- names(attrs)
       w <- max(nchar(nm))
       for (i in seq_along(attrs)) {
-        v <- attrs[[i]]
-        txt <- if (is.atomic(v) && !is.null(v)) paste(format(v), collapse = ", ") else
-          gsub("\\s+", " ", json_write(json_prepare(v), pretty = FALSE))
+        txt <- attribute_text(attrs[[i]], width)
         if (nchar(txt) > width) txt <- paste0(substr(txt, 1L, width - 3L), "...")
         cat(sprintf("  %-*s : %s\n", w, nm[i], txt))
       }
@@ -85,8 +83,8 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @return Self, invisibly.
     save = function() {
       private$.store$set_metadata(self$prefix, private$.metadata)
-      if (!is.null(private$.parent) || !is.null(private$.metadata$consolidated_metadata))
-        write_consolidated(self)
+      # a no-op unless the hierarchy has consolidated metadata
+      write_consolidated(self)
       invisible(self)
     }
   ),
@@ -138,3 +136,22 @@ zarr_node <- R6::R6Class("zarr_node",
     metadata_changed = function() invisible(NULL)
   )
 )
+
+# The start of an attribute value as one line of text; long values are cut
+# before they are formatted (a text of megabytes would take minutes).
+attribute_text <- function(v, width) {
+  clip <- function(s) {
+    s <- utils::head(s, width)
+    long <- which(nchar(s, type = "bytes", allowNA = TRUE) > width)
+    if (length(long)) s[long] <- substr(s[long], 1L, width + 1L)
+    s
+  }
+  if (is.atomic(v) && !is.null(v)) {
+    v <- utils::head(v, width)
+    if (is.character(v)) v <- clip(v)
+    return(paste(format(v), collapse = ", "))
+  }
+  v <- rapply(list(v), clip, classes = "character", how = "replace")[[1L]]
+  txt <- json_write(json_prepare(v), pretty = FALSE)
+  gsub("\\s+", " ", substr(txt, 1L, 4L * width))
+}

@@ -81,7 +81,7 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @description Whether a key exists.
     #' @param key The key.
     #' @return `TRUE` or `FALSE`.
-    exists = function(key) FALSE,
+    exists = function(key) private$not_implemented("exists"),
 
     #' @description Retrieve the value of a key.
     #' @param key The key.
@@ -90,7 +90,7 @@ zarr_store <- R6::R6Class("zarr_store",
     #'   bytes from that offset to the end; a negative number for that many
     #'   final bytes; `c(start, end)` for a range (end exclusive).
     #' @return A raw vector, or `NULL` if the key does not exist.
-    get = function(key, prototype = NULL, byte_range = NULL) NULL,
+    get = function(key, prototype = NULL, byte_range = NULL) private$not_implemented("get"),
 
     #' @description Size of a value in bytes.
     #' @param key The key.
@@ -125,12 +125,12 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @description The names directly below a prefix.
     #' @param prefix The prefix.
     #' @return A character vector of names.
-    list_dir = function(prefix) character(),
+    list_dir = function(prefix) private$not_implemented("list_dir"),
 
     #' @description All keys below a prefix.
     #' @param prefix The prefix.
     #' @return A character vector of full keys.
-    list_prefix = function(prefix) character(),
+    list_prefix = function(prefix) private$not_implemented("list_prefix"),
 
     #' @description Store a value.
     #' @param key The key.
@@ -157,8 +157,7 @@ zarr_store <- R6::R6Class("zarr_store",
       raw <- self$get(key)
       if (!is.null(raw)) {
         meta <- json_parse(raw, "zarr.json", key = key)
-        if (!is.list(meta) || is.null(meta$node_type))
-          zarr_abort("metadata", "zarr.json has no node_type", key = key)
+        check_node_document(meta, key)
         return(meta)
       }
       v2_get_metadata(self, prefix)
@@ -276,6 +275,10 @@ zarr_store <- R6::R6Class("zarr_store",
     .read_only = FALSE, .version = 3L, .separator = "/", .io = NULL,
     check_writable = function() {
       if (private$.read_only) zarr_abort("read_only", "the store is read-only")
+    },
+    not_implemented = function(method) {
+      zarr_abort("not_implemented", sprintf("%s does not implement %s(); use a concrete store class",
+                                            class(self)[1L], method))
     },
     new_node_prefix = function(parent, name) {
       if (identical(name, "")) {

@@ -81,9 +81,11 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       private$check_writable()
       p <- private$path(key)
       if (dir.exists(p)) {
-        unlink(file.path(p, c("zarr.json", ".zgroup", ".zattrs", ".zarray")))
-        if (length(list.files(p, all.files = TRUE, no.. = TRUE)))
-          zarr_abort("not_empty", sprintf("'%s' is not empty", key))
+        # refuse before anything is removed: only the node's own documents
+        # (and stale temporary files) may be there
+        rest <- list.files(p, all.files = TRUE, no.. = TRUE)
+        rest <- rest[!rest %in% c("zarr.json", ".zgroup", ".zattrs", ".zarray") & !grepl("\\.partial$", rest)]
+        if (length(rest)) zarr_abort("not_empty", sprintf("'%s' is not empty", key))
         return(unlink(p, recursive = TRUE) == 0L && !dir.exists(p))
       }
       if (!file.exists(p)) return(FALSE)

@@ -31,12 +31,11 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
       exists(key, envir = private$.data, inherits = FALSE)
     },
 
-    #' @description Remove all keys and values except the root metadata
-    #'   document (as for [zarr_localstore]).
+    #' @description Remove all keys and values, the root metadata included.
     #' @return `TRUE`.
     clear = function() {
-      keys <- ls(private$.data, all.names = TRUE)
-      rm(list = setdiff(keys, c("zarr.json", ".zgroup", ".zattrs", ".zarray")), envir = private$.data)
+      private$check_writable()
+      rm(list = ls(private$.data, all.names = TRUE), envir = private$.data)
       TRUE
     },
 

@@ -38,20 +38,26 @@ v2_time_type <- function(code, unit) {
 v2_object_codecs <- c(`vlen-utf8` = "string", `vlen-bytes` = "variable_length_bytes", json2 = "string")
 
 # A v2 compressor or filter as a v3 codec entry.
-v2_codec <- function(comp, key = NULL) {
-  id <- comp$id
-  if (!is.character(id) || length(id) != 1L) zarr_abort("metadata", "codec without an id", key = key)
+v2_codec <- function(comp, key = NULL, typesize = 1L) {
+  id <- comp[["id"]]
+  if (!is_json_string(id, max_name_bytes)) zarr_abort("metadata", "codec without an id", key = key)
   cfg <- comp
-  cfg$id <- NULL
+  cfg[["id"]] <- NULL
   if (!length(cfg)) cfg <- named_list()
   switch(id,
-    blosc = list(name = "blosc", configuration = list(
-      cname = cfg$cname %||% "lz4", clevel = cfg$clevel %||% 5L,
-      shuffle = blosc_shuffles[(cfg$shuffle %||% 1L) + 1L],
-      blocksize = cfg$blocksize %||% 0L)),
-    gzip = list(name = "gzip", configuration = list(level = cfg$level %||% 1L)),
-    zstd = list(name = "zstd", configuration = list(level = cfg$level %||% 1L,
-                                                     checksum = isTRUE(cfg$checksum))),
+    blosc = {
+      # numcodecs writes -1 (automatic) too, GDAL a name ("BIT", "NONE", "2", ...)
+      sh <- if (is.null(cfg[["shuffle"]])) "shuffle" else blosc_shuffle_name(cfg[["shuffle"]], typesize)
+      if (is.na(sh))
+        zarr_abort("metadata", sprintf("unknown blosc shuffle '%s'", substr(paste(format(unlist(cfg[["shuffle"]])), collapse = " "), 1L, 40L)),
+                   key = key)
+      list(name = "blosc", configuration = list(
+        cname = cfg[["cname"]] %||% "lz4", clevel = cfg[["clevel"]] %||% 5L,
+        shuffle = sh, blocksize = cfg[["blocksize"]] %||% 0L))
+    },
+    gzip = list(name = "gzip", configuration = list(level = cfg[["level"]] %||% 1L)),
+    zstd = list(name = "zstd", configuration = list(level = cfg[["level"]] %||% 1L,
+                                                     checksum = isTRUE(cfg[["checksum"]]))),
     crc32c = list(name = "crc32c"),
     list(name = paste0("numcodecs.", id), configuration = cfg)
   )
@@ -63,8 +69,10 @@ v2_get_metadata <- function(store, prefix) {
   if (is.null(zarray) && is.null(zgroup)) return(NULL)
   attrs_raw <- store$get(paste0(prefix, ".zattrs"))
   attrs <- if (is.null(attrs_raw)) named_list() else json_parse(attrs_raw, ".zattrs", key = paste0(prefix, ".zattrs"))
+  if (!is_json_object(attrs)) zarr_abort("metadata", ".zattrs is not a JSON object", key = paste0(prefix, ".zattrs"))
   if (!is.null(zgroup)) {
-    json_parse(zgroup, ".zgroup", key = paste0(prefix, ".zgroup"))
+    if (!is_json_object(json_parse(zgroup, ".zgroup", key = paste0(prefix, ".zgroup"))))
+      zarr_abort("metadata", ".zgroup is not a JSON object", key = paste0(prefix, ".zgroup"))
     return(v2_to_v3(NULL, attrs))
   }
   key <- paste0(prefix, ".zarray")
@@ -74,59 +82,79 @@ v2_get_metadata <- function(store, prefix) {
 # Parsed v2 documents -> metadata in v3 form (zarray NULL: a group).
 v2_to_v3 <- function(z, attrs, key = NULL) {
   if (is.null(attrs) || !length(attrs)) attrs <- named_list()
+  if (!is_json_object(attrs)) zarr_abort("metadata", ".zattrs is not a JSON object", key = key)
   if (is.null(z)) return(list(zarr_format = 2L, node_type = "group", attributes = attrs))
-  for (f in c("shape", "chunks", "dtype"))
-    if (is.null(z[[f]])) zarr_abort("metadata", sprintf(".zarray has no '%s'", f), key = key)
-  dt <- v2_parse_dtype(z$dtype)
-  shape <- as.numeric(unlist(z$shape))
+  check_v2_array(z, key)
+  dt <- v2_parse_dtype(z[["dtype"]])
+  shape <- as.numeric(unlist(z[["shape"]]))
+  filters <- z[["filters"]]
   object_codec <- NULL
   if (identical(dt$data_type, "object")) { # the object codec is among the filters
-    ids <- vapply(z$filters, function(f) f$id %||% "", "")
+    ids <- vapply(filters, function(f) f[["id"]], "")
     hit <- match(names(v2_object_codecs), ids)
     hit <- hit[!is.na(hit)]
     if (length(hit)) {
       object_codec <- ids[hit[1L]]
-      z$filters <- z$filters[-hit[1L]]
+      object_config <- filters[[hit[1L]]] # kept, so that the same filter is written back
+      object_config[["id"]] <- NULL
+      if (!length(object_config)) object_config <- named_list()
+      filters <- filters[-hit[1L]]
       dt$data_type <- unname(v2_object_codecs[object_codec])
     } else {
       dt$data_type <- "v2:|O"
     }
   }
+  typesize <- v2_itemsize(z[["dtype"]])
   codecs <- list()
-  if (identical(z$order, "F") && length(shape) > 1L)
+  if (identical(z[["order"]], "F") && length(shape) > 1L)
     codecs[[length(codecs) + 1L]] <- list(name = "transpose",
                                           configuration = list(order = json_array(rev(seq_along(shape) - 1L))))
   # filters that act on element values go before the bytes codec, the rest after
   before <- list()
   after <- list()
-  for (f in z$filters) {
-    cd <- v2_codec(f, key)
+  for (f in filters) {
+    cd <- v2_codec(f, key, typesize)
     id <- sub("^numcodecs[.]", "", cd$name)
     if (!is.na(numcodecs_modes[id]) && numcodecs_modes[[id]] == "array" && !length(after))
       before[[length(before) + 1L]] <- cd
     else after[[length(after) + 1L]] <- cd
   }
   ab <- if (is.null(object_codec)) list(name = "bytes", configuration = list(endian = dt$endian))
-        else list(name = object_codec, configuration = named_list())
+        else list(name = object_codec, configuration = object_config)
   codecs <- c(codecs, before, list(ab), after)
-  if (!is.null(z$compressor)) codecs[[length(codecs) + 1L]] <- v2_codec(z$compressor, key)
+  if (!is.null(z[["compressor"]])) codecs[[length(codecs) + 1L]] <- v2_codec(z[["compressor"]], key, typesize)
   # xarray keeps dimension names in .zattrs
   dims <- attrs[["_ARRAY_DIMENSIONS"]]
-  fill <- z$fill_value
-  if (is.list(dt$data_type) && identical(dt$data_type$name, "null_terminated_bytes") && is.character(fill))
-    fill <- rawToChar(jsonlite::base64_dec(fill)) # v2 keeps fixed bytes as base64
+  if (!is.null(dims) && !(is.list(dims) && length(dims) == length(shape) &&
+                          all(vapply(dims, function(e) is.null(e) || is_json_string(e), TRUE))))
+    dims <- NULL # not names of these dimensions: an ordinary attribute
+  fill <- z[["fill_value"]]
+  if (is.list(dt$data_type) && identical(dt$data_type$name, "null_terminated_bytes") && is.character(fill)) {
+    # v2 keeps fixed bytes as base64
+    if (!grepl("^[A-Za-z0-9+/]*={0,2}$", fill) || nchar(fill) %% 4L != 0L)
+      meta_fail("fill_value", "must be base64 text for a |S data type", key = key)
+    fill <- rawToChar(jsonlite::base64_dec(fill))
+  }
+  sep <- z[["dimension_separator"]] %||% "."
   meta <- list(
     zarr_format = 2L, node_type = "array",
     shape = json_array(shape),
     data_type = dt$data_type,
-    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(unlist(z$chunks)))),
-    chunk_key_encoding = list(name = "v2", configuration = list(separator = z$dimension_separator %||% ".")),
+    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(unlist(z[["chunks"]])))),
+    chunk_key_encoding = list(name = "v2", configuration = list(separator = sep)),
     fill_value = fill,
     codecs = codecs,
     attributes = attrs
   )
   if (!is.null(dims)) meta$dimension_names <- dims
   meta
+}
+
+# Bytes per element of a v2 dtype (1 when unknown): blosc's automatic shuffle.
+v2_itemsize <- function(dtype) {
+  if (!is_json_string(dtype)) return(1L)
+  n <- suppressWarnings(as.integer(sub("^[<>|=]?[a-zA-Z]", "", dtype)))
+  if (is.na(n) || n < 1L) 1L else n
 }
 
 # Metadata in v3 form -> the v2 documents (.zgroup / .zarray and .zattrs).
@@ -141,7 +169,7 @@ v2_from_v3 <- function(meta) {
   name <- if (is.list(dt)) dt$name else dt
   codecs <- meta$codecs
   names_ <- vapply(codecs, function(cd) cd$name, "")
-  ab <- match(TRUE, names_ %in% c("bytes", "vlen-utf8", "vlen-bytes"))
+  ab <- match(TRUE, names_ %in% c("bytes", names(v2_object_codecs)))
   if (is.na(ab)) zarr_abort("unsupported", "this codec chain cannot be written as Zarr v2")
   endian <- codecs[[ab]]$configuration$endian %||% "little"
   order <- "C"
@@ -156,7 +184,8 @@ v2_from_v3 <- function(meta) {
       filters[[length(filters) + 1L]] <- v2_codec_doc(cd)
     }
   }
-  if (codecs[[ab]]$name != "bytes") filters[[length(filters) + 1L]] <- list(id = codecs[[ab]]$name)
+  if (codecs[[ab]]$name != "bytes")
+    filters[[length(filters) + 1L]] <- c(list(id = codecs[[ab]]$name), codecs[[ab]]$configuration)
   after <- lapply(codecs[-seq_len(ab)], v2_codec_doc)
   compressor <- if (length(after)) after[[length(after)]] else NULL
   filters <- c(filters, after[seq_len(max(0L, length(after) - 1L))])
@@ -198,7 +227,8 @@ v2_codec_doc <- function(cd) {
     blosc = list(id = "blosc", cname = cfg$cname, clevel = cfg$clevel,
                  shuffle = match(cfg$shuffle %||% "shuffle", blosc_shuffles) - 1L,
                  blocksize = cfg$blocksize %||% 0L),
-    zstd = list(id = "zstd", level = cfg$level %||% 1L, checksum = isTRUE(cfg$checksum)),
+    # numcodecs before 0.13 refuses a "checksum" key: write it only when set
+    zstd = c(list(id = "zstd", level = cfg$level %||% 1L), if (isTRUE(cfg$checksum)) list(checksum = TRUE)),
     gzip = list(id = "gzip", level = cfg$level %||% 5L),
     crc32c = list(id = "crc32c"),
     c(list(id = sub("^numcodecs[.]", "", cd$name)), cfg)
@@ -217,42 +247,116 @@ v2_set_metadata <- function(store, prefix, metadata) {
   }
 }
 
-# numcodecs' "json2" object codec (v2 only, read only): each chunk is a JSON
-# array of the items followed by the dtype and the chunk shape. This legacy
-# format is decoded here in R, chunk by chunk, on top of the C byte codecs.
-read_json2 <- function(array, grid, sel) {
+# numcodecs' "json2" object codec (v2): each chunk is the JSON text of the
+# chunk's items as nested lists in C order (Python's tolist()), followed by
+# the dtype ("|O") and the chunk shape: [["a","b"],["c","d"],"|O",[2,2]].
+# Chunks are decoded and encoded here in R, on top of the C byte codecs.
+
+json2_bb_codecs <- function(array) {
+  Filter(function(cd) cd$mode == "bytes -> bytes", array$codecs)
+}
+
+# One stored chunk -> its values in C order (NULL items are NA).
+json2_decode_chunk <- function(array, raw, key, n) {
+  for (cd in rev(json2_bb_codecs(array))) raw <- cd$decode(raw)
+  items <- json_parse(raw, "json2 chunk", array = array$path, key = key)
+  bad <- function() zarr_abort("corrupt_chunk", "json2 chunk does not hold the chunk's items",
+                               array = array$path, key = key)
+  if (!is.list(items) || length(items) < 2L) bad()
+  flat <- function(x) {
+    if (is.null(x)) return(NA_character_)
+    if (is.list(x)) return(unlist(lapply(x, flat), use.names = FALSE))
+    if (!is.atomic(x) || length(x) != 1L) bad()
+    as.character(x)
+  }
+  vals <- flat(items[seq_len(length(items) - 2L)])
+  if (length(vals) != n) bad()
+  if (is.null(vals)) character() else vals
+}
+
+# Values in C order -> the stored chunk.
+json2_encode_chunk <- function(array, vals, cshape) {
+  nest <- function(v, dims) {
+    if (length(dims) <= 1L) return(paste(json_str(v), collapse = ","))
+    m <- prod(dims[-1L])
+    paste0("[", vapply(seq_len(dims[1L]), function(i) nest(v[(i - 1) * m + seq_len(m)], dims[-1L]), ""),
+           "]", collapse = ",")
+  }
+  body <- nest(vals, cshape)
+  txt <- paste0("[", body, if (nzchar(body)) ",", "\"|O\",[", paste(json_num(cshape), collapse = ","), "]]")
+  raw <- charToRaw(txt)
+  for (cd in json2_bb_codecs(array)) raw <- cd$encode(raw)
+  raw
+}
+
+# R array of a chunk <-> C order values
+json2_c_order <- function(arr, cshape) {
+  if (length(cshape) <= 1L) return(as.vector(arr))
+  as.vector(aperm(array(arr, cshape), rev(seq_along(cshape))))
+}
+json2_r_order <- function(vals, cshape) {
+  if (length(cshape) <= 1L) return(vals)
+  aperm(array(vals, rev(cshape)), rev(seq_along(cshape)))
+}
+
+# The chunks a selection touches, and where their elements go.
+json2_plan <- function(array, grid, sel) {
   shape <- array$shape
   chunk <- grid$chunk_shape
-  codecs <- array$codecs
-  bb <- codecs[vapply(codecs, function(cd) cd$mode == "bytes -> bytes", TRUE)]
-  order_codec <- Filter(function(cd) cd$name == "transpose", codecs)
   sel <- lapply(sel, sel_indices)
   n_out <- lengths(sel)
-  out <- rep(NA_character_, prod(n_out))
   chunks_per_dim <- lapply(seq_along(shape), function(d) unique(sel[[d]] %/% chunk[d]))
-  grid_coords <- as.matrix(expand.grid(chunks_per_dim))
-  keys <- grid$chunk_keys(grid_coords)
-  strides <- cumprod(c(1, n_out))[seq_along(n_out)]
-  for (r in seq_len(nrow(grid_coords))) {
-    raw <- array$store$get(keys[r])
-    cshape <- chunk
-    vals <- rep("", prod(cshape))
-    if (!is.null(raw)) {
-      for (cd in rev(bb)) raw <- cd$decode(raw)
-      items <- json_parse(raw, "json2 chunk", array = array$path, key = keys[r])
-      items <- items[seq_len(length(items) - 2L)]
-      if (length(items) != prod(cshape))
-        zarr_abort("corrupt_chunk", "json2 chunk has the wrong number of items", array = array$path, key = keys[r])
-      vals <- vapply(items, function(v) if (is.null(v)) NA_character_ else as.character(v), "")
-    }
-    # items are in C order (or F order with a transpose codec)
-    arr <- if (length(order_codec) || length(cshape) == 1L) array(vals, cshape)
-           else aperm(array(vals, rev(cshape)), rev(seq_along(cshape)))
-    idx <- lapply(seq_along(shape), function(d) which(sel[[d]] %/% chunk[d] == grid_coords[r, d]))
-    local <- lapply(seq_along(shape), function(d) sel[[d]][idx[[d]]] - grid_coords[r, d] * chunk[d] + 1)
-    pos <- as.matrix(expand.grid(idx)) - 1
-    out[pos %*% strides + 1] <- do.call(`[`, c(list(arr), local, list(drop = TRUE)))
+  coords <- as.matrix(expand.grid(chunks_per_dim))
+  list(sel = sel, n_out = n_out, coords = coords, keys = grid$chunk_keys(coords),
+       strides = cumprod(c(1, n_out))[seq_along(n_out)], chunk = chunk,
+       # per chunk: positions in the selection (1-based per dimension) and in the chunk
+       at = function(r) {
+         idx <- lapply(seq_along(shape), function(d) which(sel[[d]] %/% chunk[d] == coords[r, d]))
+         local <- lapply(seq_along(shape), function(d) sel[[d]][idx[[d]]] - coords[r, d] * chunk[d] + 1)
+         list(idx = idx, local = local)
+       })
+}
+
+read_json2 <- function(array, grid, sel) {
+  if (!length(array$shape)) zarr_abort("unsupported", "0-d json2 arrays are not supported", array = array$path)
+  p <- json2_plan(array, grid, sel)
+  out <- rep(NA_character_, prod(p$n_out))
+  fill <- as.character(array$data_type$fill_value)
+  n <- prod(p$chunk)
+  for (r in seq_len(nrow(p$coords))) {
+    raw <- array$store$get(p$keys[r])
+    vals <- if (is.null(raw)) rep(fill, n) else json2_decode_chunk(array, raw, p$keys[r], n)
+    arr <- json2_r_order(vals, p$chunk)
+    a <- p$at(r)
+    pos <- as.matrix(expand.grid(a$idx)) - 1
+    out[pos %*% p$strides + 1] <- do.call(`[`, c(list(arr), a$local, list(drop = TRUE)))
   }
-  if (length(shape) > 1L) dim(out) <- n_out
+  if (length(p$n_out) > 1L) dim(out) <- p$n_out
   out
+}
+
+write_json2 <- function(array, grid, sel, data) {
+  if (!length(array$shape)) zarr_abort("unsupported", "0-d json2 arrays are not supported", array = array$path)
+  store <- array$store
+  if (store$read_only) zarr_abort("read_only", "the store is read-only", array = array$path)
+  data <- coerce_for_dtype(data, "string", array = array$path)
+  fill <- enc2utf8(as.character(array$data_type$fill_value))
+  data[is.na(data)] <- fill # NA is written as the fill value
+  p <- json2_plan(array, grid, sel)
+  if (length(data) != prod(p$n_out) && length(data) != 1L)
+    zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
+                                format(length(data)), format(prod(p$n_out))), array = array$path)
+  data <- rep_len(data, prod(p$n_out))
+  n <- prod(p$chunk)
+  for (r in seq_len(nrow(p$coords))) {
+    a <- p$at(r)
+    pos <- as.matrix(expand.grid(a$idx)) - 1
+    full <- all(lengths(lapply(a$local, unique)) == p$chunk)
+    raw <- if (full) NULL else store$get(p$keys[r])
+    vals <- if (is.null(raw)) rep(fill, n) else json2_decode_chunk(array, raw, p$keys[r], n)
+    arr <- array(json2_r_order(vals, p$chunk), p$chunk)
+    arr <- do.call(`[<-`, c(list(arr), a$local, list(value = data[pos %*% p$strides + 1])))
+    store$set(p$keys[r], json2_encode_chunk(array, json2_c_order(arr, p$chunk), p$chunk))
+  }
+  invisible(array)
 }

@@ -134,6 +134,18 @@ zarr <- R6::R6Class("zarr",
   ),
   private = list(
     .store = NULL, .root = NULL, .domain = NULL,
+    # A deep clone shares the store (its data are the same) and opens the
+    # hierarchy in it anew, so that its nodes are distinct objects.
+    deep_clone = function(name, value) {
+      if (name == ".root" && !is.null(value)) {
+        meta <- private$.store$get_metadata("") %||% value$metadata
+        root <- build_node("", meta, NULL, private$.store)
+        if (inherits(root, "zarr_group"))
+          root$.__enclos_env__$private$.consolidated <- read_consolidated(private$.store, meta)
+        return(root)
+      }
+      value
+    },
     group_at = function(path) {
       node <- self$get_node(path)
       if (!inherits(node, "zarr_group")) zarr_abort("not_found", sprintf("no group at '%s'", path))
@@ -181,4 +193,35 @@ str.zarr <- function(object, ...) {
 `[[.zarr_group` <- function(x, i) {
   if (identical(i, ".__enclos_env__")) return(.subset2(x, i)) # R6 internals
   x$get_node(i)
+}
+
+#' Replacement through a node path
+#'
+#' Nodes cannot be replaced, but values can be written through them:
+#' `z[["/a"]][i] <- v` writes into array `/a` (R calls `[[<-` with the same
+#' array after the values are written).
+#'
+#' @param x A zarr object or a zarr_group.
+#' @param i The path of a node.
+#' @param value The node at that path.
+#' @return `x`.
+#' @name node-replacement
+#' @keywords internal
+#' @export
+`[[<-.zarr` <- function(x, i, value) node_assign(x, i, value)
+
+#' @rdname node-replacement
+#' @export
+`[[<-.zarr_group` <- function(x, i, value) node_assign(x, i, value)
+
+node_assign <- function(x, i, value) {
+  if (!is.character(i) || length(i) != 1L || is.na(i) || identical(i, ".__enclos_env__")) {
+    assign(i, value, envir = x) # R6 internals; new names fail as on any R6 object
+    return(x)
+  }
+  node <- tryCatch(x$get_node(i), zarr_error = function(e) NULL)
+  if (is.null(node) || !identical(node, value))
+    zarr_abort("argument", sprintf(
+      "the node at '%s' cannot be replaced; write values into an array with x[[path]][...] <- values", i))
+  x
 }

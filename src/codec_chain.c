@@ -42,6 +42,8 @@ int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, size_
   case BB_SHUFFLE:
   case BB_DELTA:
   case BB_FIXEDSCALEOFFSET:
+  case BB_QUANTIZE:
+  case BB_ASTYPE:
   case BB_BITROUND: return filter_decode(c, src, n, out, e);
   }
   return zerr_set(e, ZE_CODEC, "unknown codec");
@@ -68,6 +70,8 @@ int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr 
   case BB_SHUFFLE:
   case BB_DELTA:
   case BB_FIXEDSCALEOFFSET:
+  case BB_QUANTIZE:
+  case BB_ASTYPE:
   case BB_BITROUND: return filter_encode(c, src, n, out, e);
   }
   return zerr_set(e, ZE_CODEC, "unknown codec");

@@ -1,5 +1,5 @@
 /* numcodecs filters that work on typed elements: shuffle, delta,
- * fixedscaleoffset and bitround. Elements are read and written in the byte
+ * fixedscaleoffset, bitround, quantize and astype. Elements are read and written in the byte
  * order their configuration names, so these run as bytes -> bytes codecs. */
 #include <math.h>
 #include <string.h>
@@ -97,6 +97,13 @@ static int valid_num(znum t) {
          (t.size == 1 || t.size == 2 || t.size == 4 || t.size == 8) && !(t.kind == 'f' && t.size < 4);
 }
 
+/* One element of type `from` at p -> type `to` at q, as numpy's astype():
+ * integers to integers wrap, floating point to integers truncates. */
+static void convert_one(const uint8_t *p, znum from, uint8_t *q, znum to) {
+  if (from.kind != 'f' && to.kind != 'f') put_u(q, to, get_u(p, from));
+  else put_f(q, to, get_f(p, from));
+}
+
 static int shuffle_run(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, int enc, zerr *e) {
   size_t es = c->typesize > 0 ? (size_t)c->typesize : 1;
   if (zbuf_reserve(out, n ? n : 1, e)) return -1;
@@ -142,6 +149,9 @@ int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
         put_u(o + i * (size_t)dt.size, dt, acc);
       }
     }
+  } else if (c->kind == BB_QUANTIZE || c->kind == BB_ASTYPE) { /* a cast back */
+    for (size_t i = 0; i < count; i++)
+      convert_one(src + i * (size_t)as.size, as, o + i * (size_t)dt.size, dt);
   } else if (c->kind == BB_FIXEDSCALEOFFSET) {
     for (size_t i = 0; i < count; i++) {
       double v = get_f(src + i * (size_t)as.size, as) / c->scale;
@@ -196,6 +206,21 @@ int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
         uint64_t cur = get_u(p, dt), prev = i ? get_u(p - dt.size, dt) : 0;
         put_u(q, as, cur - prev);
       }
+    }
+  } else if (c->kind == BB_ASTYPE) {
+    for (size_t i = 0; i < count; i++)
+      convert_one(src + i * (size_t)dt.size, dt, o + i * (size_t)as.size, as);
+  } else if (c->kind == BB_QUANTIZE) { /* keep the bits that `digits` decimals need */
+    if (dt.kind != 'f' || as.kind != 'f') return zerr_set(e, ZE_CODEC, "quantize works on floating point data only");
+    for (size_t i = 0; i < count; i++) {
+      double v = get_f(src + i * (size_t)dt.size, dt);
+      if (dt.size == 4) { /* numpy computes in the element type */
+        float s = (float)c->scale;
+        v = (double)(nearbyintf(s * (float)v) / s);
+      } else {
+        v = nearbyint(c->scale * v) / c->scale;
+      }
+      put_f(o + i * (size_t)as.size, as, v);
     }
   } else if (c->kind == BB_FIXEDSCALEOFFSET) {
     for (size_t i = 0; i < count; i++) {

@@ -150,6 +150,14 @@ void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype) {
     bb->scale = isNull(sc) ? 1 : asReal(sc);
     bb->offset = isNull(of) ? 0 : asReal(of);
     bb->keepbits = list_int(cd, "keepbits", 52);
+  } else if (strcmp(name, "quantize") == 0 || strcmp(name, "astype") == 0) {
+    /* R gives the decoded type as dtype, the stored one as astype, and
+     * quantize's scale (a power of two computed from digits) */
+    bb->kind = name[0] == 'q' ? BB_QUANTIZE : BB_ASTYPE;
+    bb->dtype = parse_num(list_get(cd, "dtype"));
+    bb->astype = parse_num(list_get(cd, "astype"));
+    SEXP sc = list_get(cd, "scale");
+    bb->scale = isNull(sc) ? 1 : asReal(sc);
   } else {
     spec_fail(ZE_CODEC, "codec '%s' has no C implementation", name);
   }

@@ -102,7 +102,8 @@ size_t rtype_size(zrtype t);
 typedef enum {
   BB_GZIP, BB_ZLIB, BB_ZSTD, BB_BLOSC, BB_CRC32C, BB_LZ4, BB_BZ2,
   /* numcodecs filters and checksums */
-  BB_SHUFFLE, BB_DELTA, BB_FIXEDSCALEOFFSET, BB_BITROUND, BB_ADLER32, BB_FLETCHER32
+  BB_SHUFFLE, BB_DELTA, BB_FIXEDSCALEOFFSET, BB_BITROUND, BB_ADLER32, BB_FLETCHER32,
+  BB_QUANTIZE, BB_ASTYPE
 } zbb_kind;
 
 /* A numeric element type as the numcodecs filters see it: 'i', 'u' or 'f',
@@ -123,8 +124,8 @@ typedef struct {
   char cname[16];  /* blosc */
   int at_end;      /* adler32: checksum after the data instead of before */
   int keepbits;    /* bitround */
-  double scale, offset; /* fixedscaleoffset */
-  znum dtype, astype;   /* delta, fixedscaleoffset, bitround */
+  double scale, offset; /* fixedscaleoffset; quantize: scale */
+  znum dtype, astype;   /* delta, fixedscaleoffset, bitround, quantize, astype */
 } zcodec_bb;
 
 typedef enum { AB_BYTES, AB_SHARDING, AB_VLEN } zab_kind;

@@ -2,10 +2,11 @@
 # Install what is needed to build, test and demo the zarr R package on a
 # Debian/Ubuntu machine: system libraries and tools (apt; devscripts for
 # checkbashisms, used by R CMD check --as-cran), R packages (apt,
-# then install.packages() for anything still missing) and zarrita.js for the
-# interop tests (npm, into tools/interop/node_modules). node also runs the
-# HTTP test server (tools/testserver/server.js, no npm packages), started by
-# the tests with processx.
+# then install.packages() for anything still missing), zarrita.js for the
+# interop tests (npm, into tools/interop/node_modules) and the Python clients
+# of the interop tests (zarr-python 2, numcodecs, xarray, GDAL; Debian
+# packages). node also runs the HTTP test server (tools/testserver/server.js,
+# no npm packages), started by the tests with processx.
 #
 # usage: bash tools/setup.sh
 # Idempotent and non-interactive: installs only what is missing, never prompts.
@@ -111,6 +112,25 @@ if command -v dpkg >/dev/null 2>&1; then
   done
   command -v checkbashisms >/dev/null 2>&1 ||
     warn "checkbashisms (devscripts) is missing: R CMD check will skip its bashism test"
+fi
+
+# ---- Python clients of the interop tests (optional: the tests skip without
+# them, or fail under ZARR_REQUIRE_INTEROP=true)
+python_debs=(python3-zarr python3-numcodecs python3-xarray gdal-bin python3-gdal)
+if command -v dpkg >/dev/null 2>&1; then
+  py_missing=()
+  for p in "${python_debs[@]}"; do have_deb "$p" || py_missing+=("$p"); done
+  if [ "${#py_missing[@]}" -eq 0 ]; then
+    say "python interop clients: all present"
+  elif $apt_ok; then
+    if ! apt_install "${py_missing[@]}"; then
+      for p in "${py_missing[@]}"; do
+        have_deb "$p" || apt_install "$p" || warn "could not install $p (python interop tests will skip)"
+      done
+    fi
+  else
+    warn "missing python interop clients: ${py_missing[*]} (their tests will skip)"
+  fi
 fi
 
 # ---- R packages

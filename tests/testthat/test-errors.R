@@ -149,7 +149,9 @@ test_that("malformed zarr.json is a metadata error naming the key", {
   cnd <- open_and_read(path)
   expect_zarr_condition(cnd, "metadata")
   expect_match(conditionMessage(cnd), "key 'arr/zarr.json'", fixed = TRUE)
-  expect_error(open_zarr(path)$arrays, class = "zarr_error_metadata")
+  # one node's bad metadata hides only that node: the hierarchy still opens
+  expect_identical(open_zarr(path)$arrays, "/arr")
+  expect_error(open_zarr(path)[["/arr"]][], class = "zarr_error_metadata")
   # valid JSON, but not node metadata
   writeLines("[1, 2, 3]", meta_file)
   expect_zarr_condition(open_and_read(path), "metadata")

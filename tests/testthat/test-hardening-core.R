@@ -377,6 +377,10 @@ test_that("a NUL byte in any metadata document is a metadata error naming the ke
       zz[["/arr"]]$read()
       zz[["/arr"]]$attributes
     }, error = identity)
+    if (doc == ".zmetadata") { # an unusable consolidated copy: the store itself is read
+      expect_identical(open_zarr(path)[["/arr"]]$read(), 1:3)
+      next
+    }
     expect_s3_class(cnd, "zarr_error_metadata")
     expect_match(conditionMessage(cnd), doc, fixed = TRUE, info = doc)
   }
