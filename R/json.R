@@ -11,6 +11,9 @@ json_parse <- function(x, what = "metadata", array = NULL, key = NULL) {
                  array = array, key = key)
     x <- rawToChar(x)
   }
+  if (!validUTF8(x))
+    zarr_abort("metadata", sprintf("malformed JSON in %s: it is not valid UTF-8", what),
+               array = array, key = key)
   Encoding(x) <- "UTF-8"
   tryCatch({
     big <- json_protect_integers(x)
