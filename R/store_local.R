@@ -4,7 +4,10 @@
 #' mounts). Every key is a file below the root directory. Values are written to
 #' a temporary file next to their target and renamed into place, so an
 #' interrupted or failed write never leaves a partly written chunk or metadata
-#' document behind. Reads of chunks go straight from C, in parallel.
+#' document behind. A writer that is killed mid-write may leave its temporary
+#' file (`<key>.<pid>.<n>.partial`) next to the target: such files are never
+#' read as data nor listed as keys, and may be deleted at any time. Reads of
+#' chunks go straight from C, in parallel.
 #'
 #' @export
 zarr_localstore <- R6::R6Class("zarr_localstore",
