@@ -787,6 +787,15 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   if (x->rq != NULL && x->rq->raw && !status_retryable(status) && status != 200 && status != 206)
     return V_OK;
+  if (status == 404 && hs->s3) {
+    /* a key that is not there, unless the bucket is not there */
+    char code[64];
+    if (xml_text(&x->body, "Code", code, sizeof code) == 0 && strcmp(code, "NoSuchBucket") == 0) {
+      describe_failure(x, status);
+      *kind = x->fail_kind;
+      return V_FAIL;
+    }
+  }
   if (status == 404 || status == 410) return V_MISSING;
   /* an anonymous read of a bucket that does not say what it holds */
   if (status == 403 && hs->s3 && hs->sigv4 == NULL) return V_MISSING;
