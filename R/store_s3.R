@@ -81,9 +81,11 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
         region = if (cfg$anonymous) NULL else cfg$region,
         access_key = cfg$access_key, secret_key = cfg$secret_key, session_token = cfg$session_token,
         read_only = isTRUE(read_only), multipart_size = s3_multipart_size()), http_options())
-      super$initialize(read_only = read_only, version = 3L)
-      if (is.null(self$get("zarr.json")) && (!is.null(self$get(".zgroup")) || !is.null(self$get(".zarray"))))
-        private$.version <- 2L
+      super$initialize(read_only = read_only, version = zarr_default_format())
+      # which version is there (failures, such as a wrong key, show on first real use)
+      has <- function(k) tryCatch(!is.null(self$get(k)), zarr_error = function(e) FALSE)
+      if (has("zarr.json")) private$.version <- 3L
+      else if (has(".zgroup") || has(".zarray") || has(".zmetadata")) private$.version <- 2L
     },
 
     #' @description Print a summary of the store.

@@ -35,7 +35,8 @@ s3_server <- function(env = parent.frame(), key = "AKIDZARRTEST", secret = "zarr
   skip_without_s3_server()
   dir <- withr::local_tempdir(.local_envir = env)
   script <- s3server_script()
-  p <- processx::process$new("node", c(script, "--dir", dir, "--port", "0",
+  # s3rver's continuation tokens use DES, which OpenSSL 3 keeps in its legacy provider
+  p <- processx::process$new("node", c("--openssl-legacy-provider", script, "--dir", dir, "--port", "0",
                                        "--cred", paste0(key, ":", secret),
                                        "--cred", paste0(token_key, ":", token_secret, ":", token),
                                        "--private", "private,private2", "--public", "public"),

@@ -10,8 +10,9 @@
 //   - an unsigned request to a private bucket, or an unsigned write anywhere,
 //     is 403 AccessDenied; unsigned reads of a public bucket pass;
 //   - everything else goes to s3rver unsigned (path-style addressing).
-// Usage:
-//   node proxy.js --dir DIR [--port 0] --cred AK:SECRET[:TOKEN] ...
+// Usage (s3rver's continuation tokens are DES-encrypted, which OpenSSL 3
+// has only in its legacy provider, hence the flag):
+//   node --openssl-legacy-provider proxy.js --dir DIR [--port 0] --cred AK:SECRET[:TOKEN] ...
 //                 --private b1,b2 --public p1 [--region us-east-1]
 // Prints "LISTENING <port>" once both servers are up, and exits when stdin
 // closes (when stdin is a pipe). GET /_proxy/stats gives JSON counts and a
@@ -138,6 +139,7 @@ async function main() {
       }
       headers.host = '127.0.0.1:' + upstream;
       headers['content-length'] = String(body.length);
+      const forward = () => {
       const up = http.request({ host: '127.0.0.1', port: upstream, method: req.method, path: req.url, headers }, ur => {
         entry.status = ur.statusCode;
         res.writeHead(ur.statusCode, ur.headers);
@@ -145,6 +147,25 @@ async function main() {
       });
       up.on('error', err => { entry.status = s3error(res, 500, 'InternalError', String(err), path); });
       up.end(body);
+      };
+      // s3rver answers a suffix range (bytes=-N) as bytes=0-N; S3 gives the
+      // last N bytes. Ask s3rver for the object's size and send it the range
+      // S3 means.
+      const suffix = req.method === 'GET' && /^bytes=-(\d+)$/.exec(req.headers.range || '');
+      if (!suffix) { forward(); return; }
+      const head = http.request({ host: '127.0.0.1', port: upstream, method: 'HEAD', path: req.url,
+                                  headers: { host: headers.host } }, hr => {
+        hr.resume();
+        const size = Number(hr.headers['content-length']);
+        if (hr.statusCode === 200 && Number.isFinite(size)) {
+          const n = Number(suffix[1]);
+          headers.range = size === 0 ? 'bytes=0-' : 'bytes=' + Math.max(0, size - n) + '-' + (size - 1);
+          if (n === 0) delete headers.range;
+        }
+        forward();
+      });
+      head.on('error', () => forward());
+      head.end();
     });
   });
   server.keepAliveTimeout = 30000;
