@@ -9,7 +9,9 @@
 #    'zarr' package into bench/lib (a failure only drops the comparison);
 # 4. Rscript bench/run.R (table on stdout, bench/results/results.csv);
 # 5. unless ZARR_BENCH_REMOTE=false: Rscript bench/remote.R, the HTTP
-#    benchmarks (bench/results/remote.csv; needs node and processx).
+#    benchmarks (bench/results/remote.csv; needs node and processx);
+# 6. unless ZARR_BENCH_S3=false: Rscript bench/s3.R, W1 written to and read
+#    from a local S3 server beside local disk (bench/results/s3.csv).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -53,5 +55,13 @@ if is_false "${ZARR_BENCH_REMOTE:-true}"; then
 else
   say "Rscript bench/remote.R"
   Rscript bench/remote.R || status=$?
+fi
+
+# ---- 6. S3 (a local s3rver behind the signature-checking proxy)
+if is_false "${ZARR_BENCH_S3:-true}"; then
+  say "skipping the S3 benchmark (ZARR_BENCH_S3=false)"
+else
+  say "Rscript bench/s3.R"
+  Rscript bench/s3.R || status=$?
 fi
 exit "$status"
