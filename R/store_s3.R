@@ -199,7 +199,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     #'   HTTP options as they are set now.
     #' @return An external pointer to the store's C implementation.
     io_spec = function() {
-      .Call(ffi_store_s3_options, private$.io, http_options())
+      .Call(ffi_store_s3_options, private$.io, c(http_options(), list(multipart_size = s3_multipart_size())))
       private$.io
     }
   ),

@@ -366,7 +366,7 @@ typedef struct xfer {
   int encoded;              /* a Content-Encoding other than identity */
   double retry_after;       /* seconds, -1 when absent */
   char errbuf[CURL_ERROR_SIZE];
-  char last[224];           /* what went wrong with the latest attempt */
+  char last[320];           /* what went wrong with the latest attempt */
   hreq *rq;                 /* NULL: a GET */
   hstore *hs;
   struct curl_slist *hdrs;
@@ -739,7 +739,7 @@ static void describe_failure(xfer *x, long status) {
   if (xml_text(&x->body, "Code", code, sizeof code) == 0) {
     if (xml_text(&x->body, "Message", msg, sizeof msg)) msg[0] = '\0';
     const char *txt = status_text(status);
-    snprintf(x->last, sizeof x->last, "S3 error %s: %s (HTTP %ld%s%s)", code, msg, status,
+    snprintf(x->last, sizeof x->last, "S3 error %.63s: %.159s (HTTP %ld%s%.40s)", code, msg, status,
              txt ? " " : "", txt ? txt : "");
     x->fail_kind = ZE_S3;
     return;
@@ -1449,6 +1449,13 @@ SEXP ffi_store_s3(SEXP cfg, SEXP opts) {
   return store_wrap(s, R_NilValue);
 }
 
+static SEXP alloc_body(void *data) { return allocVector(RAWSXP, (R_xlen_t)((zbuf *)data)->size); }
+static SEXP alloc_body_failed(SEXP cond, void *data) {
+  (void)cond;
+  (void)data;
+  return R_NilValue;
+}
+
 /* One request, answered whatever its status (after retries of 5xx and the
  * like): list(status, body, etag). key is below the store root, or below the
  * bucket with at_bucket; query is sent as it is (canonical: sorted and
@@ -1475,6 +1482,15 @@ SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body
     zbuf_free(&out);
     zarr_raise_err(&e, NULL, k);
   }
+  /* the body into an R vector; an allocation failure must not leak it */
+  SEXP b = R_tryCatchError(alloc_body, &out, alloc_body_failed, NULL);
+  if (b == R_NilValue) {
+    zbuf_free(&out);
+    zarr_raise(ZE_NOMEM, NULL, k, "cannot allocate an R vector for an S3 answer");
+  }
+  PROTECT(b);
+  if (out.size) memcpy(RAW(b), out.data, out.size);
+  zbuf_free(&out);
   SEXP res = PROTECT(allocVector(VECSXP, 3));
   SEXP nm = PROTECT(allocVector(STRSXP, 3));
   SET_STRING_ELT(nm, 0, mkChar("status"));
@@ -1482,17 +1498,17 @@ SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body
   SET_STRING_ELT(nm, 2, mkChar("etag"));
   setAttrib(res, R_NamesSymbol, nm);
   SET_VECTOR_ELT(res, 0, ScalarInteger((int)rq.status));
-  SEXP b = allocVector(RAWSXP, (R_xlen_t)out.size);
   SET_VECTOR_ELT(res, 1, b);
-  if (out.size) memcpy(RAW(b), out.data, out.size);
-  zbuf_free(&out);
   SET_VECTOR_ELT(res, 2, mkString(rq.etag));
-  UNPROTECT(2);
+  UNPROTECT(3);
   return res;
 }
 
 SEXP ffi_store_s3_options(SEXP ptr, SEXP opts) {
   zstore *s = store_from(ptr);
   if (s->ops != &s3_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 store");
-  return http_apply_options((hstore *)s->impl, opts);
+  hstore *hs = s->impl;
+  double mp = asReal(list_get(opts, "multipart_size"));
+  if (!ISNAN(mp) && mp > 0) hs->multipart_size = mp;
+  return http_apply_options(hs, opts);
 }
