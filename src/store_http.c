@@ -1,5 +1,7 @@
 /* HTTP store: read-only access to a store served over HTTP(S), through
- * libcurl's multi interface.
+ * libcurl's multi interface. The S3 store (at the end of this file) is the
+ * same machinery with signed requests, writes (PUT, multipart) and DELETE:
+ * an hreq attached to a request gives its method, query, body and headers.
  *
  * A batch (get_many) keeps up to `concurrency` requests in flight on one
  * multi handle; a single get() runs a batch of one. Multi handles (each with
