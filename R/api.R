@@ -1,11 +1,13 @@
 #' Create a Zarr store
 #'
 #' Creates a new Zarr v3 data set with an empty root group, in a directory on
-#' the local file system or, without a location, in memory.
+#' the local file system, in an S3 bucket (`s3://bucket/prefix`, see
+#' [zarr_s3store]) or, without a location, in memory.
 #'
 #' @param location Path of the new store directory (a "file://" URI works
 #'   too). By convention it ends in ".zarr". The directory must not exist yet
-#'   or be empty. Omit it for an in-memory store.
+#'   or be empty. An `s3://bucket/prefix` location must hold no keys yet.
+#'   Omit it for an in-memory store.
 #' @return A [zarr] object.
 #' @export
 #' @examples
@@ -17,6 +19,7 @@ create_zarr <- function(location) {
   store <- if (missing(location) || is.null(location)) zarr_memorystore$new() else {
     if (!is.character(location) || length(location) != 1L)
       zarr_abort("argument", "location must be a single path")
+    if (is_s3_url(location)) return(create_s3(location))
     p <- sub("^file://", "", location)
     if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
       zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
@@ -30,11 +33,16 @@ create_zarr <- function(location) {
 #'
 #' Opens an existing Zarr data set (v2 or v3) in a local directory, in a
 #' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
-#' or on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
-#' always read-only).
+#' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
+#' always read-only), in an S3 bucket (`s3://bucket/prefix`, see
+#' [zarr_s3store], with the credentials it finds) or in a public Google Cloud
+#' Storage bucket (`gs://bucket/path`, read through
+#' `https://storage.googleapis.com/bucket/path` by [zarr_httpstore], or
+#' through `$STORAGE_EMULATOR_HOST/bucket/path` when that variable is set).
 #'
 #' @param location Path of the store directory or zip file (or a "file://"
-#'   URI), or the URL of a store on a web server.
+#'   URI), the URL of a store on a web server, or an `s3://` or `gs://`
+#'   location.
 #' @param read_only Whether to open the store read-only. Zip files are
 #'   opened read-only whatever this says.
 #' @return A [zarr] object.
@@ -48,6 +56,15 @@ open_zarr <- function(location, read_only = FALSE) {
     zarr_abort("argument", "location must be a single string")
   if (grepl("^https?://", location, ignore.case = TRUE))
     return(zarr$new(zarr_httpstore$new(location)))
+  if (grepl("^gs://", location, ignore.case = TRUE))
+    return(zarr$new(zarr_httpstore$new(gcs_url(location))))
+  if (is_s3_url(location)) {
+    u <- s3_parse_url(location)
+    store <- zarr_s3store$new(u$bucket, u$prefix, read_only = read_only)
+    if (is.null(store$get_metadata("")) && !length(store$list_dir("")))
+      zarr_abort("not_found", sprintf("'%s' holds no Zarr store", location))
+    return(zarr$new(store))
+  }
   p <- sub("^file://", "", location)
   if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
     return(zarr$new(zarr_zipstore$new(p)))
@@ -83,7 +100,8 @@ r_data_type <- function(x) {
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
-#'   is required), or the path of a new store directory. Without it, the store
+#'   is required), the path of a new store directory, or an
+#'   `s3://bucket/prefix` location holding no keys yet. Without it, the store
 #'   is in memory.
 #' @return The new [zarr_array] when `location` is a group, otherwise the new
 #'   [zarr] object.
@@ -109,11 +127,12 @@ as_zarr <- function(x, name = NULL, location = NULL) {
   z <- if (is.null(location)) NULL else {
     if (!is.character(location) || length(location) != 1L)
       zarr_abort("argument", "location must be a zarr_group or a path")
-    if (dir.exists(location) && length(list.files(location, all.files = TRUE, no.. = TRUE)))
+    if (!is_s3_url(location) && dir.exists(location) &&
+        length(list.files(location, all.files = TRUE, no.. = TRUE)))
       zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
     location
   }
-  store <- if (is.null(z)) zarr_memorystore$new() else zarr_localstore$new(z)
+  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z)) new_s3_store(z) else zarr_localstore$new(z)
   def$format <- store$version
   if (is.null(name)) {
     store$create_array("/", "", def)
@@ -125,4 +144,32 @@ as_zarr <- function(x, name = NULL, location = NULL) {
     out$root$add_array(name, def)$write(x)
   }
   out
+}
+
+is_s3_url <- function(x) is.character(x) && length(x) == 1L && !is.na(x) && grepl("^s3://", x, ignore.case = TRUE)
+
+# A writable S3 store at an s3:// location that holds no keys yet.
+new_s3_store <- function(location) {
+  u <- s3_parse_url(location)
+  store <- zarr_s3store$new(u$bucket, u$prefix)
+  if (length(store$list_dir("")))
+    zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
+  store
+}
+
+create_s3 <- function(location) {
+  store <- new_s3_store(location)
+  store$create_group("/", "")
+  zarr$new(store)
+}
+
+# gs://bucket/path -> the public HTTPS endpoint of Google Cloud Storage.
+gcs_url <- function(location) {
+  rest <- sub("^gs://", "", location, ignore.case = TRUE)
+  if (!nzchar(sub("/.*$", "", rest))) zarr_abort("argument", sprintf("'%s' names no bucket", location))
+  # STORAGE_EMULATOR_HOST: a GCS emulator (or test server), as Google's clients use it
+  host <- Sys.getenv("STORAGE_EMULATOR_HOST", "")
+  if (!nzchar(host)) host <- "https://storage.googleapis.com"
+  if (!grepl("^https?://", host)) host <- paste0("http://", host)
+  paste0(sub("/+$", "", host), "/", sub("/+$", "", rest))
 }

@@ -37,7 +37,11 @@
 #'     is honoured up to the cap.}
 #'   \item{`zarr.http_connect_timeout`, `zarr.http_low_speed_time`}{Seconds
 #'     to wait for a connection (default 10), and seconds a transfer may go
-#'     on without receiving a byte before it is abandoned (default 30).}
+#'     on without receiving a byte before it is abandoned (default 30).
+#'     These apply to S3 stores ([zarr_s3store]) too.}
+#'   \item{`zarr.s3_multipart_size`}{Values larger than this many bytes
+#'     (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
+#'     size, uploaded concurrently (a multipart upload).}
 #' }
 #' @name zarr-options
 NULL

@@ -13,6 +13,8 @@
 # 6. unless ZARR_BENCH_PEER=false: Rscript bench/peer.R, this package against
 #    zarr-python 2 on the same stores (bench/results/peer.csv; as root, Debian's
 #    python3-zarr and python3-numcodecs are installed first when missing).
+# 7. unless ZARR_BENCH_S3=false: Rscript bench/s3.R, W1 written to and read
+#    from a local S3 server beside local disk (bench/results/s3.csv).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -79,5 +81,13 @@ if is_false "${ZARR_BENCH_PEER:-true}"; then
 else
   say "Rscript bench/peer.R"
   Rscript bench/peer.R || status=$?
+fi
+
+# ---- 7. S3 (a local s3rver behind the signature-checking proxy)
+if is_false "${ZARR_BENCH_S3:-true}"; then
+  say "skipping the S3 benchmark (ZARR_BENCH_S3=false)"
+else
+  say "Rscript bench/s3.R"
+  Rscript bench/s3.R || status=$?
 fi
 exit "$status"

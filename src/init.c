@@ -34,6 +34,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_stats, 1),
     CALLDEF(ffi_store_http, 3),
     CALLDEF(ffi_store_http_options, 2),
+    CALLDEF(ffi_store_s3, 2),
+    CALLDEF(ffi_store_s3_request, 6),
+    CALLDEF(ffi_store_s3_options, 2),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {

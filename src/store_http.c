@@ -1,5 +1,7 @@
 /* HTTP store: read-only access to a store served over HTTP(S), through
- * libcurl's multi interface.
+ * libcurl's multi interface. The S3 store (at the end of this file) is the
+ * same machinery with signed requests, writes (PUT, multipart) and DELETE:
+ * an hreq attached to a request gives its method, query, body and headers.
  *
  * A batch (get_many) keeps up to `concurrency` requests in flight on one
  * multi handle; a single get() runs a batch of one. Multi handles (each with
@@ -45,6 +47,7 @@
  * (and its TLS library's) start-up to package load time.
  */
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,7 +282,28 @@ typedef struct {
   pthread_mutex_t pool_mu;
   CURLM *idle[HTTP_POOL_MAX];
   int n_idle;
+  /* S3 (store_s3 in this file): NULL/0 for plain HTTP */
+  int s3;
+  int read_only;
+  char *bucket_base;      /* URL of the bucket (base is the store root in it) */
+  char *sigv4;            /* "aws:amz:REGION:s3", NULL when anonymous */
+  char *userpwd;          /* "KEY:SECRET" */
+  char *token_hdr;        /* "x-amz-security-token: ...", or NULL */
+  double multipart_size;  /* values above this many bytes go up in parts */
 } hstore;
+
+/* What a request does besides a GET of r->key (NULL for a plain GET). */
+typedef struct {
+  const char *method;       /* "GET", "PUT", "POST", "DELETE" */
+  const char *query;        /* instead of the store's; already canonical */
+  const uint8_t *body;      /* sent as it is (PUT/POST) */
+  size_t body_n;
+  const char *content_type;
+  int raw;                  /* any final status is the answer (status, body) */
+  int at_bucket;            /* the key is below the bucket, not the store root */
+  long status;              /* out: the final HTTP status */
+  char etag[160];           /* out: the ETag header of the response */
+} hreq;
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *p) {
   (void)h;
@@ -344,7 +368,12 @@ typedef struct xfer {
   int encoded;              /* a Content-Encoding other than identity */
   double retry_after;       /* seconds, -1 when absent */
   char errbuf[CURL_ERROR_SIZE];
-  char last[224];           /* what went wrong with the latest attempt */
+  char last[320];           /* what went wrong with the latest attempt */
+  hreq *rq;                 /* NULL: a GET */
+  hstore *hs;
+  struct curl_slist *hdrs;
+  char etag[160];
+  zerr_kind fail_kind;      /* the kind a failed response gives (ZE_HTTP or ZE_S3) */
 } xfer;
 
 typedef struct {
@@ -410,6 +439,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     x->encoded = 0;
     x->retry_after = -1;
     x->reason[0] = '\0';
+    x->etag[0] = '\0';
     x->hstatus = 0;
     const char *p = memchr(line, ' ', n), *end = line + n;
     if (p != NULL) {
@@ -436,6 +466,10 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
       size_t want = (uint64_t)len > HTTP_PRESIZE_MAX ? HTTP_PRESIZE_MAX : (size_t)len;
       if (want > x->presize) x->presize = want;
     }
+  } else if ((v = header_value(line, n, "etag", &vend)) != NULL) {
+    size_t k = (size_t)(vend - v) < sizeof x->etag - 1 ? (size_t)(vend - v) : sizeof x->etag - 1;
+    memcpy(x->etag, v, k);
+    x->etag[k] = '\0';
   } else if ((v = header_value(line, n, "content-encoding", &vend)) != NULL) {
     x->encoded = !token_is(v, vend, "identity");
   } else if ((v = header_value(line, n, "retry-after", &vend)) != NULL) {
@@ -469,11 +503,65 @@ static void xfer_free(batch *b, xfer *x) {
     curl_easy_cleanup(x->easy);
   }
   free(x->url);
+  curl_slist_free_all(x->hdrs);
   zbuf_free(&x->body);
   free(x);
 }
 
-static xfer *xfer_new(batch *b, const zrange *r, size_t i) {
+/* The lower-case hex SHA-256 of n bytes (65 bytes with the NUL); 0 on success. */
+static int sha256_hex(const uint8_t *p, size_t n, char *hex) {
+  static const char digits[] = "0123456789abcdef";
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(n ? p : (const uint8_t *)"", n, md, &len, EVP_sha256(), NULL) != 1 || len != 32)
+    return -1;
+  for (unsigned int k = 0; k < 32; k++) {
+    hex[2 * k] = digits[md[k] >> 4];
+    hex[2 * k + 1] = digits[md[k] & 15];
+  }
+  hex[64] = '\0';
+  return 0;
+}
+
+static int add_header(struct curl_slist **l, const char *h) {
+  struct curl_slist *n = curl_slist_append(*l, h);
+  if (n == NULL) return -1;
+  *l = n;
+  return 0;
+}
+
+/* S3: the method, body, signature and headers of a request. */
+static int s3_setup(hstore *hs, xfer *x) {
+  CURL *h = x->easy;
+  const hreq *rq = x->rq;
+  const char *method = rq && rq->method ? rq->method : "GET";
+  char hdr[128];
+  memcpy(hdr, "x-amz-content-sha256: ", 22);
+  if (sha256_hex(rq ? rq->body : NULL, rq ? rq->body_n : 0, hdr + 22)) return -1;
+  if (add_header(&x->hdrs, hdr)) return -1;
+  if (hs->token_hdr && add_header(&x->hdrs, hs->token_hdr)) return -1;
+  if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
+    char ct[96];
+    snprintf(ct, sizeof ct, "Content-Type: %s",
+             rq->content_type ? rq->content_type : "application/octet-stream");
+    if (add_header(&x->hdrs, ct) || add_header(&x->hdrs, "Expect:")) return -1;
+    /* the body as POST fields: libcurl sends it again on a retry, and (before
+     * 8.x) hashes exactly these bytes for the signature */
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_n);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body_n ? (const char *)rq->body : "");
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  } else if (strcmp(method, "GET") != 0) {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
+  if (hs->sigv4) {
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, hs->sigv4);
+    curl_easy_setopt(h, CURLOPT_USERPWD, hs->userpwd);
+  }
+  return 0;
+}
+
+static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
   hstore *hs = b->hs;
   xfer *x = calloc(1, sizeof *x);
   if (x == NULL) return NULL;
@@ -484,7 +572,10 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i) {
   x->next = b->live;
   if (b->live) b->live->prev = x;
   b->live = x;
-  x->url = url_build(hs->base, r->key, hs->query, &x->path_len);
+  x->rq = rq;
+  x->hs = hs;
+  x->url = url_build(rq && rq->at_bucket ? hs->bucket_base : hs->base, r->key,
+                     rq && rq->query ? rq->query : hs->query, &x->path_len);
   x->easy = curl_easy_init();
   if (x->url == NULL || x->easy == NULL) {
     xfer_free(b, x);
@@ -531,6 +622,10 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i) {
   }
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   if (x->range[0]) curl_easy_setopt(h, CURLOPT_RANGE, x->range);
+  if (hs->s3 && s3_setup(hs, x)) {
+    xfer_free(b, x);
+    return NULL;
+  }
   return x;
 }
 
@@ -547,6 +642,8 @@ static int xfer_start(batch *b, xfer *x) {
   x->hstatus = 0;
   x->errbuf[0] = '\0';
   x->last[0] = '\0';
+  x->etag[0] = '\0';
+  x->fail_kind = ZE_HTTP;
   if (x->presize && zbuf_reserve(&x->body, x->presize, b->e)) return -1;
   CURLMcode mc = curl_multi_add_handle(b->m, x->easy);
   if (mc != CURLM_OK)
@@ -590,6 +687,68 @@ enum { V_OK, V_MISSING, V_RETRY, V_FAIL };
 
 /* Judge a finished attempt. V_OK leaves the value in x->body; V_RETRY and
  * V_FAIL describe the failure in x->last; *kind is the error kind to fail with. */
+/* The text of the first <tag>...</tag> in an XML body, entities &amp; &lt;
+ * &gt; &quot; &apos; decoded, control characters dropped; 0 when found. */
+static int xml_text(const zbuf *b, const char *tag, char *out, size_t cap) {
+  char open[40], close[40];
+  snprintf(open, sizeof open, "<%s>", tag);
+  snprintf(close, sizeof close, "</%s>", tag);
+  if (b->data == NULL || b->size == 0 || cap == 0) return -1;
+  const char *p = (const char *)b->data, *end = p + b->size;
+  size_t no = strlen(open), nc = strlen(close);
+  const char *a = NULL;
+  for (const char *q = p; q + no <= end; q++)
+    if (memcmp(q, open, no) == 0) {
+      a = q + no;
+      break;
+    }
+  if (a == NULL) return -1;
+  const char *z = NULL;
+  for (const char *q = a; q + nc <= end; q++)
+    if (memcmp(q, close, nc) == 0) {
+      z = q;
+      break;
+    }
+  if (z == NULL) return -1;
+  static const char *const ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"},
+                                       {"&quot;", "\""}, {"&apos;", "'"}};
+  size_t k = 0;
+  while (a < z && k + 1 < cap) {
+    int done = 0;
+    if (*a == '&')
+      for (size_t j = 0; j < sizeof ent / sizeof ent[0]; j++) {
+        size_t n = strlen(ent[j][0]);
+        if ((size_t)(z - a) >= n && memcmp(a, ent[j][0], n) == 0) {
+          out[k++] = ent[j][1][0];
+          a += n;
+          done = 1;
+          break;
+        }
+      }
+    if (done) continue;
+    unsigned char c = (unsigned char)*a++;
+    out[k++] = c < 32 ? ' ' : (char)c;
+  }
+  out[k] = '\0';
+  return 0;
+}
+
+/* A failed S3 response: "S3 error <Code>: <Message> (HTTP ...)" when the body
+ * is an S3 error document (then the kind is ZE_S3). */
+static void describe_failure(xfer *x, long status) {
+  char code[64], msg[160];
+  x->fail_kind = ZE_HTTP;
+  if (xml_text(&x->body, "Code", code, sizeof code) == 0) {
+    if (xml_text(&x->body, "Message", msg, sizeof msg)) msg[0] = '\0';
+    const char *txt = status_text(status);
+    snprintf(x->last, sizeof x->last, "S3 error %.63s: %.159s (HTTP %ld%s%.40s)", code, msg, status,
+             txt ? " " : "", txt ? txt : "");
+    x->fail_kind = ZE_S3;
+    return;
+  }
+  describe_status(x, status, "");
+}
+
 static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   const zrange *r = x->r;
   *kind = ZE_HTTP;
@@ -606,18 +765,63 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   long status = 0;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  hstore *hs = x->hs;
+  if (x->rq != NULL) {
+    x->rq->status = status;
+    memcpy(x->rq->etag, x->etag, sizeof x->etag);
+  }
+  if (x->rq != NULL && x->rq->method != NULL && strcmp(x->rq->method, "GET") != 0) {
+    /* writes and deletes (and raw requests): the body is the answer */
+    if (status >= 200 && status < 300) return V_OK;
+    if (status_retryable(status)) {
+      if (hs->s3) describe_failure(x, status);
+      else describe_status(x, status, "");
+      return V_RETRY;
+    }
+    if (x->rq->raw) return V_OK;
+    if (hs->s3) {
+      describe_failure(x, status);
+      *kind = x->fail_kind;
+    } else {
+      describe_status(x, status, "");
+    }
+    return V_FAIL;
+  }
+  if (x->rq != NULL && x->rq->raw && !status_retryable(status) && status != 200 && status != 206)
+    return V_OK;
+  if (status == 404 && hs->s3) {
+    /* a key that is not there, unless the bucket is not there */
+    char code[64];
+    if (xml_text(&x->body, "Code", code, sizeof code) == 0 && strcmp(code, "NoSuchBucket") == 0) {
+      describe_failure(x, status);
+      *kind = x->fail_kind;
+      return V_FAIL;
+    }
+  }
   if (status == 404 || status == 410) return V_MISSING;
+  /* an anonymous read of a bucket that does not say what it holds */
+  if (status == 403 && hs->s3 && hs->sigv4 == NULL) return V_MISSING;
   if (status == 416) {
     /* a suffix of an empty value: the server says "bytes * /0" */
     if (r->off < 0 && x->cr.form == 2 && x->cr.total == 0) {
       x->body.size = 0;
       return V_OK;
     }
-    describe_status(x, status, "");
+    if (hs->s3) {
+      describe_failure(x, status);
+      *kind = x->fail_kind;
+    } else {
+      describe_status(x, status, "");
+    }
     return V_FAIL;
   }
   if (status != 200 && status != 206) {
-    describe_status(x, status, "");
+    if (hs->s3) {
+      describe_failure(x, status);
+      *kind = x->fail_kind;
+    } else {
+      describe_status(x, status, "");
+    }
     return status_retryable(status) ? V_RETRY : V_FAIL;
   }
   int64_t got = (int64_t)x->body.size;
@@ -697,8 +901,8 @@ static const volatile int never_stop = 0;
 
 /* Run n requests, at most `concurrency` at once, calling sink for each as it
  * completes. */
-static int run_batch(hstore *hs, const zrange *r, size_t n, zsink_fn sink, void *ctx,
-                     const volatile int *stop, zerr *e) {
+static int run_batch(hstore *hs, const zrange *r, hreq *rq, size_t n, zsink_fn sink,
+                     void *ctx, const volatile int *stop, zerr *e) {
   if (n == 0) return 0;
   if (stop == NULL) stop = &never_stop;
   batch b;
@@ -737,7 +941,7 @@ static int run_batch(hstore *hs, const zrange *r, size_t n, zsink_fn sink, void 
         }
         continue;
       }
-      xfer *x = xfer_new(&b, q, i);
+      xfer *x = xfer_new(&b, q, i, rq ? &rq[i] : NULL);
       if (x == NULL) {
         rc = zerr_set(e, ZE_NOMEM, "out of memory starting a request to %s", hs->base);
         goto out;
@@ -773,6 +977,7 @@ static int run_batch(hstore *hs, const zrange *r, size_t n, zsink_fn sink, void 
         x->due = now_s() + retry_delay(&b, x);
         continue;
       }
+      if (v == V_RETRY && x->fail_kind == ZE_S3) kind = ZE_S3;
       if (v == V_RETRY || v == V_FAIL) {
         rc = fail_request(&b, x, kind);
         goto out;
@@ -812,7 +1017,7 @@ out:
 
 static int http_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, void *ctx,
                          const volatile int *stop, zerr *e) {
-  return run_batch(s->impl, r, n, sink, ctx, stop, e);
+  return run_batch(s->impl, r, NULL, n, sink, ctx, stop, e);
 }
 
 typedef struct {
@@ -839,7 +1044,7 @@ static int http_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e
   one_ctx c = {out, missing};
   *missing = 0;
   out->size = 0;
-  return run_batch(s->impl, r, 1, one_sink, &c, NULL, e);
+  return run_batch(s->impl, r, NULL, 1, one_sink, &c, NULL, e);
 }
 
 static void hstore_free(hstore *hs) {
@@ -853,6 +1058,10 @@ static void hstore_free(hstore *hs) {
   free(hs->base);
   free(hs->query);
   free(hs->user_agent);
+  free(hs->bucket_base);
+  free(hs->sigv4);
+  free(hs->userpwd);
+  free(hs->token_hdr);
   free(hs);
 }
 
@@ -960,10 +1169,7 @@ SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts) {
 
 /* The options are read in R each time a store is used: take them over
  * (between batches, so no transfer sees them change). */
-SEXP ffi_store_http_options(SEXP ptr, SEXP opts) {
-  zstore *s = store_from(ptr);
-  if (s->ops != &http_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an HTTP store");
-  hstore *hs = s->impl;
+static SEXP http_apply_options(hstore *hs, SEXP opts) {
   zhttp_opts o;
   opts_from_r(opts, &o);
   if (o.concurrency > 0) hs->o.concurrency = o.concurrency < HTTP_MAX_CONCURRENCY ? o.concurrency : HTTP_MAX_CONCURRENCY;
@@ -973,4 +1179,338 @@ SEXP ffi_store_http_options(SEXP ptr, SEXP opts) {
   if (o.connect_timeout >= 0) hs->o.connect_timeout = o.connect_timeout;
   if (o.low_speed_time >= 0) hs->o.low_speed_time = o.low_speed_time;
   return R_NilValue;
+}
+
+SEXP ffi_store_http_options(SEXP ptr, SEXP opts) {
+  zstore *s = store_from(ptr);
+  if (s->ops != &http_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an HTTP store");
+  return http_apply_options(s->impl, opts);
+}
+
+/* ---- S3 ------------------------------------------------------------------------------
+ *
+ * An S3 store is an HTTP store whose requests are signed with AWS Signature
+ * Version 4 by libcurl (CURLOPT_AWS_SIGV4, "aws:amz:REGION:s3"; the
+ * x-amz-content-sha256 header is the SHA-256 of the body, from libcrypto),
+ * plus writes: PUT of a value (in parts above multipart_size: initiate, the
+ * parts concurrently through run_batch, complete; aborted on failure) and
+ * DELETE. Failed responses with an S3 error document fail with ZE_S3, whose
+ * message starts "S3 error <Code>: <Message>". Anonymous stores send no
+ * signature, and read a 403 as a missing key (buckets that hide what they
+ * hold). Listing is done in R through ffi_store_s3_request(). */
+
+#define S3_PART_MAX 10000
+
+static int s3_one(hstore *hs, const char *key, hreq *rq, zbuf *out, zerr *e) {
+  zrange r = {key, 0, -1};
+  int missing = 0;
+  one_ctx c = {out, &missing};
+  out->size = 0;
+  return run_batch(hs, &r, rq, 1, one_sink, &c, NULL, e);
+}
+
+static void query_escape(const char *s, char *out, size_t cap) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t k = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p && k + 4 < cap; p++) {
+    if (is_unreserved(*p)) {
+      out[k++] = (char)*p;
+    } else {
+      out[k++] = '%';
+      out[k++] = hex[*p >> 4];
+      out[k++] = hex[*p & 15];
+    }
+  }
+  out[k] = '\0';
+}
+
+static int drop_sink(void *ctx, size_t i, zbuf *body, int missing) {
+  (void)ctx;
+  (void)i;
+  (void)body;
+  (void)missing;
+  return 0;
+}
+
+static int s3_multipart(hstore *hs, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  size_t part = (size_t)hs->multipart_size;
+  if (part < 5u << 20) part = 5u << 20; /* S3's smallest part */
+  size_t nparts = (n + part - 1) / part;
+  if (nparts > S3_PART_MAX) {
+    part = (n + S3_PART_MAX - 1) / S3_PART_MAX;
+    nparts = (n + part - 1) / part;
+  }
+  zbuf out = {NULL, 0, 0};
+  hreq init;
+  memset(&init, 0, sizeof init);
+  init.method = "POST";
+  init.query = "uploads=";
+  int rc = s3_one(hs, key, &init, &out, e);
+  char id[512], idq[1600];
+  if (rc == 0 && xml_text(&out, "UploadId", id, sizeof id)) {
+    zbuf_free(&out);
+    return zerr_set(e, ZE_S3, "S3 error: no UploadId in the answer to a multipart upload of %s/%s",
+                    hs->base, key);
+  }
+  zbuf_free(&out);
+  if (rc) return rc;
+  query_escape(id, idq, sizeof idq);
+  hreq *rq = calloc(nparts, sizeof *rq);
+  zrange *r = calloc(nparts, sizeof *r);
+  char **qs = calloc(nparts, sizeof *qs);
+  char *xml = NULL;
+  if (rq == NULL || r == NULL || qs == NULL) {
+    rc = zerr_set(e, ZE_NOMEM, "out of memory uploading %s", key);
+    goto abort;
+  }
+  for (size_t k = 0; k < nparts; k++) {
+    size_t off = k * part, len = n - off < part ? n - off : part;
+    size_t qn = strlen(idq) + 48;
+    qs[k] = malloc(qn);
+    if (qs[k] == NULL) {
+      rc = zerr_set(e, ZE_NOMEM, "out of memory uploading %s", key);
+      goto abort;
+    }
+    snprintf(qs[k], qn, "partNumber=%zu&uploadId=%s", k + 1, idq);
+    r[k].key = key;
+    r[k].off = 0;
+    r[k].len = -1;
+    rq[k].method = "PUT";
+    rq[k].query = qs[k];
+    rq[k].body = p + off;
+    rq[k].body_n = len;
+  }
+  rc = run_batch(hs, r, rq, nparts, drop_sink, NULL, NULL, e);
+  if (rc) goto abort;
+  size_t cap = 128 + nparts * (64 + sizeof rq[0].etag);
+  xml = malloc(cap);
+  if (xml == NULL) {
+    rc = zerr_set(e, ZE_NOMEM, "out of memory uploading %s", key);
+    goto abort;
+  }
+  size_t w = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+  for (size_t k = 0; k < nparts; k++) {
+    if (rq[k].etag[0] == '\0') {
+      rc = zerr_set(e, ZE_S3, "S3 error: part %zu of %s/%s came back without an ETag", k + 1,
+                    hs->base, key);
+      goto abort;
+    }
+    w += (size_t)snprintf(xml + w, cap - w, "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>",
+                          k + 1, rq[k].etag);
+  }
+  w += (size_t)snprintf(xml + w, cap - w, "</CompleteMultipartUpload>");
+  {
+    char q[1700];
+    snprintf(q, sizeof q, "uploadId=%s", idq);
+    hreq done;
+    memset(&done, 0, sizeof done);
+    done.method = "POST";
+    done.query = q;
+    done.body = (const uint8_t *)xml;
+    done.body_n = w;
+    done.content_type = "application/xml";
+    rc = s3_one(hs, key, &done, &out, e);
+    /* S3 may answer 200 and still fail, with an error document */
+    char code[64], msg[160];
+    if (rc == 0 && xml_text(&out, "Code", code, sizeof code) == 0 &&
+        xml_text(&out, "UploadId", msg, sizeof msg) != 0 && xml_text(&out, "ETag", msg, sizeof msg) != 0) {
+      if (xml_text(&out, "Message", msg, sizeof msg)) msg[0] = '\0';
+      rc = zerr_set(e, ZE_S3, "S3 error %s: %s (completing the upload of %s/%s)", code, msg, hs->base, key);
+    }
+    zbuf_free(&out);
+  }
+  if (rc == 0) goto out;
+abort: {
+    /* give the parts back; a failure here changes nothing about the error */
+    char q[1700];
+    snprintf(q, sizeof q, "uploadId=%s", idq);
+    hreq del;
+    memset(&del, 0, sizeof del);
+    del.method = "DELETE";
+    del.query = q;
+    del.raw = 1;
+    zerr ignore = {ZE_OK, ""};
+    s3_one(hs, key, &del, &out, &ignore);
+    zbuf_free(&out);
+  }
+out:
+  if (qs)
+    for (size_t k = 0; k < nparts; k++) free(qs[k]);
+  free(qs);
+  free(rq);
+  free(r);
+  free(xml);
+  return rc;
+}
+
+static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  hstore *hs = s->impl;
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->base);
+  if (hs->multipart_size > 0 && (double)n > hs->multipart_size) return s3_multipart(hs, key, p, n, e);
+  hreq rq;
+  memset(&rq, 0, sizeof rq);
+  rq.method = "PUT";
+  rq.body = p;
+  rq.body_n = n;
+  zbuf out = {NULL, 0, 0};
+  int rc = s3_one(hs, key, &rq, &out, e);
+  zbuf_free(&out);
+  return rc;
+}
+
+static int s3_erase(zstore *s, const char *key, zerr *e) {
+  hstore *hs = s->impl;
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->base);
+  hreq rq;
+  memset(&rq, 0, sizeof rq);
+  rq.method = "DELETE";
+  rq.raw = 1;
+  zbuf out = {NULL, 0, 0};
+  int rc = s3_one(hs, key, &rq, &out, e);
+  if (rc == 0 && rq.status != 404 && (rq.status < 200 || rq.status >= 300)) {
+    /* describe it as any failed request is described */
+    char code[64], msg[160];
+    if (xml_text(&out, "Code", code, sizeof code) == 0) {
+      if (xml_text(&out, "Message", msg, sizeof msg)) msg[0] = '\0';
+      rc = zerr_set(e, ZE_S3, "S3 error %s: %s (HTTP %ld) deleting %s/%s", code, msg, rq.status,
+                    hs->base, key);
+    } else {
+      rc = zerr_set(e, ZE_HTTP, "HTTP %ld deleting %s/%s", rq.status, hs->base, key);
+    }
+  }
+  zbuf_free(&out);
+  return rc;
+}
+
+static const zstore_ops s3_ops = {
+  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL,
+};
+
+/* bucket_base: the bucket's URL; base: the store root's URL in it; region
+ * NULL for anonymous requests. */
+static zstore *s3_store_new(const char *bucket_base, const char *base, const char *region,
+                            const char *key, const char *secret, const char *token,
+                            const zhttp_opts *o, int read_only, double multipart_size, zerr *e) {
+  zstore *s = http_store_new(base, "", o, e);
+  if (s == NULL) return NULL;
+  hstore *hs = s->impl;
+  s->ops = &s3_ops;
+  hs->s3 = 1;
+  hs->read_only = read_only;
+  hs->multipart_size = multipart_size;
+  size_t nb = strlen(bucket_base);
+  while (nb > 0 && bucket_base[nb - 1] == '/') nb--;
+  hs->bucket_base = dup_str(bucket_base, nb);
+  int bad = hs->bucket_base == NULL;
+  if (region != NULL) {
+    size_t k = strlen(region) + 16;
+    hs->sigv4 = malloc(k);
+    if (hs->sigv4) snprintf(hs->sigv4, k, "aws:amz:%s:s3", region);
+    k = strlen(key) + strlen(secret) + 2;
+    hs->userpwd = malloc(k);
+    if (hs->userpwd) snprintf(hs->userpwd, k, "%s:%s", key, secret);
+    bad = bad || hs->sigv4 == NULL || hs->userpwd == NULL;
+    if (token != NULL && *token) {
+      k = strlen(token) + 32;
+      hs->token_hdr = malloc(k);
+      if (hs->token_hdr) snprintf(hs->token_hdr, k, "x-amz-security-token: %s", token);
+      bad = bad || hs->token_hdr == NULL;
+    }
+  }
+  if (bad) {
+    http_destroy(s);
+    free(s->where);
+    free(s);
+    zerr_set(e, ZE_NOMEM, "out of memory creating an S3 store");
+    return NULL;
+  }
+  return s;
+}
+
+static const char *opt_str(SEXP x) {
+  return (isString(x) && XLENGTH(x) == 1 && STRING_ELT(x, 0) != NA_STRING)
+             ? translateCharUTF8(STRING_ELT(x, 0)) : NULL;
+}
+
+/* cfg: list(bucket_url, url, region (NULL: anonymous), access_key,
+ * secret_key, session_token, read_only, multipart_size); opts as for HTTP. */
+SEXP ffi_store_s3(SEXP cfg, SEXP opts) {
+  zhttp_opts o;
+  opts_from_r(opts, &o);
+  zerr e = {ZE_OK, ""};
+  const char *region = opt_str(list_get(cfg, "region"));
+  const char *key = opt_str(list_get(cfg, "access_key"));
+  const char *secret = opt_str(list_get(cfg, "secret_key"));
+  if (region && (key == NULL || secret == NULL))
+    zarr_raise(ZE_STORE, NULL, NULL, "internal: signed S3 store without a key and secret");
+  zstore *s = s3_store_new(opt_str(list_get(cfg, "bucket_url")), opt_str(list_get(cfg, "url")),
+                           region, key, secret, opt_str(list_get(cfg, "session_token")), &o,
+                           asLogical(list_get(cfg, "read_only")) == TRUE,
+                           asReal(list_get(cfg, "multipart_size")), &e);
+  if (s == NULL) zarr_raise_err(&e, NULL, NULL);
+  return store_wrap(s, R_NilValue);
+}
+
+static SEXP alloc_body(void *data) { return allocVector(RAWSXP, (R_xlen_t)((zbuf *)data)->size); }
+static SEXP alloc_body_failed(SEXP cond, void *data) {
+  (void)cond;
+  (void)data;
+  return R_NilValue;
+}
+
+/* One request, answered whatever its status (after retries of 5xx and the
+ * like): list(status, body, etag). key is below the store root, or below the
+ * bucket with at_bucket; query is sent as it is (canonical: sorted and
+ * encoded by the caller). */
+SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket) {
+  zstore *s = store_from(ptr);
+  if (s->ops != &s3_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 store");
+  hstore *hs = s->impl;
+  hreq rq;
+  memset(&rq, 0, sizeof rq);
+  rq.method = translateChar(STRING_ELT(method, 0));
+  rq.query = translateCharUTF8(STRING_ELT(query, 0));
+  if (!isNull(body)) {
+    rq.body = RAW(body);
+    rq.body_n = (size_t)XLENGTH(body);
+    rq.content_type = "application/xml";
+  }
+  rq.raw = 1;
+  rq.at_bucket = asLogical(at_bucket) == TRUE;
+  const char *k = translateCharUTF8(STRING_ELT(key, 0));
+  zbuf out = {NULL, 0, 0};
+  zerr e = {ZE_OK, ""};
+  if (s3_one(hs, k, &rq, &out, &e)) {
+    zbuf_free(&out);
+    zarr_raise_err(&e, NULL, k);
+  }
+  /* the body into an R vector; an allocation failure must not leak it */
+  SEXP b = R_tryCatchError(alloc_body, &out, alloc_body_failed, NULL);
+  if (b == R_NilValue) {
+    zbuf_free(&out);
+    zarr_raise(ZE_NOMEM, NULL, k, "cannot allocate an R vector for an S3 answer");
+  }
+  PROTECT(b);
+  if (out.size) memcpy(RAW(b), out.data, out.size);
+  zbuf_free(&out);
+  SEXP res = PROTECT(allocVector(VECSXP, 3));
+  SEXP nm = PROTECT(allocVector(STRSXP, 3));
+  SET_STRING_ELT(nm, 0, mkChar("status"));
+  SET_STRING_ELT(nm, 1, mkChar("body"));
+  SET_STRING_ELT(nm, 2, mkChar("etag"));
+  setAttrib(res, R_NamesSymbol, nm);
+  SET_VECTOR_ELT(res, 0, ScalarInteger((int)rq.status));
+  SET_VECTOR_ELT(res, 1, b);
+  SET_VECTOR_ELT(res, 2, mkString(rq.etag));
+  UNPROTECT(3);
+  return res;
+}
+
+SEXP ffi_store_s3_options(SEXP ptr, SEXP opts) {
+  zstore *s = store_from(ptr);
+  if (s->ops != &s3_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 store");
+  hstore *hs = s->impl;
+  double mp = asReal(list_get(opts, "multipart_size"));
+  if (!ISNAN(mp) && mp > 0) hs->multipart_size = mp;
+  return http_apply_options(hs, opts);
 }

@@ -28,7 +28,8 @@ typedef enum {
   ZE_INTERRUPT, /* the user interrupted a long call */
   ZE_HTTP,      /* an HTTP request failed (after its retries) */
   ZE_READ_ONLY, /* the store cannot be written to */
-  ZE_METADATA   /* array metadata is invalid or beyond the engine's limits */
+  ZE_METADATA,  /* array metadata is invalid or beyond the engine's limits */
+  ZE_S3         /* an S3 request failed with an S3 error document (a kind of ZE_HTTP) */
 } zerr_kind;
 
 typedef struct {

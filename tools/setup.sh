@@ -65,7 +65,7 @@ apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
 
 # ---- system packages
 required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl4-openssl-dev
-               pkg-config)
+               libssl-dev pkg-config)
 # clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
 optional_debs=(qpdf pandoc clang libclang-rt-dev)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
@@ -192,6 +192,22 @@ else
       say "zarrita.js: installed"
     else
       warn "npm install failed: interop tests will skip"
+    fi
+  fi
+fi
+
+# ---- s3rver for the S3 tests (behind tools/s3server/proxy.js, which checks signatures)
+s3dir="$repo/tools/s3server"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  if (cd "$s3dir" && node -e 'require("s3rver")') >/dev/null 2>&1 &&
+     [ ! "$s3dir/package.json" -nt "$s3dir/node_modules/.package-lock.json" ]; then
+    say "s3rver: up to date in tools/s3server/node_modules"
+  else
+    say "npm install in tools/s3server"
+    if npm install --no-audit --no-fund --prefix "$s3dir" </dev/null; then
+      say "s3rver: installed"
+    else
+      warn "npm install failed in tools/s3server: S3 tests will skip"
     fi
   fi
 fi

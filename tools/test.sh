@@ -13,6 +13,7 @@
 # Environment given to the tests:
 #   ZARR_INTEROP_DIR      tools/interop (zarrita.js in its node_modules)
 #   ZARR_TESTSERVER       tools/testserver/server.js (the HTTP test server)
+#   ZARR_S3SERVER         tools/s3server/proxy.js (s3rver behind a SigV4-checking proxy)
 #   ZARR_FIXTURES_DIR     ../shared/fixtures, when that directory exists
 #                         (a value already set in the environment wins)
 #   ZARR_REQUIRE_INTEROP  true when CI=true: missing node/zarrita/fixtures fail
@@ -41,6 +42,7 @@ if is_true "${ZARR_CHECK:-$ci}"; then check=true; fi
 # ---- 3. test suite
 export ZARR_INTEROP_DIR="$repo/tools/interop"
 export ZARR_TESTSERVER="$repo/tools/testserver/server.js"
+export ZARR_S3SERVER="$repo/tools/s3server/proxy.js"
 if [ -z "${ZARR_FIXTURES_DIR:-}" ] && [ -d "$repo/../shared/fixtures" ]; then
   ZARR_FIXTURES_DIR=$(cd "$repo/../shared/fixtures" && pwd)
   export ZARR_FIXTURES_DIR
@@ -116,7 +118,7 @@ if ! command -v checkbashisms >/dev/null 2>&1; then
   export _R_CHECK_BASHISMS_=false
 fi
 # As on CRAN: no ../shared fixtures, no interop requirement, NOT_CRAN unset.
-unset ZARR_FIXTURES_DIR ZARR_INTEROP_DIR ZARR_TESTSERVER ZARR_REQUIRE_INTEROP NOT_CRAN
+unset ZARR_FIXTURES_DIR ZARR_INTEROP_DIR ZARR_TESTSERVER ZARR_S3SERVER ZARR_REQUIRE_INTEROP NOT_CRAN
 say "R CMD build ${build_opts[*]}"
 R CMD build "${build_opts[@]}" .
 tarball=$(ls -t "$repo"/zarr_*.tar.gz | head -n 1)
