@@ -149,7 +149,8 @@ test_that("arrays of several types are written and partially rewritten, v3 and v
   # strings, and as_zarr() to an s3:// location
   s <- matrix(c("a", "bé", "", "数据", "x y", "z"), 2)
   z2 <- as_zarr(s, location = "s3://private/as_zarr.zarr")
-  expect_identical(open_zarr("s3://private/as_zarr.zarr")[["/"]][, ], s)
+  expect_identical(open_zarr("s3://private/as_zarr.zarr")[["/"]][, ], as_zarr(s)[["/"]][, ]) # as in memory
+  expect_identical(open_zarr("s3://private/as_zarr.zarr")[["/"]]$read(fill_as_na = FALSE), s)
   expect_s3_class(z2$store, "zarr_s3store")
   # the hierarchy is found by listing, without consolidated metadata
   z3 <- open_zarr("s3://private/written_v3.zarr")
