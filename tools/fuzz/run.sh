@@ -44,7 +44,7 @@ build_one() {
   case $t in
     # store_zip.c (included by the target) reads through store_local.c and
     # includes zarr.h, hence R's headers; r_stubs.c stands in for libR
-    fuzz_zip) extra=(-I"$rinc" "$src/store_local.c" "$here/r_stubs.c") ;;
+    fuzz_zip) extra=(-I"$rinc" "$src/store_local.c" "$src/fileio.c" "$here/r_stubs.c") ;;
   esac
   "$cc" "${flags[@]}" "${extra[@]}" "$here/$t.c" "${files[@]}" "${libs[@]}" -o "$build/$t"
 }
