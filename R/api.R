@@ -30,11 +30,15 @@ create_zarr <- function(location) {
 #'
 #' Opens an existing Zarr data set (v2 or v3) in a local directory, in a
 #' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
-#' or on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
-#' always read-only).
+#' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
+#' always read-only), or through Kerchunk references to netCDF-4, HDF5 and
+#' other files (`reference+json://` or `reference+parquet://` followed by a
+#' path or URL, or a path or URL ending in ".json" that holds references; see
+#' [zarr_refstore]; always read-only).
 #'
 #' @param location Path of the store directory or zip file (or a "file://"
-#'   URI), or the URL of a store on a web server.
+#'   URI), the URL of a store on a web server, or the location of
+#'   references.
 #' @param read_only Whether to open the store read-only. Zip files are
 #'   opened read-only whatever this says.
 #' @return A [zarr] object.
@@ -46,6 +50,10 @@ create_zarr <- function(location) {
 open_zarr <- function(location, read_only = FALSE) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
+  if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
+      (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
+       !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))
+    return(zarr$new(zarr_refstore$new(location)))
   if (grepl("^https?://", location, ignore.case = TRUE))
     return(zarr$new(zarr_httpstore$new(location)))
   p <- sub("^file://", "", location)

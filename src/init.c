@@ -34,6 +34,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_stats, 1),
     CALLDEF(ffi_store_http, 3),
     CALLDEF(ffi_store_http_options, 2),
+    CALLDEF(ffi_store_ref, 11),
+    CALLDEF(ffi_store_ref_options, 2),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {

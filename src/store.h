@@ -112,5 +112,8 @@ SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value);
 SEXP ffi_store_stats(SEXP ptr);
 SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts);
 SEXP ffi_store_http_options(SEXP ptr, SEXP opts);
+SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
+                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts);
+SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 
 #endif
