@@ -60,6 +60,7 @@ open_zarr <- function(location, read_only = FALSE) {
   if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
     return(zarr$new(zarr_zipstore$new(p)))
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+  if (ref_is_parquet_dir(p)) return(zarr$new(zarr_refstore$new(p, format = "parquet")))
   store <- zarr_localstore$new(p, read_only = read_only)
   zarr$new(store)
 }

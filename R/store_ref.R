@@ -372,8 +372,9 @@ ref_eval <- function(expr, vals, what) {
   if (!is.null(vals[[e]])) return(vals[[e]])
   if (!grepl("^[-+*/%()0-9A-Za-z_. ]+$", e))
     zarr_abort("unsupported", sprintf("template expression '%s' is not supported", expr), key = what)
-  e <- gsub("//", " %/% ", e, fixed = TRUE)
-  e <- gsub("(?<![%/ ])%(?![/%])", " %% ", e, perl = TRUE)
+  e <- gsub("//", "\001", e, fixed = TRUE)
+  e <- gsub("%", " %% ", e, fixed = TRUE)
+  e <- gsub("\001", " %/% ", e, fixed = TRUE)
   ex <- tryCatch(str2lang(e), error = function(err) NULL)
   ok_fun <- c("+", "-", "*", "/", "%/%", "%%", "(")
   walk <- function(x) {
@@ -494,9 +495,12 @@ ref_read_parquet_file <- function(path, remote) {
   } else if (!file.exists(path)) {
     return(NULL)
   }
-  tryCatch(as.data.frame(nanoparquet::read_parquet(path)),
-           error = function(e) zarr_abort("metadata", sprintf("cannot read Parquet references: %s", conditionMessage(e)),
-                                          key = basename(path)))
+  df <- tryCatch(nanoparquet::read_parquet(path),
+                 error = function(e) zarr_abort("metadata", sprintf("cannot read Parquet references: %s", conditionMessage(e)),
+                                                key = basename(path)))
+  # plain vectors (binary columns come as "blob" lists)
+  df <- lapply(unclass(df), function(col) if (is.list(col)) unclass(col) else col)
+  as.data.frame(lapply(df, I), stringsAsFactors = FALSE)
 }
 
 ref_parquet_rows <- function(df, keys, what) {
@@ -578,4 +582,13 @@ ref_is_reference_json <- function(location) {
   grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
     (grepl("^https?://", location, ignore.case = TRUE) || file.exists(sub("^file://", "", location))) &&
     !dir.exists(sub("^file://", "", location))
+}
+
+# Whether a directory holds Parquet references: a .zmetadata with
+# record_size, and no Zarr metadata of its own.
+ref_is_parquet_dir <- function(p) {
+  zm <- file.path(p, ".zmetadata")
+  if (!file.exists(zm) || any(file.exists(file.path(p, c(".zgroup", ".zarray", "zarr.json"))))) return(FALSE)
+  doc <- tryCatch(json_parse(readBin(zm, "raw", file.size(zm)), ".zmetadata"), zarr_error = function(e) NULL)
+  is.list(doc) && !is.null(doc$record_size)
 }
