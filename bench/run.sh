@@ -9,7 +9,11 @@
 #    'zarr' package into bench/lib (a failure only drops the comparison);
 # 4. Rscript bench/run.R (table on stdout, bench/results/results.csv);
 # 5. unless ZARR_BENCH_REMOTE=false: Rscript bench/remote.R, the HTTP
-#    benchmarks (bench/results/remote.csv; needs node and processx).
+#    benchmarks (bench/results/remote.csv; needs node and processx);
+# 6. unless ZARR_BENCH_REFERENCES=false: Rscript bench/references.R, a
+#    netCDF-4 variable read through Kerchunk references beside ncdf4 and
+#    RNetCDF (bench/results/references.csv; needs Debian's python3-h5py and
+#    python3-netcdf4, skipped without them).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -53,5 +57,13 @@ if is_false "${ZARR_BENCH_REMOTE:-true}"; then
 else
   say "Rscript bench/remote.R"
   Rscript bench/remote.R || status=$?
+fi
+
+# ---- 6. Kerchunk references beside the netCDF readers
+if is_false "${ZARR_BENCH_REFERENCES:-true}"; then
+  say "skipping the reference benchmarks (ZARR_BENCH_REFERENCES=false)"
+else
+  say "Rscript bench/references.R"
+  Rscript bench/references.R || status=$?
 fi
 exit "$status"

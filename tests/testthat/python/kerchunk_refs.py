@@ -8,6 +8,9 @@ usage:
       refs_v0.json (JSON version 0, relative targets, one chunk inline),
       refs_v1.json (version 1: templates and gen), refs_h5.json (HDF5 file,
       absolute file:// targets) and expected.json (values h5py reads, C order).
+  python3 kerchunk_refs.py bench OUTDIR NT
+      writes OUTDIR/bench.nc (t2m: NT x 181 x 360 float32) and refs_bench.json
+      for bench/references.R.
   python3 kerchunk_refs.py fsspec REFS.json VAR...
       reads VARs through fsspec's ReferenceFileSystem and zarr-python; prints
       JSON {var: {"shape": [...], "values": [...]}} (C order).
@@ -198,6 +201,36 @@ def make(out):
         json.dump(expected, fh)
 
 
+def make_bench(out, nt):
+    """bench/references.R: one netCDF-4 variable t2m (nt x 181 x 360 float32,
+    one zlib + shuffle chunk per time step) and its JSON v0 references."""
+    import h5py
+    import netCDF4
+
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "bench.nc")
+    rng = np.random.default_rng(1)
+    lat = np.linspace(-90, 90, 181)
+    lon = np.arange(360)
+    base = (288 - 30 * np.abs(np.sin(np.radians(lat)))[:, None] + 0 * lon[None, :]).astype("f4")
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as nc:
+        nc.createDimension("time", nt)
+        nc.createDimension("lat", 181)
+        nc.createDimension("lon", 360)
+        v = nc.createVariable("t2m", "f4", ("time", "lat", "lon"), zlib=True, complevel=4,
+                              shuffle=True, chunksizes=(1, 181, 360))
+        for t in range(nt):
+            v[t] = base + np.round(rng.normal(0, 2, (181, 360)), 2).astype("f4")
+        v.units = "K"
+    refs = {".zgroup": json.dumps({"zarr_format": 2})}
+    with h5py.File(path, "r") as f:
+        meta, chunks = array_refs(f["t2m"], "t2m", "bench.nc", ["time", "lat", "lon"], {"units": "K"})
+    refs.update(meta)
+    refs.update(chunks)
+    with open(os.path.join(out, "refs_bench.json"), "w") as fh:
+        json.dump(refs, fh)
+
+
 def read_fsspec(refs_path, names):
     import fsspec
     import zarr
@@ -239,6 +272,8 @@ def read_fsspec(refs_path, names):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
+    elif sys.argv[1] == "bench":
+        make_bench(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == "fsspec":
         read_fsspec(sys.argv[2], sys.argv[3:])
     else:
