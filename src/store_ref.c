@@ -10,9 +10,10 @@
  *
  * get_many() answers missing and inline keys at once, translates the rest
  * into bytes of their files (refplan.c), merges nearby ranges of one file
- * (gap and max: options zarr.range_gap / zarr.range_max) and reads the spans
- * through each sub-store's get_many (or get), then cuts every span back into
- * the pieces asked for. A referenced file that does not exist, or is shorter
+ * served by a batch store such as HTTP (gap and max: options zarr.range_gap
+ * / zarr.range_max; local files are read piece by piece with positioned
+ * reads) and reads the spans through each sub-store's get_many (or get),
+ * then cuts every span back into the pieces asked for. A referenced file that does not exist, or is shorter
  * than the reference says, is an error naming the key and the file: a
  * reference promises the bytes are there.
  *
@@ -273,7 +274,40 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
     c.pieces[np].len = k;
     np++;
   }
-  if (ref_plan(c.pieces, np, rs->gap, rs->max, &c.spans, &nspans, e)) goto out;
+  /* merge ranges only for stores that fetch in batches (HTTP): a local file
+   * is read with one positioned read per piece, cheaper than reading a
+   * merged span and copying the pieces out of it */
+  size_t nm = 0;
+  for (size_t k = 0; k < np; k++) {
+    int32_t st = rs->t_store[c.pieces[k].target];
+    if (rs->stores[st]->ops->get_many != NULL) {
+      zref_piece tmp = c.pieces[nm];
+      c.pieces[nm++] = c.pieces[k];
+      c.pieces[k] = tmp;
+    }
+  }
+  zref_span *s1 = NULL, *s2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  if (ref_plan(c.pieces, nm, rs->gap, rs->max, &s1, &n1, e)) goto out;
+  if (ref_plan(c.pieces + nm, np - nm, 0, 1, &s2, &n2, e)) {
+    free(s1);
+    goto out;
+  }
+  nspans = n1 + n2;
+  c.spans = malloc((nspans ? nspans : 1) * sizeof *c.spans);
+  if (c.spans == NULL) {
+    free(s1);
+    free(s2);
+    zerr_set(e, ZE_NOMEM, "out of memory");
+    goto out;
+  }
+  if (n1) memcpy(c.spans, s1, n1 * sizeof *s1);
+  for (size_t k = 0; k < n2; k++) {
+    c.spans[n1 + k] = s2[k];
+    c.spans[n1 + k].first += nm;
+  }
+  free(s1);
+  free(s2);
   rr = malloc((nspans + nq + 1) * sizeof *rr);
   c.sub_idx = malloc((nspans + nq + 1) * sizeof *c.sub_idx);
   if (rr == NULL || c.sub_idx == NULL) {

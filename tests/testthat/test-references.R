@@ -245,3 +245,32 @@ test_that("broken references fail with classed errors naming the key and file", 
   expect_error(open_zarr(bad), class = "zarr_error_metadata")
   expect_error(open_zarr("reference+json:///no/such/refs.json"), class = "zarr_error_not_found")
 })
+
+test_that("targets resolve to local, HTTP and public GCS sub-stores", {
+  r <- zarr:::ref_resolve_target("sub/x.nc", "/data/refs")
+  expect_identical(c(r$group, r$key), c("file", "data/refs/sub/x.nc"))
+  r <- zarr:::ref_resolve_target("file:///data/a%20b.nc", "/elsewhere")
+  expect_identical(r$key, "data/a b.nc")
+  r <- zarr:::ref_resolve_target("x.nc", "https://Example.org/refs")
+  expect_identical(c(r$group, r$key), c("https://example.org", "refs/x.nc"))
+  r <- zarr:::ref_resolve_target("https://example.org/a%20b/x.nc?sig=1", "/data")
+  expect_identical(c(r$group, r$key), c("https://example.org?sig=1", "a b/x.nc"))
+  r <- zarr:::ref_resolve_target("gs://bucket/era5/x.nc", "/data")
+  expect_identical(c(r$group, r$key), c("https://storage.googleapis.com", "bucket/era5/x.nc"))
+  r <- zarr:::ref_resolve_target("s3://bucket/x.nc", "/data")
+  expect_identical(r$group, "")
+  expect_match(r$error, "s3 targets need the S3 store")
+  r <- zarr:::ref_resolve_target("memory://x", "/data")
+  expect_match(r$error, "not supported")
+})
+
+test_that("a read through references answers each chunk once, merged or not", {
+  dir <- ref_data()
+  withr::local_options(zarr.fill_as_na = FALSE)
+  z <- open_zarr(file.path(dir, "refs_v0.json"))
+  temp <- z[["/temp"]]
+  before <- z$store$io_stats()
+  expect_values(temp[], ref_expected(dir, "temp"))
+  # the engine sees one answer per chunk either way
+  expect_identical(unname(z$store$io_stats()[["requests"]] - before[["requests"]]), 18)
+})
