@@ -32,10 +32,13 @@
 #' end, is an error.
 #'
 #' Reads are planned in C: the byte ranges of the chunks needed are grouped
-#' by file, ranges closer than `zarr.range_gap` bytes are merged into one
-#' request of at most `zarr.range_max` bytes (see [zarr-options]), and the
-#' requests run concurrently through the HTTP store (many at once) or the
-#' local file system.
+#' by file; for files on web servers, ranges closer than `zarr.range_gap`
+#' bytes are merged into one request of at most `zarr.range_max` bytes (see
+#' [zarr-options]) and the requests run concurrently through the HTTP store
+#' (`zarr.http_*` options apply), one HTTP store per host; local files are
+#' read chunk by chunk with positioned reads. Files on several hosts (or
+#' local and remote files) are read at the same time, and chunks are decoded
+#' while the rest are still arriving.
 #'
 #' @export
 zarr_refstore <- R6::R6Class("zarr_refstore",

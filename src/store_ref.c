@@ -19,6 +19,7 @@
  *
  * Nothing but the constructor and the R entry points touches the R API.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "refplan.h"
@@ -113,12 +114,19 @@ typedef struct {
   passreq *pass;
   zerr *e;
   int failed;
+  int *any_failed; /* shared by the sub-batches running at once */
+  int by_other;    /* this one stopped because another failed */
 } cutctx;
+
+static void cut_fail(cutctx *c) {
+  c->failed = 1;
+  __atomic_store_n(c->any_failed, 1, __ATOMIC_RELEASE);
+}
 
 static int deliver(cutctx *c, size_t req, zbuf *body) {
   if (c->sink(c->ctx, req, body, 0)) {
     if (c->e->kind == ZE_OK) zerr_set(c->e, ZE_STORE, "reading references stopped");
-    c->failed = 1;
+    cut_fail(c);
     return 1;
   }
   return 0;
@@ -128,6 +136,12 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
   cutctx *c = ctx;
   refstore *rs = c->rs;
   if (c->failed) return 1;
+  if (__atomic_load_n(c->any_failed, __ATOMIC_ACQUIRE)) { /* another sub-batch failed */
+    if (c->e->kind == ZE_OK) zerr_set(c->e, ZE_STORE, "reading references stopped");
+    c->failed = 1;
+    c->by_other = 1;
+    return 1;
+  }
   if (j < c->nspan_sub) {
     const zref_span *sp = &c->spans[c->sub_idx[j]];
     const zref_piece *first = &c->pieces[sp->first];
@@ -135,7 +149,7 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
     if (missing) {
       zerr_set(c->e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist", file,
                c->r[first->req].key);
-      c->failed = 1;
+      cut_fail(c);
       return 1;
     }
     if ((int64_t)body->size < sp->len) {
@@ -143,7 +157,7 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
                "key '%.200s' refers to bytes %lld-%lld of '%.300s', which has only %lld bytes there",
                c->r[first->req].key, (long long)sp->start, (long long)(sp->start + sp->len - 1), file,
                (long long)(sp->start + (int64_t)body->size));
-      c->failed = 1;
+      cut_fail(c);
       return 1;
     }
     if (sp->count == 1 && first->start == sp->start && first->len == sp->len)
@@ -153,7 +167,7 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
       zbuf part = {NULL, 0, 0};
       if (p->len > 0) {
         if (zbuf_reserve(&part, (size_t)p->len, c->e)) {
-          c->failed = 1;
+          cut_fail(c);
           return 1;
         }
         memcpy(part.data, body->data + (p->start - sp->start), (size_t)p->len);
@@ -169,7 +183,7 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
   if (missing) {
     zerr_set(c->e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist",
              rs->t_key[q->target], c->r[q->req].key);
-    c->failed = 1;
+    cut_fail(c);
     return 1;
   }
   return deliver(c, q->req, body);
@@ -206,11 +220,33 @@ static int run_sub(cutctx *c, zstore *sub, const zrange *rr, size_t m, const vol
   return 0;
 }
 
+/* A sub-batch on a thread of its own (when several sub-stores have work). */
+typedef struct {
+  cutctx c;
+  zerr e;
+  zstore *sub;
+  const zrange *rr;
+  size_t m;
+  const volatile int *stop;
+  int rc;
+} subjob;
+
+static void *subjob_main(void *p) {
+  subjob *j = p;
+  j->rc = run_sub(&j->c, j->sub, j->rr, j->m, j->stop);
+  if (j->rc) __atomic_store_n(j->c.any_failed, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
 static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, void *ctx,
                         const volatile int *stop, zerr *e) {
   refstore *rs = s->impl;
   cutctx c;
   memset(&c, 0, sizeof c);
+  int any_failed = 0;
+  subjob *jobs = NULL;
+  pthread_t *tids = NULL;
+  c.any_failed = &any_failed;
   c.rs = rs;
   c.sink = sink;
   c.ctx = ctx;
@@ -314,9 +350,17 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
     zerr_set(e, ZE_NOMEM, "out of memory");
     goto out;
   }
-  /* one sub-batch per sub-store: its spans, then its whole-file requests */
+  /* one sub-batch per sub-store: its spans, then its whole-file requests,
+   * each sub-batch on a thread of its own when several have work */
+  jobs = calloc(rs->nstores ? rs->nstores : 1, sizeof *jobs);
+  tids = calloc(rs->nstores ? rs->nstores : 1, sizeof *tids);
+  if (jobs == NULL || tids == NULL) {
+    zerr_set(e, ZE_NOMEM, "out of memory");
+    goto out;
+  }
+  size_t m = 0, njobs = 0;
   for (size_t st = 0; st < rs->nstores; st++) {
-    size_t m = 0;
+    size_t first = m;
     for (size_t k = 0; k < nspans; k++) {
       int32_t t = c.spans[k].target;
       if ((size_t)rs->t_store[t] != st) continue;
@@ -325,7 +369,7 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
       rr[m].len = c.spans[k].len;
       c.sub_idx[m++] = k;
     }
-    c.nspan_sub = m;
+    size_t nsp = m - first;
     for (size_t q = 0; q < nq; q++) {
       int32_t t = c.pass[q].target;
       if ((size_t)rs->t_store[t] != st) continue;
@@ -334,13 +378,44 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
       rr[m].len = c.pass[q].len;
       c.sub_idx[m++] = q;
     }
-    if (run_sub(&c, rs->stores[st], rr, m, stop)) goto out;
+    if (m == first) continue;
+    subjob *j = &jobs[njobs++];
+    j->c = c;
+    j->c.sub_idx = c.sub_idx + first;
+    j->c.nspan_sub = nsp;
+    j->e.kind = ZE_OK;
+    j->e.msg[0] = '\0';
+    j->c.e = &j->e;
+    j->sub = rs->stores[st];
+    j->rr = rr + first;
+    j->m = m - first;
+    j->stop = stop;
   }
+  size_t started = 0;
+  for (size_t k = 1; k < njobs; k++) {
+    if (pthread_create(&tids[k], NULL, subjob_main, &jobs[k]) != 0) break;
+    started = k;
+  }
+  for (size_t k = started + 1; k < njobs; k++) subjob_main(&jobs[k]); /* threads refused */
+  if (njobs > 0) subjob_main(&jobs[0]);
+  for (size_t k = 1; k <= started; k++) pthread_join(tids[k], NULL);
+  for (size_t k = 0; k < njobs; k++) /* a failure of its own, before one caused by another */
+    if (jobs[k].rc && !jobs[k].c.by_other) {
+      *e = jobs[k].e;
+      goto out;
+    }
+  for (size_t k = 0; k < njobs; k++)
+    if (jobs[k].rc) {
+      *e = jobs[k].e;
+      goto out;
+    }
   rc = 0;
   goto out;
 stopped:
   zerr_set(e, ZE_STORE, "reading references stopped");
 out:
+  free(jobs);
+  free(tids);
   free(rr);
   free(c.sub_idx);
   free(c.spans);

@@ -274,3 +274,26 @@ test_that("a read through references answers each chunk once, merged or not", {
   # the engine sees one answer per chunk either way
   expect_identical(unname(z$store$io_stats()[["requests"]] - before[["requests"]]), 18)
 })
+
+test_that("one array with chunks in a local file and on a web server", {
+  dir <- ref_data()
+  withr::local_options(zarr.fill_as_na = FALSE)
+  srv <- http_server(dir)
+  refs <- ref_read_json(file.path(dir, "refs_v0.json"))
+  ks <- grep("^temp/[0-9]", names(refs), value = TRUE)
+  for (j in seq_along(ks))
+    refs[[ks[j]]][[1]] <- if (j %% 2) srv$url_of("data.nc") else file.path(dir, "data.nc")
+  s <- zarr_refstore$new(refs)
+  expect_length(s$targets, 3L) # data.nc (the other arrays), its absolute path, its URL
+  srv$reset()
+  expect_values(zarr$new(s)[["/temp"]][], ref_expected(dir, "temp"))
+  expect_identical(nrow(srv$stats()$log), 1L) # the 9 chunks over HTTP in one merged request
+  # a failure on one side is reported as it is, whichever side runs first
+  refs[[ks[2]]][[1]] <- file.path(dir, "gone.nc")
+  z <- zarr$new(zarr_refstore$new(refs))
+  expect_error(z[["/temp"]][], class = "zarr_error_store", regexp = "gone.nc")
+  refs[[ks[2]]][[1]] <- file.path(dir, "data.nc")
+  refs[[ks[1]]][[1]] <- srv$url_of("gone.nc")
+  z <- zarr$new(zarr_refstore$new(refs))
+  expect_error(z[["/temp"]][], class = "zarr_error_store", regexp = "gone.nc.*does not exist")
+})
