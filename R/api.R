@@ -35,14 +35,18 @@ create_zarr <- function(location) {
 #' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
 #' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
 #' always read-only), in an S3 bucket (`s3://bucket/prefix`, see
-#' [zarr_s3store], with the credentials it finds) or in a public Google Cloud
+#' [zarr_s3store], with the credentials it finds), in a public Google Cloud
 #' Storage bucket (`gs://bucket/path`, read through
 #' `https://storage.googleapis.com/bucket/path` by [zarr_httpstore], or
-#' through `$STORAGE_EMULATOR_HOST/bucket/path` when that variable is set).
+#' through `$STORAGE_EMULATOR_HOST/bucket/path` when that variable is set),
+#' or through Kerchunk references to netCDF-4, HDF5 and other files
+#' (`reference+json://` or `reference+parquet://` followed by a path or URL,
+#' or a path or URL ending in ".json" that holds references; see
+#' [zarr_refstore]; always read-only).
 #'
 #' @param location Path of the store directory or zip file (or a "file://"
-#'   URI), the URL of a store on a web server, or an `s3://` or `gs://`
-#'   location.
+#'   URI), the URL of a store on a web server, an `s3://` or `gs://`
+#'   location, or the location of references.
 #' @param read_only Whether to open the store read-only. Zip files are
 #'   opened read-only whatever this says.
 #' @return A [zarr] object.
@@ -54,6 +58,10 @@ create_zarr <- function(location) {
 open_zarr <- function(location, read_only = FALSE) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
+  if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
+      (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
+       !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))
+    return(zarr$new(zarr_refstore$new(location)))
   if (grepl("^https?://", location, ignore.case = TRUE))
     return(zarr$new(zarr_httpstore$new(location)))
   if (grepl("^gs://", location, ignore.case = TRUE))
@@ -69,6 +77,7 @@ open_zarr <- function(location, read_only = FALSE) {
   if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
     return(zarr$new(zarr_zipstore$new(p)))
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+  if (ref_is_parquet_dir(p)) return(zarr$new(zarr_refstore$new(p, format = "parquet")))
   store <- zarr_localstore$new(p, read_only = read_only)
   zarr$new(store)
 }

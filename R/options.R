@@ -21,10 +21,11 @@
 #'     (default when the \pkg{bit64} package is installed) or `"double"`
 #'     (with a warning when a value cannot be represented exactly).}
 #'   \item{`zarr.range_gap`, `zarr.range_max`}{How a read of part of a
-#'     sharded array asks for the inner chunks it needs: byte ranges of one
-#'     shard closer than `zarr.range_gap` bytes (default 1 MiB) are fetched
-#'     in one request, up to `zarr.range_max` bytes per request (default
-#'     16 MiB). Smaller values move fewer bytes; larger ones make fewer
+#'     sharded array asks for the inner chunks it needs, and how a
+#'     [zarr_refstore] reads the chunks of a referenced file: byte ranges of
+#'     one shard (or file) closer than `zarr.range_gap` bytes (default 1 MiB)
+#'     are fetched in one request, up to `zarr.range_max` bytes per request
+#'     (default 16 MiB). Smaller values move fewer bytes; larger ones make fewer
 #'     requests, which pays off on remote stores.}
 #'   \item{`zarr.http_concurrency`}{HTTP requests in flight at once
 #'     (default 32, as tensorstore uses).}

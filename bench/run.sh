@@ -15,6 +15,10 @@
 #    python3-zarr and python3-numcodecs are installed first when missing).
 # 7. unless ZARR_BENCH_S3=false: Rscript bench/s3.R, W1 written to and read
 #    from a local S3 server beside local disk (bench/results/s3.csv).
+# 8. unless ZARR_BENCH_REFERENCES=false: Rscript bench/references.R, a
+#    netCDF-4 variable read through Kerchunk references beside ncdf4 and
+#    RNetCDF (bench/results/references.csv; needs Debian's python3-h5py and
+#    python3-netcdf4, skipped without them).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -89,5 +93,13 @@ if is_false "${ZARR_BENCH_S3:-true}"; then
 else
   say "Rscript bench/s3.R"
   Rscript bench/s3.R || status=$?
+fi
+
+# ---- 8. Kerchunk references beside the netCDF readers
+if is_false "${ZARR_BENCH_REFERENCES:-true}"; then
+  say "skipping the reference benchmarks (ZARR_BENCH_REFERENCES=false)"
+else
+  say "Rscript bench/references.R"
+  Rscript bench/references.R || status=$?
 fi
 exit "$status"

@@ -37,6 +37,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_s3, 2),
     CALLDEF(ffi_store_s3_request, 6),
     CALLDEF(ffi_store_s3_options, 2),
+    CALLDEF(ffi_store_ref, 11),
+    CALLDEF(ffi_store_ref_options, 2),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {

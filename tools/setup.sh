@@ -67,7 +67,11 @@ apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
 required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl4-openssl-dev
                libssl-dev pkg-config)
 # clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
-optional_debs=(qpdf pandoc clang libclang-rt-dev)
+# Debian's python3 with h5py/netCDF4 (test data for the reference store) and
+# fsspec + zarr-python + jinja2 (the independent reader of the references);
+# ncdf4 and RNetCDF for bench/references.R
+optional_debs=(qpdf pandoc clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
+               python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx)
 r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx)
@@ -174,6 +178,31 @@ if (length(still)) {
   quit(status = 1)
 }
 cat("setup: R packages: installed", need, "into", lib, "\n")
+RSCRIPT
+
+# ---- optional R packages from CRAN: nanoparquet reads Parquet references
+# (Suggests; the tests skip without it, or fail under ZARR_REQUIRE_INTEROP=true)
+r_optional=(nanoparquet)
+say "optional R packages: ${r_optional[*]}"
+ZARR_R_PKGS="${r_optional[*]}" Rscript - <<'RSCRIPT' || warn "optional R packages could not be installed: ${r_optional[*]}"
+pkgs <- strsplit(Sys.getenv("ZARR_R_PKGS"), " ", fixed = TRUE)[[1]]
+need <- pkgs[!vapply(pkgs, function(p) requireNamespace(p, quietly = TRUE), logical(1))]
+if (!length(need)) quit(status = 0)
+repos <- getOption("repos")
+if (!length(repos) || any(repos == "@CRAN@")) {
+  alt <- Sys.getenv("ZARR_CRAN_REPO")
+  if (!nzchar(alt)) quit(status = 1)
+  options(repos = c(CRAN = alt))
+}
+lib <- Filter(function(d) dir.exists(d) && file.access(d, 2) == 0, .libPaths())
+lib <- if (length(lib)) lib[[1]] else {
+  l <- strsplit(Sys.getenv("R_LIBS_USER"), .Platform$path.sep, fixed = TRUE)[[1]][1]
+  dir.create(l, recursive = TRUE, showWarnings = FALSE)
+  .libPaths(c(l, .libPaths()))
+  l
+}
+install.packages(need, lib = lib, quiet = TRUE)
+quit(status = if (all(vapply(need, function(p) requireNamespace(p, quietly = TRUE), logical(1)))) 0 else 1)
 RSCRIPT
 
 # ---- zarrita.js for the interop tests

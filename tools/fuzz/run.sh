@@ -3,7 +3,7 @@
 #
 # usage: bash tools/fuzz/run.sh [SECONDS] [TARGET...]
 #   SECONDS  how long to fuzz each target (default 60)
-#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys (default: all)
+#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan (default: all)
 #
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev or later) and
 # the codec libraries' headers (as the package does). Targets are built with
@@ -15,7 +15,7 @@ set -euo pipefail
 
 secs=${1:-60}
 shift || true
-targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys}
+targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../../src" && pwd)
@@ -35,7 +35,8 @@ flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        )
 libs=(-lzstd -lz -lblosc -llz4 -lbz2 -lpthread -lm)
 core=(zbuf.c codec_chain.c codec_zstd.c codec_gzip.c codec_bz2.c codec_lz4.c codec_blosc.c
-      codec_crc32c.c codec_checksum.c codec_filters.c strings.c shard.c slab.c keys.c dtype.c)
+      codec_crc32c.c codec_checksum.c codec_filters.c strings.c shard.c slab.c keys.c dtype.c
+      refplan.c)
 
 build_one() {
   local t=$1 extra=()

@@ -1,0 +1,597 @@
+#' Reference store (Kerchunk)
+#'
+#' A read-only Zarr store whose keys refer to bytes elsewhere: the
+#' "references" that Kerchunk (and fsspec's `ReferenceFileSystem`) write to
+#' read netCDF-4, HDF5, GRIB or TIFF archives as Zarr v2 without copying
+#' them. Each key is either inline data (usually the metadata documents), a
+#' byte range of a file (`[url, offset, length]`) or a whole file (`[url]`).
+#' [open_zarr()] makes one for `reference+json://` and `reference+parquet://`
+#' locations and for `.json` files that hold references.
+#'
+#' Formats:
+#' - JSON version 0: an object mapping keys to values;
+#' - JSON version 1: `{"version": 1, "templates": {...}, "gen": [...],
+#'   "refs": {...}}`, where `{{name}}` in a URL is replaced from `templates`
+#'   and each `gen` entry expands into references over the Cartesian product
+#'   of its `dimensions` (ranges `{start, stop, step}` or lists of values;
+#'   `{{i}}` and simple arithmetic such as `{{i * 1000 + 8}}` in the key,
+#'   URL, offset and length);
+#' - Parquet (fsspec's `LazyReferenceMapper` layout): a directory (or URL)
+#'   holding `.zmetadata` with the metadata documents and `record_size`, and
+#'   `<array>/refs.<k>.parq` files with the columns `path`, `offset`, `size`
+#'   and `raw`, read with the \pkg{nanoparquet} package.
+#'
+#' Inline values are plain strings, `base64:`-prefixed binary data, or JSON
+#' objects (metadata documents, written back as JSON). Targets are local
+#' paths (relative ones are taken from the directory of the reference file),
+#' `file://`, `http://` and `https://` URLs (relative paths of a reference
+#' file on a web server are taken from its URL) and `gs://` URLs (read
+#' through the public endpoint `https://storage.googleapis.com`); `s3://`
+#' targets need the S3 store. A key without a reference reads as the fill
+#' value; a reference to a file that does not exist, or to bytes beyond its
+#' end, is an error.
+#'
+#' Reads are planned in C: the byte ranges of the chunks needed are grouped
+#' by file; for files on web servers, ranges closer than `zarr.range_gap`
+#' bytes are merged into one request of at most `zarr.range_max` bytes (see
+#' [zarr-options]) and the requests run concurrently through the HTTP store
+#' (`zarr.http_*` options apply), one HTTP store per host; local files are
+#' read chunk by chunk with positioned reads. Files on several hosts (or
+#' local and remote files) are read at the same time, and chunks are decoded
+#' while the rest are still arriving.
+#'
+#' @export
+zarr_refstore <- R6::R6Class("zarr_refstore",
+  inherit = zarr_store,
+  cloneable = FALSE,
+  public = list(
+    #' @description Open references as a read-only store.
+    #' @param refs The location of the references: a path or `http(s)://`
+    #'   URL of a JSON file, or of a directory holding Parquet references
+    #'   (optionally with a `reference+json://` or `reference+parquet://`
+    #'   prefix); or the references themselves, as a list parsed from JSON.
+    #' @param format `"auto"` (from the prefix, or JSON unless the location
+    #'   is a directory or holds `.zmetadata`), `"json"` or `"parquet"`.
+    #' @param base Where relative target paths are taken from (default: the
+    #'   directory or URL holding the references; the working directory for a
+    #'   list).
+    #' @return An instance of this class.
+    initialize = function(refs, format = c("auto", "json", "parquet"), base = NULL) {
+      format <- match.arg(format)
+      if (is.list(refs)) {
+        parsed <- ref_parse_doc(refs, "references")
+        private$.location <- "(list)"
+        base <- base %||% getwd()
+      } else {
+        if (!is.character(refs) || length(refs) != 1L || is.na(refs) || !nzchar(refs))
+          zarr_abort("argument", "refs must be a single path or URL, or a list of references")
+        loc <- enc2utf8(refs)
+        if (grepl("^reference[+]json://", loc, ignore.case = TRUE)) {
+          format <- "json"
+          loc <- sub("^reference[+]json://", "", loc, ignore.case = TRUE)
+        } else if (grepl("^reference[+]parquet://", loc, ignore.case = TRUE)) {
+          format <- "parquet"
+          loc <- sub("^reference[+]parquet://", "", loc, ignore.case = TRUE)
+        }
+        loc <- sub("^file://", "", loc)
+        remote <- grepl("^https?://", loc, ignore.case = TRUE)
+        if (!remote) {
+          loc <- path.expand(loc)
+          if (!file.exists(loc)) zarr_abort("not_found", sprintf("'%s' does not exist", refs))
+          loc <- normalizePath(loc, winslash = "/", mustWork = TRUE)
+        }
+        if (format == "auto") format <- if (!remote && dir.exists(loc)) "parquet" else "json"
+        private$.location <- loc
+        if (format == "json") {
+          if (!remote && dir.exists(loc))
+            zarr_abort("argument", sprintf("'%s' is a directory, not a JSON reference file", refs))
+          parsed <- ref_parse_doc(ref_fetch(loc), loc)
+          base <- base %||% ref_dirname(loc)
+        } else {
+          base <- base %||% loc
+          parsed <- ref_read_parquet(loc)
+        }
+      }
+      private$.format <- format
+      private$.base <- base
+      private$.build(parsed, base)
+      keys <- private$.keys
+      version <- if (!"zarr.json" %in% keys && any(grepl("(^|/)[.]z(group|array)$", keys))) 2L else 3L
+      super$initialize(read_only = TRUE, version = version)
+    },
+
+    #' @description Print a summary of the store.
+    print = function() {
+      cat("<Zarr reference store> (read-only)\n")
+      cat("References:", private$.location, sprintf("(%s, %d keys)", private$.format, length(private$.keys)), "\n")
+      n <- length(private$.targets)
+      if (n) cat(sprintf("Targets: %d file%s%s\n", n, if (n == 1L) "" else "s",
+                         if (n <= 3L) paste0(": ", paste(private$.targets, collapse = ", ")) else ""))
+      invisible(self)
+    },
+
+    #' @description Whether a key has a reference.
+    #' @param key The key.
+    #' @return `TRUE` or `FALSE`.
+    exists = function(key) {
+      check_key(key)
+      key %in% private$.keys || any(startsWith(private$.keys, paste0(key, "/")))
+    },
+
+    #' @description Retrieve a value or a byte range of it.
+    #' @param key The key.
+    #' @param prototype Ignored.
+    #' @param byte_range See [zarr_store].
+    #' @return A raw vector, or `NULL` when the key has no reference.
+    get = function(key, prototype = NULL, byte_range = NULL) {
+      check_key(key)
+      range <- NULL
+      if (!is.null(byte_range)) {
+        r <- suppressWarnings(as.numeric(byte_range))
+        if (anyNA(r) || !length(r) %in% 1:2 || (length(r) == 2L && (r[1L] < 0 || r[2L] <= r[1L])))
+          zarr_abort("argument", "invalid byte range", key = key)
+        range <- if (length(r) == 2L) c(r[1L], r[2L] - r[1L]) else if (r >= 0) c(r, -1) else c(r, 0)
+      }
+      .Call(ffi_store_get, self$io_spec(), key, range)
+    },
+
+    #' @description Size of a value in bytes, as the reference says (`NA`
+    #'   for whole-file references, whose size is not known in advance).
+    #' @param key The key.
+    #' @return The size, or `NA`.
+    getsize = function(key) {
+      check_key(key)
+      s <- private$.sizes[match(key, private$.keys)]
+      if (is.na(s)) NA_real_ else unname(s)
+    },
+
+    #' @description The names directly below a prefix.
+    #' @param prefix The prefix.
+    #' @return A character vector.
+    list_dir = function(prefix) {
+      prefix <- node_prefix(prefix)
+      keys <- private$.keys[startsWith(private$.keys, prefix)]
+      unique(sub("/.*$", "", substring(keys, nchar(prefix) + 1L)))
+    },
+
+    #' @description All keys below a prefix.
+    #' @param prefix The prefix.
+    #' @return A character vector of full keys.
+    list_prefix = function(prefix) {
+      prefix <- node_prefix(prefix)
+      private$.keys[startsWith(private$.keys, prefix)]
+    },
+
+    #' @description Refused: reference stores are read-only.
+    #' @param key,value Ignored.
+    set = function(key, value) private$check_writable(),
+
+    #' @description Refused: reference stores are read-only.
+    #' @param key Ignored.
+    erase = function(key) private$check_writable(),
+
+    #' @description Refused: reference stores are read-only.
+    clear = function() private$check_writable(),
+
+    #' @description Refused: reference stores are read-only.
+    #' @param prefix Ignored.
+    erase_prefix = function(prefix) private$check_writable(),
+
+    #' @description How the C engine reaches this store: the map of
+    #'   references in C, with the merging and HTTP options as set now.
+    #' @return An external pointer to the store's C implementation.
+    io_spec = function() {
+      o <- engine_opts()
+      .Call(ffi_store_ref_options, private$.io, c(o$range_gap, o$range_max))
+      if (length(private$.http)) {
+        ho <- http_options()
+        for (h in private$.http) .Call(ffi_store_http_options, h, ho)
+      }
+      private$.io
+    }
+  ),
+  active = list(
+    #' @field friendlyClassName (read-only) Name of the class for printing.
+    friendlyClassName = function(value) "Reference store",
+    #' @field root (read-only) Where the references are.
+    root = function(value) private$.location,
+    #' @field uri (read-only) The references as a URI.
+    uri = function(value) paste0("reference+", private$.format, "://", private$.location),
+    #' @field targets (read-only) The files the references point into.
+    targets = function(value) private$.targets
+  ),
+  private = list(
+    .location = NULL, .format = "json", .base = NULL, .keys = character(), .sizes = numeric(),
+    .targets = character(), .http = list(),
+    check_writable = function() zarr_abort("read_only", "reference stores are read-only"),
+    .build = function(p, base) {
+      keys <- p$key
+      bad <- !vapply(keys, function(k) .Call(ffi_key_is_safe, k), TRUE)
+      if (any(bad))
+        zarr_abort("key", sprintf("invalid key in the references: '%s'", keys[which(bad)[1L]]))
+      # targets: distinct URLs, each resolved to a sub-store and a key in it
+      urls <- p$url
+      has <- p$kind != 0L
+      tnames <- unique(urls[has])
+      tix <- rep(NA_integer_, length(keys))
+      tix[has] <- match(urls[has], tnames) - 1L
+      res <- lapply(tnames, ref_resolve_target, base = base)
+      groups <- vapply(res, function(r) r$group, "")
+      ugroups <- unique(groups[nzchar(groups)])
+      stores <- lapply(ugroups, function(g) res[[match(g, groups)]]$make())
+      t_store <- ifelse(nzchar(groups), match(groups, ugroups) - 1L, -1L)
+      t_key <- vapply(res, function(r) r$key, "")
+      t_err <- vapply(res, function(r) r$error, "")
+      o <- engine_opts()
+      private$.io <- .Call(ffi_store_ref, keys, as.integer(p$kind), as.integer(tix),
+                           as.numeric(p$offset), as.numeric(p$length), p$data,
+                           as.integer(t_store), t_key, t_err, stores, c(o$range_gap, o$range_max))
+      private$.http <- stores[vapply(ugroups, function(g) grepl("^https?://", g), TRUE)]
+      private$.keys <- keys
+      sizes <- ifelse(p$kind == 0L, lengths(p$data), ifelse(p$kind == 1L, p$length, NA_real_))
+      private$.sizes <- as.numeric(sizes)
+      private$.targets <- vapply(res, function(r) r$shown, "")
+    }
+  )
+)
+
+# ---- reading the reference documents ----------------------------------------
+
+# The directory (or URL "directory") of a reference file.
+ref_dirname <- function(loc) {
+  if (grepl("^https?://", loc, ignore.case = TRUE)) {
+    u <- sub("[?#].*$", "", loc)
+    return(sub("/[^/]*$", "", u))
+  }
+  dirname(loc)
+}
+
+# The bytes of a local file or URL (NULL when it does not exist and
+# missing_ok).
+ref_fetch <- function(loc, missing_ok = FALSE) {
+  if (grepl("^https?://", loc, ignore.case = TRUE)) {
+    query <- ""
+    q <- regexpr("?", loc, fixed = TRUE)
+    u <- loc
+    if (q > 0) {
+      query <- substring(loc, q + 1L)
+      u <- substring(loc, 1L, q - 1L)
+    }
+    m <- regmatches(u, regexec("^(https?://[^/]+)/?(.*)$", u, ignore.case = TRUE))[[1L]]
+    h <- .Call(ffi_store_http, url_encode_path(m[2L]), query, http_options())
+    value <- .Call(ffi_store_get, h, utils::URLdecode(m[3L]), NULL)
+    if (is.null(value) && !missing_ok) zarr_abort("not_found", sprintf("'%s' does not exist (HTTP 404)", loc))
+    return(value)
+  }
+  if (!file.exists(loc) || dir.exists(loc)) {
+    if (missing_ok) return(NULL)
+    zarr_abort("not_found", sprintf("'%s' does not exist", loc))
+  }
+  readBin(loc, "raw", file.size(loc))
+}
+
+# A JSON reference document (raw bytes or a parsed list) -> the entries as
+# parallel vectors: key, kind (0 inline, 1 range, 2 whole file), url,
+# offset, length, data (raw for inline entries).
+ref_parse_doc <- function(x, what) {
+  doc <- if (is.raw(x)) json_parse(x, sprintf("references '%s'", what)) else x
+  if (!is.list(doc) || (length(doc) && is.null(names(doc))))
+    zarr_abort("metadata", sprintf("'%s' does not hold references (a JSON object)", what))
+  version <- doc$version
+  if (is.null(version) || is.list(doc$version)) return(ref_entries(doc, what))
+  if (!identical(as.integer(version), 1L))
+    zarr_abort("unsupported", sprintf("references of version %s are not supported (only 0 and 1)", format(version)),
+               key = what)
+  templates <- doc$templates %||% list()
+  refs <- doc$refs %||% named_list()
+  if (length(refs) && is.null(names(refs))) zarr_abort("metadata", "'refs' must be a JSON object", key = what)
+  out <- ref_entries(refs, what, templates)
+  gen <- doc$gen %||% list()
+  if (length(gen)) {
+    g <- ref_expand_gen(gen, templates, what)
+    # refs win over generated keys
+    keep <- !g$key %in% out$key
+    out <- ref_bind(lapply(g, function(v) v[keep]), out)
+  }
+  out
+}
+
+ref_bind <- function(a, b) {
+  list(key = c(a$key, b$key), kind = c(a$kind, b$kind), url = c(a$url, b$url),
+       offset = c(a$offset, b$offset), length = c(a$length, b$length), data = c(a$data, b$data))
+}
+
+# Replace {{name}} in URLs from the templates.
+ref_templates <- function(u, templates) {
+  if (!length(templates) || !any(grepl("{{", u, fixed = TRUE))) return(u)
+  for (nm in names(templates)) {
+    pat <- paste0("\\{\\{\\s*", gsub("([][{}().*+?^$|\\\\])", "\\\\\\1", nm), "\\s*\\}\\}")
+    u <- gsub(pat, as.character(templates[[nm]]), u, perl = TRUE)
+  }
+  u
+}
+
+ref_entries <- function(refs, what, templates = list()) {
+  keys <- names(refs)
+  n <- length(refs)
+  kind <- integer(n)
+  url <- character(n)
+  offset <- numeric(n)
+  len <- numeric(n)
+  data <- vector("list", n)
+  for (i in seq_len(n)) {
+    v <- refs[[i]]
+    if (is.character(v) && length(v) == 1L) {
+      data[[i]] <- if (startsWith(v, "base64:")) jsonlite::base64_dec(substring(v, 8L)) else charToRaw(enc2utf8(v))
+    } else if (is.list(v) && !is.null(names(v))) {
+      data[[i]] <- charToRaw(json_write(v))
+    } else if (is.list(v) && length(v) %in% c(1L, 3L) && is.character(v[[1L]]) && length(v[[1L]]) == 1L) {
+      url[i] <- v[[1L]]
+      if (length(v) == 1L) {
+        kind[i] <- 2L
+      } else {
+        o <- suppressWarnings(as.numeric(v[[2L]]))
+        l <- suppressWarnings(as.numeric(v[[3L]]))
+        if (length(o) != 1L || length(l) != 1L || is.na(o) || is.na(l) || o < 0 || l < 0)
+          zarr_abort("metadata", "a reference needs a non-negative offset and length", key = keys[i])
+        kind[i] <- 1L
+        offset[i] <- o
+        len[i] <- l
+      }
+      data[i] <- list(raw())
+    } else if (is.list(v) && !length(v)) {
+      data[[i]] <- charToRaw("[]")
+    } else if (is.null(v) || is.numeric(v) || is.logical(v) || is.list(v)) {
+      data[[i]] <- charToRaw(json_write(v))
+    } else {
+      zarr_abort("metadata", "a reference must be a string, an object, [url] or [url, offset, length]",
+                 key = keys[i])
+    }
+  }
+  has <- kind != 0L
+  url[has] <- ref_templates(url[has], templates)
+  list(key = keys %||% character(), kind = kind, url = url, offset = offset, length = len, data = data)
+}
+
+# Values of one `gen` dimension: {start, stop, step} (stop exclusive) or a list.
+ref_gen_values <- function(d, what) {
+  if (is.list(d) && !is.null(names(d))) {
+    start <- as.numeric(d$start %||% 0)
+    stop <- as.numeric(d$stop)
+    step <- as.numeric(d$step %||% 1)
+    if (!length(stop) || is.na(stop) || step == 0)
+      zarr_abort("metadata", "a gen dimension needs stop and a non-zero step", key = what)
+    if ((stop - start) / step <= 0) return(numeric())
+    return(seq(start, stop - sign(step) * 1e-9 * abs(step), by = step))
+  }
+  if (is.list(d)) return(unlist(d))
+  d
+}
+
+# Evaluate one {{ ... }} expression: a name, a number, or arithmetic on them
+# (+ - * / // % and parentheses).
+ref_eval <- function(expr, vals, what) {
+  e <- trimws(expr)
+  if (!is.null(vals[[e]])) return(vals[[e]])
+  if (!grepl("^[-+*/%()0-9A-Za-z_. ]+$", e))
+    zarr_abort("unsupported", sprintf("template expression '%s' is not supported", expr), key = what)
+  e <- gsub("//", "\001", e, fixed = TRUE)
+  e <- gsub("%", " %% ", e, fixed = TRUE)
+  e <- gsub("\001", " %/% ", e, fixed = TRUE)
+  ex <- tryCatch(str2lang(e), error = function(err) NULL)
+  ok_fun <- c("+", "-", "*", "/", "%/%", "%%", "(")
+  walk <- function(x) {
+    if (is.call(x)) {
+      f <- as.character(x[[1L]])
+      if (!f %in% ok_fun) return(FALSE)
+      all(vapply(as.list(x)[-1L], walk, TRUE))
+    } else if (is.name(x)) as.character(x) %in% names(vals)
+    else is.numeric(x)
+  }
+  if (is.null(ex) || !walk(ex))
+    zarr_abort("unsupported", sprintf("template expression '%s' is not supported", expr), key = what)
+  env <- list2env(vals, parent = baseenv())
+  eval(ex, env)
+}
+
+# Substitute {{...}} in each string of x, elementwise over the value table.
+ref_subst <- function(x, tab, what) {
+  x <- as.character(x)
+  if (!grepl("{{", x, fixed = TRUE)) return(rep(x, nrow(tab)))
+  parts <- regmatches(x, gregexpr("\\{\\{.*?\\}\\}", x))[[1L]]
+  out <- rep(x, nrow(tab))
+  for (p in unique(parts)) {
+    val <- ref_eval(substr(p, 3L, nchar(p) - 2L), as.list(tab), what)
+    s <- if (is.numeric(val)) ifelse(val == trunc(val) & abs(val) < 1e15, formatC(val, format = "f", digits = 0),
+                                      as.character(val)) else as.character(val)
+    out <- vapply(seq_along(out), function(i) gsub(p, s[i], out[i], fixed = TRUE), "")
+  }
+  out
+}
+
+ref_expand_gen <- function(gen, templates, what) {
+  res <- list(key = character(), kind = integer(), url = character(), offset = numeric(),
+              length = numeric(), data = list())
+  for (g in gen) {
+    if (!is.list(g) || is.null(g$key) || is.null(g$url))
+      zarr_abort("metadata", "each gen entry needs a key and a url", key = what)
+    dims <- g$dimensions %||% list()
+    vals <- lapply(dims, ref_gen_values, what = what)
+    tab <- if (length(vals)) expand.grid(vals, KEEP.OUT.ATTRS = FALSE, stringsAsFactors = FALSE) else data.frame(row.names = 1L)
+    if (!nrow(tab)) next
+    names(tab) <- names(dims)
+    keys <- ref_subst(g$key, tab, what)
+    urls <- ref_subst(ref_templates(as.character(g$url), templates), tab, what)
+    whole <- is.null(g$offset) && is.null(g$length)
+    if (!whole && (is.null(g$offset) || is.null(g$length)))
+      zarr_abort("metadata", "a gen entry needs both offset and length, or neither", key = what)
+    m <- length(keys)
+    off <- if (whole) numeric(m) else as.numeric(ref_subst(g$offset, tab, what))
+    len <- if (whole) numeric(m) else as.numeric(ref_subst(g$length, tab, what))
+    res <- ref_bind(res, list(key = keys, kind = rep(if (whole) 2L else 1L, m), url = urls,
+                              offset = off, length = len, data = rep(list(raw()), m)))
+  }
+  res
+}
+
+# ---- Parquet references ----------------------------------------------------------
+
+ref_read_parquet <- function(loc) {
+  if (!requireNamespace("nanoparquet", quietly = TRUE))
+    zarr_abort("unsupported", "Parquet references need the nanoparquet package: install.packages(\"nanoparquet\")")
+  remote <- grepl("^https?://", loc, ignore.case = TRUE)
+  at <- function(name) if (remote) paste0(sub("/+$", "", loc), "/", name) else file.path(loc, name)
+  zm <- ref_fetch(at(".zmetadata"), missing_ok = TRUE)
+  if (is.null(zm)) zarr_abort("not_found", sprintf("'%s' has no .zmetadata: not Parquet references", loc))
+  doc <- json_parse(zm, ".zmetadata", key = ".zmetadata")
+  meta <- doc$metadata
+  n_rec <- as.numeric(doc$record_size %||% 10000)
+  if (!is.list(meta) || (length(meta) && is.null(names(meta))) || is.na(n_rec) || n_rec < 1)
+    zarr_abort("metadata", "the .zmetadata of Parquet references needs 'metadata' and 'record_size'", key = ".zmetadata")
+  out <- ref_entries(meta, ".zmetadata")
+  arrays <- names(meta)[grepl("(^|/)[.]zarray$", names(meta))]
+  for (ak in arrays) {
+    field <- sub("/?[.]zarray$", "", ak)
+    za <- meta[[ak]]
+    if (is.character(za)) za <- json_parse(charToRaw(za), ak, key = ak)
+    shape <- as.numeric(unlist(za$shape))
+    chunks <- as.numeric(unlist(za$chunks))
+    sep <- za$dimension_separator %||% "."
+    nch <- if (length(shape)) ceiling(shape / chunks) else numeric()
+    total <- prod(nch)
+    if (total == 0) next
+    nfiles <- ceiling(total / n_rec)
+    for (k in seq_len(nfiles) - 1) {
+      fname <- paste0(if (nzchar(field)) paste0(field, "/"), "refs.", format(k, scientific = FALSE), ".parq")
+      df <- ref_read_parquet_file(at(fname), remote)
+      if (is.null(df)) next
+      n <- k * n_rec + seq_len(nrow(df)) - 1
+      keep <- n < total
+      if (!any(keep)) next
+      df <- df[keep, , drop = FALSE]
+      n <- n[keep]
+      # chunk coordinates of the C-order linear index
+      ck <- if (!length(nch)) rep("0", length(n)) else {
+        idx <- matrix(0, length(n), length(nch))
+        rem <- n
+        for (d in rev(seq_along(nch))) {
+          idx[, d] <- rem %% nch[d]
+          rem <- rem %/% nch[d]
+        }
+        apply(idx, 1L, function(r) paste(format(r, scientific = FALSE, trim = TRUE), collapse = sep))
+      }
+      keys <- paste0(if (nzchar(field)) paste0(field, "/"), ck)
+      out <- ref_bind(out, ref_parquet_rows(df, keys, fname))
+    }
+  }
+  out
+}
+
+ref_read_parquet_file <- function(path, remote) {
+  if (remote) {
+    raw <- ref_fetch(path, missing_ok = TRUE)
+    if (is.null(raw)) return(NULL)
+    tmp <- tempfile(fileext = ".parq")
+    on.exit(unlink(tmp))
+    writeBin(raw, tmp)
+    path <- tmp
+  } else if (!file.exists(path)) {
+    return(NULL)
+  }
+  df <- tryCatch(nanoparquet::read_parquet(path),
+                 error = function(e) zarr_abort("metadata", sprintf("cannot read Parquet references: %s", conditionMessage(e)),
+                                                key = basename(path)))
+  # plain vectors (binary columns come as "blob" lists)
+  df <- lapply(unclass(df), function(col) if (is.list(col)) unclass(col) else col)
+  as.data.frame(lapply(df, I), stringsAsFactors = FALSE)
+}
+
+ref_parquet_rows <- function(df, keys, what) {
+  m <- length(keys)
+  path <- if (is.null(df$path)) rep(NA_character_, m) else as.character(df$path)
+  offset <- if (is.null(df$offset)) numeric(m) else as.numeric(df$offset)
+  size <- if (is.null(df$size)) numeric(m) else as.numeric(df$size)
+  raw <- df$raw
+  has_raw <- if (is.null(raw)) rep(FALSE, m) else if (is.list(raw)) !vapply(raw, is.null, TRUE) else !is.na(raw)
+  data <- rep(list(raw()), m)
+  if (any(has_raw)) {
+    data[has_raw] <- if (is.list(raw)) lapply(raw[has_raw], as.raw) else lapply(raw[has_raw], function(s) charToRaw(enc2utf8(s)))
+  }
+  kind <- ifelse(has_raw, 0L, ifelse(is.na(path), -1L, ifelse(offset == 0 & size == 0, 2L, 1L)))
+  keep <- kind >= 0L # neither raw nor path: a missing chunk
+  offset[is.na(offset)] <- 0
+  size[is.na(size)] <- 0
+  path[is.na(path)] <- ""
+  list(key = keys[keep], kind = kind[keep], url = path[keep], offset = offset[keep],
+       length = size[keep], data = data[keep])
+}
+
+# ---- targets ----------------------------------------------------------------------------
+
+# What serves a target URL: list(group, make, key, error, shown). `group`
+# names the sub-store ("" when none can serve it: then `error` says why);
+# `make()` creates it; `key` is the target's key in it.
+ref_resolve_target <- function(url, base) {
+  shown <- url
+  none <- function(msg) list(group = "", make = NULL, key = "", error = msg, shown = shown)
+  if (!nzchar(url)) return(none("a reference has an empty URL"))
+  if (grepl("^file://", url, ignore.case = TRUE)) url <- utils::URLdecode(sub("^file://", "", url, ignore.case = TRUE))
+  if (grepl("^gs://", url, ignore.case = TRUE))
+    url <- paste0("https://storage.googleapis.com/", sub("^gs://", "", url, ignore.case = TRUE))
+  if (grepl("^s3a?://", url, ignore.case = TRUE)) {
+    hook <- ref_s3_target(url)
+    if (!is.null(hook)) return(c(hook, shown = shown))
+    return(none(sprintf("s3 targets need the S3 store: cannot read '%s'", shown)))
+  }
+  if (grepl("^[A-Za-z][A-Za-z0-9+.-]*://", url) && !grepl("^https?://", url, ignore.case = TRUE))
+    return(none(sprintf("targets of the scheme '%s' are not supported: cannot read '%s'",
+                        sub("://.*$", "", url), shown)))
+  if (!grepl("^https?://", url, ignore.case = TRUE) && !grepl("^(/|~|[A-Za-z]:[/\\\\])", url)) {
+    # relative: from the references' location
+    url <- if (grepl("^https?://", base, ignore.case = TRUE)) paste0(sub("/+$", "", base), "/", url)
+           else file.path(base, url)
+  }
+  if (grepl("^https?://", url, ignore.case = TRUE)) {
+    query <- ""
+    q <- regexpr("?", url, fixed = TRUE)
+    if (q > 0) {
+      query <- substring(url, q + 1L)
+      url <- substring(url, 1L, q - 1L)
+    }
+    m <- regmatches(url, regexec("^([A-Za-z]+://[^/]+)/?(.*)$", url))[[1L]]
+    host <- tolower(m[2L])
+    key <- utils::URLdecode(m[3L])
+    return(list(group = paste0(host, if (nzchar(query)) paste0("?", query)),
+                make = function() .Call(ffi_store_http, url_encode_path(host), query, http_options()),
+                key = key, error = "", shown = shown))
+  }
+  p <- normalizePath(path.expand(url), winslash = "/", mustWork = FALSE)
+  list(group = "file", make = function() .Call(ffi_store_local, ""),
+       key = sub("^/+", "", p), error = "", shown = shown)
+}
+
+# The hook for s3:// targets. When the S3 store exists, it provides
+# `s3_reference_target(url)` returning list(group, make, key, error) as
+# ref_resolve_target() does (group: one sub-store per bucket, endpoint and
+# credentials); until then such targets fail when read.
+ref_s3_target <- function(url) {
+  f <- get0("s3_reference_target", envir = asNamespace("zarr"), inherits = FALSE)
+  if (is.function(f)) f(url) else NULL
+}
+
+# Whether a local .json file or a URL ending in .json holds references
+# rather than being a store.
+ref_is_reference_json <- function(location) {
+  grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
+    (grepl("^https?://", location, ignore.case = TRUE) || file.exists(sub("^file://", "", location))) &&
+    !dir.exists(sub("^file://", "", location))
+}
+
+# Whether a directory holds Parquet references: a .zmetadata with
+# record_size, and no Zarr metadata of its own.
+ref_is_parquet_dir <- function(p) {
+  zm <- file.path(p, ".zmetadata")
+  if (!file.exists(zm) || any(file.exists(file.path(p, c(".zgroup", ".zarray", "zarr.json"))))) return(FALSE)
+  doc <- tryCatch(json_parse(readBin(zm, "raw", file.size(zm)), ".zmetadata"), zarr_error = function(e) NULL)
+  is.list(doc) && !is.null(doc$record_size)
+}
