@@ -324,7 +324,7 @@ test_that("a string chunk that fails to convert leaks nothing", {
   for (i in 1:3) try(arr$read(), silent = TRUE)
   before <- rss()
   for (i in 1:20) expect_error(arr$read(), class = "zarr_error_value")
-  expect_lt(rss() - before, 15000) # kB; 20 leaked decodes would be ~100 MB
+  expect_lt(rss() - before, 40000) # kB; 20 leaked decodes would be ~100 MB; allocator noise stays below
 })
 
 test_that("text that is not valid UTF-8 is refused when written", {
