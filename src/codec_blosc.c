@@ -28,6 +28,11 @@ int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr
   if (n < BLOSC_MIN_HEADER_LENGTH)
     return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
   blosc_cbuffer_sizes(src, &nbytes, &cbytes, &blocksize);
+  /* no inner compressor expands more than 2^15-fold (zstd's largest ratio,
+   * from 4 bytes per 128 KiB block); 2^16 leaves room */
+  if ((double)nbytes > (double)n * 65536.0 + 1048576.0)
+    return zerr_set(e, ZE_CORRUPT, "blosc header declares %.0f bytes, more than %.0f bytes can hold",
+                    (double)nbytes, (double)n);
   if (limit && nbytes > limit)
     return zerr_set(e, ZE_CORRUPT, "blosc header declares %.0f bytes, more than the expected %.0f",
                     (double)nbytes, (double)limit);

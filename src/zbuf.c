@@ -17,8 +17,9 @@ int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...) {
 
 int zbuf_reserve(zbuf *b, size_t cap, zerr *e) {
   if (b->cap >= cap) return 0;
-  size_t ncap = b->cap ? b->cap : 4096;
-  while (ncap < cap) ncap = ncap < ((size_t)1 << 40) ? ncap * 2 : cap;
+  /* double when growing step by step; a larger jump gets exactly what it asks */
+  size_t ncap = b->cap == 0 ? 4096 : b->cap < ((size_t)1 << 40) ? b->cap * 2 : cap;
+  if (ncap < cap) ncap = cap;
   uint8_t *p = realloc(b->data, ncap);
   if (p == NULL)
     return zerr_set(e, ZE_NOMEM, "cannot allocate %.0f bytes", (double)ncap);

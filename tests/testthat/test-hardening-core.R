@@ -207,6 +207,16 @@ test_that("decoders stop at the chunk's expected size (decompression bombs)", {
                                                      cname = "zstd"), b$bytes, 80),
                  class = "zarr_error_corrupt_chunk", info = nm)
   }
+  # with no expected size (a string chunk), a header cannot claim more than its bytes can hold
+  u32 <- function(v) writeBin(as.integer(v), raw(), size = 4, endian = "little")
+  liar <- c(as.raw(c(2, 1, 1, 1)), u32(1e9), u32(65536), u32(48), as.raw(1:32))
+  expect_error(.Call(zarr:::ffi_codec_decode, list(name = "blosc"), liar, NULL),
+               class = "zarr_error_corrupt_chunk", regexp = "can hold")
+  liar <- .Call(zarr:::ffi_codec_encode, list(name = "zstd", level = 1L), as.raw(1:100))
+  expect_identical(liar[5], as.raw(0x20)) # single segment, a 1-byte content size: 100
+  liar <- c(liar[1:4], as.raw(0xa0), u32(2e9), liar[-(1:6)]) # a 4-byte content size: 2e9
+  expect_error(.Call(zarr:::ffi_codec_decode, list(name = "zstd"), liar, NULL),
+               class = "zarr_error_corrupt_chunk", regexp = "can hold")
   # an intermediate stage of a chain is bounded too: zstd inside gzip
   path <- local_store_path()
   z <- create_zarr(path)

@@ -64,6 +64,8 @@ for t in $targets; do
   mkdir -p "$build/corpus-$t"
   seeds=()
   [ -d "$build/seeds/$t" ] && seeds=("$build/seeds/$t")
+  # inputs that once failed (kept in git), so that every run tries them again
+  [ -d "$here/regressions/$t" ] && seeds+=("$here/regressions/$t")
   echo "fuzz: running $t for ${secs}s"
   # -rss_limit_mb bounds memory: a decompression bomb that gets through fails the run
   if ! (cd "$build" && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
