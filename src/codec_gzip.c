@@ -55,6 +55,9 @@ int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   if (e->kind != ZE_OK) return -1;
   if (rc != Z_STREAM_END)
     return zerr_set(e, ZE_CORRUPT, "gzip/zlib data is corrupt or truncated");
+  if (zs.avail_in > 0 || left > 0)
+    return zerr_set(e, ZE_CORRUPT, "gzip/zlib data is followed by %.0f unexpected bytes",
+                    (double)zs.avail_in + (double)left);
   return 0;
 }
 

@@ -144,6 +144,9 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
       h[i].len = len;
       pos += len;
     }
+    if (pos != n)
+      return zerr_set(e, ZE_CORRUPT, "variable-length chunk has %.0f bytes after its last item",
+                      (double)(n - pos));
     return 0;
   }
   size_t es = a->stored_size;

@@ -478,3 +478,17 @@ test_that("a chunk that is a FIFO is refused, not waited on", {
                                   stdout = TRUE, stderr = TRUE))
   expect_identical(tail(out, 1), "TRUE")
 })
+
+test_that("24: bytes after a vlen chunk's last item or after a gzip stream are corrupt chunks", {
+  path <- hc_string_store("string", c("ab", "c"))
+  f <- hc_chunk_file(path)
+  good <- readBin(f, "raw", file.size(f))
+  writeBin(c(good, as.raw(c(1, 2, 3))), f)
+  expect_error(open_zarr(path)[["/arr"]]$read(), class = "zarr_error_corrupt_chunk")
+  writeBin(good, f)
+  expect_identical(open_zarr(path)[["/arr"]]$read(), c("ab", "c"))
+  gz <- .Call(zarr:::ffi_codec_encode, list(name = "gzip", level = 5L), as.raw(1:100))
+  expect_identical(.Call(zarr:::ffi_codec_decode, list(name = "gzip"), gz, 100), as.raw(1:100))
+  expect_error(.Call(zarr:::ffi_codec_decode, list(name = "gzip"), c(gz, as.raw(7)), 100),
+               class = "zarr_error_corrupt_chunk")
+})
