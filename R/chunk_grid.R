@@ -92,8 +92,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
           if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
           zarr_abort("memory", sprintf("cannot allocate the result of %s", what), array = private$.path)
         })
-      lost <- attr(out, "zarr_lost")
-      attr(out, "zarr_lost") <- NULL
+      lost <- attr(out, "zarr_lost") # set only when > 0: removing it copies `out`
+      if (!is.null(lost)) attr(out, "zarr_lost") <- NULL
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {
         out <- time_from_storage(out, private$.dt)
         lost <- 0
@@ -103,7 +103,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
                                        format(lost), private$.path))
       out <- finish_rtype(out, spec$rtype)
       if (fill_as_na) out <- strings_fill_as_na(out, private$.dt)
-      if (length(sel) > 1L) dim(out) <- sel_lengths(sel)
+      # the engine sets dim: setting it here would copy `out` (R code has seen it)
+      if (length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
       out
     },
 

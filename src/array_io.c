@@ -15,6 +15,8 @@
 
 #define KEY_CAP 4096
 #define MAX_DEPTH 3
+/* bytes of decoded chunks under which a call runs on one thread */
+#define ZARR_SMALL_WORK (1024.0 * 1024.0)
 
 /* ---- per-dimension plan ------------------------------------------------ */
 
@@ -898,6 +900,9 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   if (nt == NA_INTEGER || nt < 1) nt = 1;
   if (nt > 64) nt = 64;
   if (g->njobs < nt) nt = (int)(g->njobs > 0 ? g->njobs : 1);
+  /* little to decode: starting and joining threads costs more than it saves */
+  double work = (double)g->njobs * (double)chain_nelem(&a->chain) * (double)a->elsize;
+  if (work < ZARR_SMALL_WORK) nt = 1;
   g->nthreads = nt;
 }
 
@@ -982,7 +987,15 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   if (strings && !g.failed) strings_to_r(out, (const zstr *)g.rdata, total, a.rtype);
   tbufs_free(g.tb, g.nthreads);
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
-  setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
+  /* only when there is something to report: R copies the whole result to
+   * remove an attribute from it */
+  if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
+  if (a.ndim > 1) { /* here too: R copies the result to set its dim once R code has seen it */
+    SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
+    for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;
+    setAttrib(out, R_DimSymbol, dim);
+    UNPROTECT(1);
+  }
   UNPROTECT(1);
   return out;
 }
