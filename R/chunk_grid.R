@@ -73,27 +73,29 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       lens <- sel_lengths(sel)
       n <- prod(lens)
       bytes <- n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8)
-      what <- sprintf("%s element(s) (%s)", format(n, big.mark = ",", scientific = FALSE), format_bytes(bytes))
+      # only for the messages: formatting on every call costs as much as a small read
+      what <- function() sprintf("%s element(s) (%s)", format(n, big.mark = ",", scientific = FALSE), format_bytes(bytes))
       if (n > 2^52) # R_XLEN_T_MAX
-        zarr_abort("memory", sprintf("the selection holds %s, more than an R vector can", what),
+        zarr_abort("memory", sprintf("the selection holds %s, more than an R vector can", what()),
                    array = private$.path)
       if (length(lens) > 1L && any(lens > .Machine$integer.max))
         zarr_abort("value", sprintf("the selection is %s: an R array has at most 2^31 - 1 elements per dimension",
                                     paste(format(lens, scientific = FALSE, trim = TRUE), collapse = " x ")),
                    array = private$.path)
-      mem <- machine_memory()
+      # (reading /proc/meminfo costs as much as a small read: only for big ones)
+      mem <- if (bytes >= 2^26) machine_memory() else NA
       if (!is.na(mem) && bytes > mem)
         zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
-                                     what, format_bytes(mem)), array = private$.path)
+                                     what(), format_bytes(mem)), array = private$.path)
       out <- tryCatch(
         .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
               engine_opts(fill_as_na)),
         error = function(e) { # R's own allocation failure, before any chunk is read
           if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
-          zarr_abort("memory", sprintf("cannot allocate the result of %s", what), array = private$.path)
+          zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
         })
-      lost <- attr(out, "zarr_lost")
-      attr(out, "zarr_lost") <- NULL
+      lost <- attr(out, "zarr_lost") # set only when > 0: removing it copies `out`
+      if (!is.null(lost)) attr(out, "zarr_lost") <- NULL
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {
         out <- time_from_storage(out, private$.dt)
         lost <- 0
@@ -103,7 +105,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
                                        format(lost), private$.path))
       out <- finish_rtype(out, spec$rtype)
       if (fill_as_na) out <- strings_fill_as_na(out, private$.dt)
-      if (length(sel) > 1L) dim(out) <- sel_lengths(sel)
+      # the engine sets dim: setting it here would copy `out` (R code has seen it)
+      if (length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
       out
     },
 

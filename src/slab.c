@@ -508,6 +508,29 @@ static int is_unit_run(const zdimmap *m) {
   return 1;
 }
 
+/* A 2-d block, n0 x n1 elements, with byte strides (c0, c1) in the chunk and
+ * (o0, o1) in R, copied in square tiles: when the chunk is in C order and R
+ * in column-major order, a plain walk along R's columns reads the chunk at a
+ * stride of a whole row, touching a new cache line (and often a new page) per
+ * element. Within a tile of TILE x TILE elements, the rows of the chunk read
+ * for one column are still in cache for the next. */
+#define TILE 32
+static void copy_tiled(kern_fn k, uint8_t *chunk, int64_t c0, int64_t c1, uint8_t *rdata,
+                       int64_t o0, int64_t o1, int64_t n0, int64_t n1, int dir, zconv *cv) {
+  for (int64_t j0 = 0; j0 < n1; j0 += TILE) {
+    int64_t j1 = j0 + TILE < n1 ? j0 + TILE : n1;
+    for (int64_t i0 = 0; i0 < n0; i0 += TILE) {
+      int64_t m = i0 + TILE < n0 ? TILE : n0 - i0;
+      for (int64_t j = j0; j < j1; j++) {
+        uint8_t *c = chunk + i0 * c0 + j * c1;
+        uint8_t *o = rdata + i0 * o0 + j * o1;
+        if (dir == 0) k(o, o0, c, c0, m, cv);
+        else k(c, c0, o, o0, m, cv);
+      }
+    }
+  }
+}
+
 /* direction 0: chunk -> R, 1: R -> chunk */
 static void slab_walk(const zslab *s, kern_fn k, size_t csz, size_t rsz, uint8_t *chunk,
                       uint8_t *rdata, int dir, zconv *cv) {
@@ -522,14 +545,26 @@ static void slab_walk(const zslab *s, kern_fn k, size_t csz, size_t rsz, uint8_t
   const zdimmap *m0 = &s->dim[0];
   const int unit = is_unit_run(m0);
   const int64_t cs0 = s->cstride[0] * (int64_t)csz, os0 = s->ostride[0] * (int64_t)rsz;
+  /* tiles over dims 0 and 1 when the chunk is not contiguous along dim 0
+   * but is along dim 1 (a C-order chunk of a matrix): the odometer then
+   * walks the dims from 2 on */
+  const int tiled = nd >= 2 && unit && is_unit_run(&s->dim[1]) && s->cstride[0] > 1 &&
+                    s->cstride[1] == 1 && m0->cnt >= TILE && s->dim[1].cnt >= 2;
+  const int first = tiled ? 2 : 1;
   int64_t idx[ZARR_MAX_DIMS] = {0};
-  int64_t coff = 0, ooff = 0; /* byte offsets of dims >= 1 */
-  for (int d = 1; d < nd; d++) {
+  int64_t coff = 0, ooff = 0; /* byte offsets of dims >= first */
+  for (int d = first; d < nd; d++) {
     coff += map_local(&s->dim[d], 0) * s->cstride[d] * (int64_t)csz;
     ooff += map_out(&s->dim[d], 0) * s->ostride[d] * (int64_t)rsz;
   }
   while (1) {
-    if (unit) {
+    if (tiled) {
+      const zdimmap *m1 = &s->dim[1];
+      const int64_t cs1 = s->cstride[1] * (int64_t)csz, os1 = s->ostride[1] * (int64_t)rsz;
+      uint8_t *c = chunk + coff + map_local(m0, 0) * cs0 + map_local(m1, 0) * cs1;
+      uint8_t *o = rdata + ooff + map_out(m0, 0) * os0 + map_out(m1, 0) * os1;
+      copy_tiled(k, c, cs0, cs1, o, os0, os1, m0->cnt, m1->cnt, dir, cv);
+    } else if (unit) {
       uint8_t *c = chunk + coff + map_local(m0, 0) * cs0;
       uint8_t *o = rdata + ooff + map_out(m0, 0) * os0;
       if (dir == 0) k(o, os0, c, cs0, m0->cnt, cv);
@@ -542,8 +577,8 @@ static void slab_walk(const zslab *s, kern_fn k, size_t csz, size_t rsz, uint8_t
         else k(c, 0, o, 0, 1, cv);
       }
     }
-    /* odometer over dims 1..nd-1 */
-    int d = 1;
+    /* odometer over dims first..nd-1 */
+    int d = first;
     for (; d < nd; d++) {
       const zdimmap *m = &s->dim[d];
       int64_t cst = s->cstride[d] * (int64_t)csz, ost = s->ostride[d] * (int64_t)rsz;
