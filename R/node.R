@@ -82,9 +82,13 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @description Write the metadata document of the node to the store.
     #' @return Self, invisibly.
     save = function() {
-      private$.store$set_metadata(self$prefix, private$.metadata)
-      # a no-op unless the hierarchy has consolidated metadata
-      write_consolidated(self)
+      # a v3 root with consolidated metadata is written once, with the copy
+      v3_root <- is.null(private$.parent) && consolidated_active(self) &&
+        !identical(as.integer(private$.metadata$zarr_format), 2L)
+      if (!v3_root) private$.store$set_metadata(self$prefix, private$.metadata)
+      # a no-op unless the hierarchy has consolidated metadata: updates this
+      # node's entry only
+      update_consolidated(self)
       invisible(self)
     }
   ),
