@@ -196,8 +196,15 @@ update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TR
         map[[p]] <- NULL
         txt[[p]] <- NULL
       } else {
-        map[[p]] <- meta
-        txt[[p]] <- consolidated_members(p, meta, consolidated_is_v2(root))
+        entry <- consolidated_members(p, meta, consolidated_is_v2(root))
+        if (is.null(map[[p]])) { # a new node: where a rebuild would put it
+          k <- consolidated_position(names(map), p)
+          map <- append(map, stats::setNames(list(meta), p), after = k)
+          txt <- append(txt, stats::setNames(list(entry), p), after = k)
+        } else {
+          map[[p]] <- meta
+          txt[[p]] <- entry
+        }
       }
     }
     priv$.consolidated <- if (length(map)) map else named_list()
@@ -205,4 +212,20 @@ update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TR
   }
   if (write) consolidated_write(root)
   invisible(NULL)
+}
+
+# Where a new node's entry goes among `paths` (in the order of a rebuild: each
+# group, then its children in sort() order, each followed by what is below
+# it): the number of entries before it.
+consolidated_position <- function(paths, p) {
+  parent <- sub("/?[^/]*$", "", p)
+  pre <- if (nzchar(parent)) paste0(parent, "/") else ""
+  rest <- substring(paths, nchar(pre) + 1L)
+  sib <- paths[startsWith(paths, pre) & nzchar(rest) & !grepl("/", rest, fixed = TRUE)]
+  s <- sort(c(sib, p))
+  i <- match(p, s)
+  if (i == 1L) return(if (nzchar(parent)) match(parent, paths, nomatch = length(paths)) else 0L)
+  prev <- s[i - 1L]
+  after <- which(paths == prev | startsWith(paths, paste0(prev, "/")))
+  if (length(after)) max(after) else length(paths)
 }
