@@ -100,9 +100,10 @@ write_consolidated <- function(node) {
 # Changes made through this package update the consolidated copy without
 # reading the hierarchy again: the root group keeps the map of node metadata
 # (`.consolidated`) and, once the copy has been written, the formatted JSON of
-# every entry (`.consolidated_text`, node path -> member texts), so that a
-# change formats only the entries of the node it touches and writes the
-# document once.
+# every entry (`.consolidated_text`, node path -> the bytes of its members,
+# each preceded by ",\n"), so that a change formats only the entries of the
+# node it touches and writes the document once. Bytes, not strings: R would
+# hash every document-sized string it makes.
 
 consolidated_is_v2 <- function(root) identical(as.integer(root$metadata$zarr_format), 2L)
 
@@ -134,35 +135,38 @@ consolidated_text <- function(root) {
   if (is.null(priv$.consolidated_text)) {
     map <- priv$.consolidated
     v2 <- consolidated_is_v2(root)
-    txt <- lapply(names(map), function(p) consolidated_members(p, map[[p]], v2))
+    txt <- lapply(names(map), function(p) consolidated_bytes(consolidated_members(p, map[[p]], v2)))
     names(txt) <- names(map)
     priv$.consolidated_text <- txt
   }
   priv$.consolidated_text
 }
 
-json_object_text <- function(members, indent) {
-  if (!length(members)) return("{}")
-  paste0("{\n", paste(members, collapse = ",\n"), "\n", strrep("  ", indent), "}")
+consolidated_bytes <- function(members) {
+  if (!length(members)) raw() else charToRaw(paste0(",\n", members, collapse = ""))
 }
 
 # Write the consolidated document from the cached map (one write).
 consolidated_write <- function(root) {
   priv <- root$.__enclos_env__$private
   store <- root$store
-  members <- unlist(consolidated_text(root), use.names = FALSE)
+  body <- unlist(consolidated_text(root), use.names = FALSE)
+  if (is.null(body)) body <- raw()
   meta <- priv$.metadata
   if (consolidated_is_v2(root)) {
-    head <- paste0("    \".zgroup\": ", json_format(list(zarr_format = 2L), 2L))
+    head <- paste0("{\n  \"metadata\": {\n    \".zgroup\": ", json_format(list(zarr_format = 2L), 2L))
     if (length(meta$attributes))
-      head <- c(head, paste0("    \".zattrs\": ", json_format(json_prepare(meta$attributes), 2L)))
-    doc <- paste0("{\n  \"metadata\": ", json_object_text(c(head, members), 1L),
-                  ",\n  \"zarr_consolidated_format\": 1\n}\n")
-    store$set(".zmetadata", charToRaw(doc))
+      head <- paste0(head, ",\n    \".zattrs\": ", json_format(json_prepare(meta$attributes), 2L))
+    store$set(".zmetadata", c(charToRaw(head), body, charToRaw("\n  },\n  \"zarr_consolidated_format\": 1\n}\n")))
   } else {
+    mark <- "\001zarr-consolidated-entries\001"
     meta$consolidated_metadata <- list(kind = "inline", must_understand = FALSE,
-                                       metadata = structure(json_object_text(members, 2L), class = "json_literal"))
-    store$set("zarr.json", charToRaw(json_write(json_prepare_metadata(meta))))
+                                       metadata = structure(mark, class = "json_literal"))
+    doc <- json_write(json_prepare_metadata(meta))
+    at <- regexpr(mark, doc, fixed = TRUE)
+    obj <- if (length(body)) c(charToRaw("{"), body[-1L], charToRaw("\n    }")) else charToRaw("{}")
+    store$set("zarr.json", c(charToRaw(substr(doc, 1L, at - 1L)), obj,
+                             charToRaw(substring(doc, at + attr(at, "match.length")))))
     map <- priv$.consolidated
     meta$consolidated_metadata$metadata <- if (length(map)) map else named_list()
     priv$.metadata <- meta
@@ -196,7 +200,7 @@ update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TR
         map[[p]] <- NULL
         txt[[p]] <- NULL
       } else {
-        entry <- consolidated_members(p, meta, consolidated_is_v2(root))
+        entry <- consolidated_bytes(consolidated_members(p, meta, consolidated_is_v2(root)))
         if (is.null(map[[p]])) { # a new node: where a rebuild would put it
           k <- consolidated_position(names(map), p)
           map <- append(map, stats::setNames(list(meta), p), after = k)
