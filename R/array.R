@@ -158,7 +158,7 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.metadata$dimension_names <- if (is.null(value)) NULL else as.list(value)
       if (identical(as.integer(private$.metadata$zarr_format), 2L))
         private$.metadata$attributes[["_ARRAY_DIMENSIONS"]] <- as.list(value)
-      private$autosave()
+      private$autosave(attributes_only = TRUE) # v2: the names are in .zattrs
     }
   ),
   private = list(

@@ -45,9 +45,9 @@ array_builder <- R6::R6Class("array_builder",
     #' @return The metadata.
     metadata = function(format = "list") {
       format <- match.arg(format, c("list", "JSON"))
-      if (!self$is_valid()) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
+      codecs <- private$valid_chain() # built once: codec objects are costly
+      if (is.null(codecs)) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
       dt <- private$.dt
-      codecs <- private$codec_chain()
       meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
                    data_type = dt$metadata_fragment()$data_type,
                    chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
@@ -138,14 +138,7 @@ array_builder <- R6::R6Class("array_builder",
 
     #' @description Whether the builder holds a complete, valid definition.
     #' @return `TRUE` or `FALSE`.
-    is_valid = function() {
-      if (is.null(private$.dt) || is.null(private$.shape)) return(FALSE)
-      ok <- tryCatch({
-        check_codec_order(private$codec_chain(), "")
-        TRUE
-      }, zarr_error = function(e) FALSE)
-      ok && length(private$chunk_or_default()) == length(private$.shape)
-    }
+    is_valid = function() !is.null(private$valid_chain())
   ),
   active = list(
     #' @field format The Zarr format, 3 or 2. Unless set, an array takes the
@@ -244,7 +237,17 @@ array_builder <- R6::R6Class("array_builder",
       chunk <- if (is.null(private$.shape)) numeric() else private$chunk_or_default()
       codecs_from_metadata(entries, data_type = dt, chunk_shape = chunk)
     },
-    codec_chain = function() private$instantiate(private$.codecs)
+    codec_chain = function() private$instantiate(private$.codecs),
+    # The codec chain of a complete, valid definition; NULL otherwise.
+    valid_chain = function() {
+      if (is.null(private$.dt) || is.null(private$.shape)) return(NULL)
+      chain <- tryCatch({
+        ch <- private$codec_chain()
+        check_codec_order(ch, "")
+        ch
+      }, zarr_error = function(e) NULL)
+      if (is.null(chain) || length(private$chunk_or_default()) != length(private$.shape)) NULL else chain
+    }
   )
 )
 

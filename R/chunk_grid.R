@@ -277,7 +277,19 @@ range_selection <- function(start, stop, shape) {
 # Physical memory plus swap in bytes (Linux, or a cgroup limit when lower);
 # NA where unknown. A read larger than this cannot succeed, and trying would
 # only wake the out-of-memory killer.
+# Read again at most once a minute: reading /proc costs more than opening an
+# array.
 machine_memory <- function() {
+  now <- proc.time()[[3L]]
+  cache <- machine_memory_cache
+  if (!is.null(cache$at) && now - cache$at < 60) return(cache$value)
+  cache$value <- machine_memory_read()
+  cache$at <- now
+  cache$value
+}
+machine_memory_cache <- new.env(parent = emptyenv())
+
+machine_memory_read <- function() {
   if (!file.exists("/proc/meminfo")) return(NA_real_)
   info <- tryCatch(readLines("/proc/meminfo", warn = FALSE), error = function(e) character())
   kb <- function(field) {

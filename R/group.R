@@ -47,19 +47,13 @@ zarr_group <- R6::R6Class("zarr_group",
       names_found <- consolidated_children(self)
       if (is.null(names_found)) {
         names_found <- store$list_dir(prefix)
-        names_found <- names_found[!names_found %in% c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")]
+        names_found <- names_found[!names_found %in% node_documents]
       }
+      # the first time, children already opened by path are kept as they are
+      known <- if (private$.built) list() else private$.children
       for (nm in sort(names_found)) {
-        # metadata that cannot be understood hides only that node: it opens
-        # as an array whose use raises the error
-        meta <- consolidated_metadata_of(self, nm) %||% tryCatch(
-          store$get_metadata(paste0(prefix, nm, "/")),
-          zarr_error_key = function(e) NULL,
-          error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
-        if (is.null(meta)) next
-        kids[[nm]] <- if (inherits(meta, "condition")) broken_node(nm, meta, self, store) else
-          tryCatch(build_node(nm, meta, self, store),
-                   error = function(e) broken_node(nm, as_metadata_error(e), self, store))
+        kid <- known[[nm]] %||% private$child_from_store(nm)
+        if (!is.null(kid)) kids[[nm]] <- kid
       }
       # children opened by path in a store that cannot be listed stay known
       kids <- c(kids, private$.children[setdiff(names(private$.children), names(kids))])
@@ -74,13 +68,26 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @param name The name of the child.
     #' @return A [zarr_group] or [zarr_array], or `NULL` when there is none.
     open_child = function(name) {
-      if (!is.character(name) || length(name) != 1L || !nzchar(name) || grepl("/", name, fixed = TRUE))
+      if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name) ||
+          grepl("/", name, fixed = TRUE))
         return(NULL)
       if (!is.null(private$.children[[name]])) return(private$.children[[name]])
-      meta <- private$.store$get_metadata(paste0(self$prefix, name, "/"))
-      if (is.null(meta)) return(NULL)
-      private$.children[[name]] <- build_node(name, meta, self, private$.store)
-      private$.children[[name]]
+      store <- private$.store
+      if (store$supports_listing || !is.null(consolidated_map(self))) {
+        # as listing would find it: only this child's metadata is read
+        map <- consolidated_map(self)
+        if (private$.built || name %in% c(".", "..", node_documents) ||
+            (!is.null(map) && is.null(map[[paste0(self$prefix, name)]])) ||
+            is.null(tryCatch(check_node_name(name), zarr_error = function(e) NULL)))
+          return(NULL)
+        kid <- private$child_from_store(name)
+      } else {
+        meta <- store$get_metadata(paste0(self$prefix, name, "/"))
+        if (is.null(meta)) return(NULL)
+        kid <- build_node(name, meta, self, store)
+      }
+      if (!is.null(kid)) private$.children[[name]] <- kid
+      kid
     },
 
     #' @description Find a node by a path relative to this group. The path
@@ -96,8 +103,7 @@ zarr_group <- R6::R6Class("zarr_group",
           node <- node$parent
         } else {
           if (!inherits(node, "zarr_group")) return(NULL)
-          listed <- node$store$supports_listing || !is.null(consolidated_map(node))
-          node <- if (listed) node$children[[p]] else node$open_child(p)
+          node <- node$open_child(p) # reads this child only, not its siblings
         }
         if (is.null(node)) return(NULL)
       }
@@ -120,12 +126,12 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @return The new [zarr_group].
     add_group = function(name) {
       check_node_name(name)
-      if (!is.null(self$children[[name]]))
+      if (!is.null(self$open_child(name)))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
       meta <- private$.store$create_group(self$path, name, private$.metadata$zarr_format)
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
-      write_consolidated(self)
+      update_consolidated(node)
       node
     },
 
@@ -135,7 +141,7 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @return The new [zarr_array].
     add_array = function(name, metadata) {
       check_node_name(name)
-      if (!is.null(self$children[[name]]))
+      if (!is.null(self$open_child(name)))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
       # an array takes the format of its group unless its builder sets one
       fmt <- as.integer(private$.metadata$zarr_format %||% 3L)
@@ -155,7 +161,7 @@ zarr_group <- R6::R6Class("zarr_group",
       meta <- private$.store$create_array(self$path, name, metadata)
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
-      write_consolidated(self)
+      update_consolidated(node)
       node
     },
 
@@ -184,8 +190,8 @@ zarr_group <- R6::R6Class("zarr_group",
       if (store$read_only) zarr_abort("read_only", "the store is read-only")
       store$erase_prefix(node$prefix)
       store$erase(sub("/$", "", node$prefix))
+      update_consolidated(node, removed = TRUE)
       private$.children[[name]] <- NULL
-      write_consolidated(self)
       invisible(self)
     },
 
@@ -198,10 +204,12 @@ zarr_group <- R6::R6Class("zarr_group",
       store$erase_prefix(self$prefix)
       private$.metadata <- list(zarr_format = private$.metadata$zarr_format %||% 3L,
                                 node_type = "group", attributes = named_list())
-      self$save()
       private$.children <- list()
       private$.built <- TRUE
-      write_consolidated(self)
+      # the consolidated copy loses everything below, then gets this group's
+      # new document (written once, by save())
+      drop_consolidated_below(self)
+      self$save()
       invisible(self)
     }
   ),
@@ -228,8 +236,27 @@ zarr_group <- R6::R6Class("zarr_group",
       out
     }
   ),
-  private = list(.children = list(), .built = FALSE, .consolidated = NULL)
+  private = list(
+    .children = list(), .built = FALSE, .consolidated = NULL, .consolidated_text = NULL,
+    # A child from its metadata (consolidated or in the store), NULL when
+    # there is none; metadata that cannot be understood hides only that node:
+    # it opens as an array whose use raises the error.
+    child_from_store = function(nm) {
+      store <- private$.store
+      prefix <- self$prefix
+      meta <- consolidated_metadata_of(self, nm) %||% tryCatch(
+        store$get_metadata(paste0(prefix, nm, "/")),
+        zarr_error_key = function(e) NULL,
+        error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
+      if (is.null(meta)) return(NULL)
+      if (inherits(meta, "condition")) return(broken_node(nm, meta, self, store))
+      tryCatch(build_node(nm, meta, self, store),
+               error = function(e) broken_node(nm, as_metadata_error(e), self, store))
+    }
+  )
 )
+
+node_documents <- c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 
 # A tree drawing of the hierarchy, one line per node.
 tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {

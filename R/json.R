@@ -90,6 +90,11 @@ json_num <- function(x) {
 json_str <- function(x) {
   x <- enc2utf8(as.character(x))
   na <- is.na(x)
+  if (!any(grepl("[\"\\\\]|[^\x20-\x7e]", x, perl = TRUE, useBytes = TRUE))) { # nothing to escape
+    out <- paste0("\"", x, "\"")
+    out[na] <- "null"
+    return(out)
+  }
   x <- gsub("\\", "\\\\", x, fixed = TRUE)
   x <- gsub("\"", "\\\"", x, fixed = TRUE)
   x <- gsub("\n", "\\n", x, fixed = TRUE)

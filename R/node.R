@@ -54,12 +54,12 @@ zarr_node <- R6::R6Class("zarr_node",
     set_attribute = function(name, value) {
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
       if (!is.character(name) || length(name) != 1L || is.na(name) ||
-          !grepl("^[A-Za-z_][A-Za-z0-9_]{0,254}$", name))
+          nchar(name, type = "bytes") > 255L || !grepl("^[A-Za-z_][A-Za-z0-9_]*\\z", name, perl = TRUE))
         zarr_abort("argument", sprintf("invalid attribute name '%s'", paste(name, collapse = " ")))
       attrs <- private$.metadata$attributes %||% named_list()
       attrs[name] <- list(value)
       private$.metadata$attributes <- attrs
-      private$autosave()
+      private$autosave(attributes_only = TRUE)
       invisible(self)
     },
 
@@ -75,16 +75,14 @@ zarr_node <- R6::R6Class("zarr_node",
       attrs <- attrs[keep]
       if (!length(attrs)) attrs <- named_list()
       private$.metadata$attributes <- attrs
-      private$autosave()
+      private$autosave(attributes_only = TRUE)
       invisible(self)
     },
 
     #' @description Write the metadata document of the node to the store.
     #' @return Self, invisibly.
     save = function() {
-      private$.store$set_metadata(self$prefix, private$.metadata)
-      # a no-op unless the hierarchy has consolidated metadata
-      write_consolidated(self)
+      private$write_metadata(FALSE)
       invisible(self)
     }
   ),
@@ -132,7 +130,24 @@ zarr_node <- R6::R6Class("zarr_node",
   ),
   private = list(
     .name = "", .parent = NULL, .store = NULL, .metadata = NULL,
-    autosave = function() if (!private$.store$read_only) self$save(),
+    autosave = function(attributes_only = FALSE) {
+      if (!private$.store$read_only) private$write_metadata(attributes_only)
+    },
+    # The node's documents (v2: only .zattrs when only attributes changed),
+    # then its entry of the consolidated copy, if there is one.
+    write_metadata = function(attributes_only) {
+      v2 <- identical(as.integer(private$.metadata$zarr_format), 2L)
+      # a v3 root with consolidated metadata is written once, with the copy
+      v3_root <- !v2 && is.null(private$.parent) && consolidated_active(self)
+      if (v2 && attributes_only) {
+        if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
+        v2_set_metadata(private$.store, self$prefix, private$.metadata, only = ".zattrs")
+      } else if (!v3_root) {
+        private$.store$set_metadata(self$prefix, private$.metadata)
+      }
+      # a no-op unless the hierarchy has consolidated metadata
+      update_consolidated(self)
+    },
     metadata_changed = function() invisible(NULL)
   )
 )

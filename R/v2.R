@@ -235,9 +235,9 @@ v2_codec_doc <- function(cd) {
   )
 }
 
-v2_set_metadata <- function(store, prefix, metadata) {
+v2_set_metadata <- function(store, prefix, metadata, only = NULL) {
   docs <- v2_from_v3(metadata)
-  for (doc in names(docs)) {
+  for (doc in if (is.null(only)) names(docs) else intersect(names(docs), only)) {
     value <- docs[[doc]]
     if (doc == ".zattrs" && !length(value)) {
       if (store$exists(paste0(prefix, doc))) store$erase(paste0(prefix, doc))
