@@ -295,6 +295,17 @@ zarr_store <- R6::R6Class("zarr_store",
   )
 )
 
+# A byte_range argument (see zarr_store$get()) as the C stores take it:
+# NULL, or c(offset, length) with length -1 for "to the end" and a negative
+# offset for a suffix.
+c_byte_range <- function(byte_range, key = NULL) {
+  if (is.null(byte_range)) return(NULL)
+  r <- suppressWarnings(as.numeric(byte_range))
+  if (anyNA(r) || !length(r) %in% 1:2 || (length(r) == 2L && (r[1L] < 0 || r[2L] <= r[1L])))
+    zarr_abort("argument", "invalid byte range", key = key)
+  if (length(r) == 2L) c(r[1L], r[2L] - r[1L]) else if (r >= 0) c(r, -1) else c(r, 0)
+}
+
 # The C side of a store written in R: its get(keys), set(key, value) and
 # erase(key), called on the R thread only.
 store_io_r <- function(get, set, erase) {

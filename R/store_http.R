@@ -135,13 +135,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
       if (meta && exists(key, envir = private$.meta, inherits = FALSE))
         return(get(key, envir = private$.meta, inherits = FALSE))
       if (meta && private$.consolidated_v2) return(NULL)  # .zmetadata knows every document
-      range <- NULL
-      if (!is.null(byte_range)) {
-        r <- suppressWarnings(as.numeric(byte_range))
-        if (anyNA(r) || !length(r) %in% 1:2 || (length(r) == 2L && (r[1L] < 0 || r[2L] <= r[1L])))
-          zarr_abort("argument", "invalid byte range", key = key)
-        range <- if (length(r) == 2L) c(r[1L], r[2L] - r[1L]) else if (r >= 0) c(r, -1) else c(r, 0)
-      }
+      range <- c_byte_range(byte_range, key)
       value <- .Call(ffi_store_get, self$io_spec(), key, range)
       if (meta) assign(key, value, envir = private$.meta)
       value

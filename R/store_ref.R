@@ -125,13 +125,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     #' @return A raw vector, or `NULL` when the key has no reference.
     get = function(key, prototype = NULL, byte_range = NULL) {
       check_key(key)
-      range <- NULL
-      if (!is.null(byte_range)) {
-        r <- suppressWarnings(as.numeric(byte_range))
-        if (anyNA(r) || !length(r) %in% 1:2 || (length(r) == 2L && (r[1L] < 0 || r[2L] <= r[1L])))
-          zarr_abort("argument", "invalid byte range", key = key)
-        range <- if (length(r) == 2L) c(r[1L], r[2L] - r[1L]) else if (r >= 0) c(r, -1) else c(r, 0)
-      }
+      range <- c_byte_range(byte_range, key)
       .Call(ffi_store_get, self$io_spec(), key, range)
     },
 
