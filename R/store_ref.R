@@ -26,8 +26,9 @@
 #' paths (relative ones are taken from the directory of the reference file),
 #' `file://`, `http://` and `https://` URLs (relative paths of a reference
 #' file on a web server are taken from its URL) and `gs://` URLs (read
-#' through the public endpoint `https://storage.googleapis.com`); `s3://`
-#' targets need the S3 store. A key without a reference reads as the fill
+#' through the public endpoint `https://storage.googleapis.com`) and `s3://`
+#' URLs (read by [zarr_s3store], with the credentials it finds in the
+#' environment or `~/.aws`). A key without a reference reads as the fill
 #' value; a reference to a file that does not exist, or to bytes beyond its
 #' end, is an error.
 #'
@@ -535,7 +536,7 @@ ref_resolve_target <- function(url, base) {
   if (grepl("^s3a?://", url, ignore.case = TRUE)) {
     hook <- ref_s3_target(url)
     if (!is.null(hook)) return(c(hook, shown = shown))
-    return(none(sprintf("s3 targets need the S3 store: cannot read '%s'", shown)))
+    return(none(sprintf("'%s' is not an s3://bucket/key URL", shown)))
   }
   if (grepl("^[A-Za-z][A-Za-z0-9+.-]*://", url) && !grepl("^https?://", url, ignore.case = TRUE))
     return(none(sprintf("targets of the scheme '%s' are not supported: cannot read '%s'",
@@ -564,13 +565,16 @@ ref_resolve_target <- function(url, base) {
        key = sub("^/+", "", p), error = "", shown = shown)
 }
 
-# The hook for s3:// targets. When the S3 store exists, it provides
-# `s3_reference_target(url)` returning list(group, make, key, error) as
-# ref_resolve_target() does (group: one sub-store per bucket, endpoint and
-# credentials); until then such targets fail when read.
+# An s3:// (or s3a://) target: one S3 sub-store per bucket, with the
+# credentials, region and endpoint zarr_s3store finds (arguments cannot be
+# given through references: the environment and ~/.aws apply).
 ref_s3_target <- function(url) {
-  f <- get0("s3_reference_target", envir = asNamespace("zarr"), inherits = FALSE)
-  if (is.function(f)) f(url) else NULL
+  m <- regmatches(url, regexec("^[sS]3[aA]?://([^/?#]+)/?([^?#]*)", url))[[1L]]
+  if (!length(m) || !nzchar(m[3L])) return(NULL)
+  bucket <- m[2L]
+  list(group = paste0("s3://", bucket),
+       make = function() zarr_s3store$new(bucket, read_only = TRUE)$io_spec(),
+       key = utils::URLdecode(m[3L]), error = "")
 }
 
 # Whether a local .json file or a URL ending in .json holds references

@@ -362,3 +362,27 @@ test_that("gs:// locations read through the public GCS endpoint (here: the HTTP 
   loc <- open_zarr(file.path(fixtures_dir(), "zarr-python/v3-float32/array_zstd.zarr"), read_only = TRUE)
   expect_identical(z$root[], loc$root[])
 })
+
+test_that("Kerchunk references read byte ranges of objects in S3", {
+  s3 <- s3_fixture()
+  local_s3_fast()
+  withr::local_envvar(c(AWS_ENDPOINT_URL = s3$endpoint, AWS_ACCESS_KEY_ID = s3$key,
+                        AWS_SECRET_ACCESS_KEY = s3$secret))
+  st <- s3$store("private", "")
+  vals <- c(10:17, -3L, 0L)
+  # an edge chunk is stored whole: 12 elements for 10
+  st$set("refs/data.bin", c(as.raw(c(9, 9)), writeBin(c(vals, 0L, 0L), raw(), size = 4, endian = "little")))
+  refs <- list(
+    ".zgroup" = list(zarr_format = 2L),
+    "x/.zarray" = list(zarr_format = 2L, shape = list(10L), chunks = list(4L), dtype = "<i4",
+                       compressor = NULL, filters = NULL, fill_value = 0L, order = "C"),
+    "x/0" = list("s3://private/refs/data.bin", 2L, 16L),
+    "x/1" = list("s3://private/refs/data.bin", 18L, 16L),
+    "x/2" = list("s3://private/refs/data.bin", 34L, 16L))
+  z <- zarr$new(zarr_refstore$new(refs))
+  expect_identical(z[["/x"]]$read(fill_as_na = FALSE), vals)
+  # a reference to an object that is not there is a classed error naming it
+  refs[["x/1"]] <- list("s3://private/refs/nothing.bin", 0L, 16L)
+  z <- zarr$new(zarr_refstore$new(refs))
+  expect_error(z[["/x"]]$read(), class = "zarr_error")
+})
