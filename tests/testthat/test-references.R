@@ -225,11 +225,11 @@ test_that("broken references fail with classed errors naming the key and file", 
   r2[["pres/0.0"]][[2]] <- file.size(file.path(dir, "data.nc")) - 10
   z <- zarr$new(zarr_refstore$new(r2, base = dir))
   expect_error(z[["/pres"]][], class = "zarr_error_store", regexp = "has only")
-  # s3 targets: a clear error until the S3 store is there
+  # an s3 target without a key (s3:// targets are read in test-s3.R)
   r3 <- refs
-  r3[["pres/0.0"]][[1]] <- "s3://bucket/data.nc"
+  r3[["pres/0.0"]][[1]] <- "s3://bucket"
   z <- zarr$new(zarr_refstore$new(r3, base = dir))
-  expect_error(z[["/pres"]][], class = "zarr_error_store", regexp = "s3 targets need the S3 store")
+  expect_error(z[["/pres"]][], class = "zarr_error_store", regexp = "not an s3://bucket/key URL")
   # other readers of the same store are unaffected
   expect_identical(dim(z[["/count"]][]), c(7L, 9L))
   # malformed references
@@ -257,9 +257,11 @@ test_that("targets resolve to local, HTTP and public GCS sub-stores", {
   expect_identical(c(r$group, r$key), c("https://example.org?sig=1", "a b/x.nc"))
   r <- zarr:::ref_resolve_target("gs://bucket/era5/x.nc", "/data")
   expect_identical(c(r$group, r$key), c("https://storage.googleapis.com", "bucket/era5/x.nc"))
-  r <- zarr:::ref_resolve_target("s3://bucket/x.nc", "/data")
+  r <- zarr:::ref_resolve_target("s3://bucket/era5/x%20y.nc", "/data")
+  expect_identical(c(r$group, r$key, r$error), c("s3://bucket", "era5/x y.nc", ""))
+  r <- zarr:::ref_resolve_target("s3://bucket", "/data")
   expect_identical(r$group, "")
-  expect_match(r$error, "s3 targets need the S3 store")
+  expect_match(r$error, "not an s3://bucket/key URL")
   r <- zarr:::ref_resolve_target("memory://x", "/data")
   expect_match(r$error, "not supported")
 })
