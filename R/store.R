@@ -295,6 +295,17 @@ zarr_store <- R6::R6Class("zarr_store",
   )
 )
 
+# Listing a store whose keys are all known (zip members, references): the
+# keys below a prefix, and the names directly below it.
+keys_below <- function(keys, prefix) {
+  prefix <- node_prefix(prefix)
+  keys[startsWith(keys, prefix)]
+}
+keys_dir <- function(keys, prefix) {
+  prefix <- node_prefix(prefix)
+  unique(sub("/.*$", "", substring(keys_below(keys, prefix), nchar(prefix) + 1L)))
+}
+
 # A byte_range argument (see zarr_store$get()) as the C stores take it:
 # NULL, or c(offset, length) with length -1 for "to the end" and a negative
 # offset for a suffix.

@@ -143,19 +143,12 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     #' @description The names directly below a prefix.
     #' @param prefix The prefix.
     #' @return A character vector.
-    list_dir = function(prefix) {
-      prefix <- node_prefix(prefix)
-      keys <- private$.keys[startsWith(private$.keys, prefix)]
-      unique(sub("/.*$", "", substring(keys, nchar(prefix) + 1L)))
-    },
+    list_dir = function(prefix) keys_dir(private$.keys, prefix),
 
     #' @description All keys below a prefix.
     #' @param prefix The prefix.
     #' @return A character vector of full keys.
-    list_prefix = function(prefix) {
-      prefix <- node_prefix(prefix)
-      private$.keys[startsWith(private$.keys, prefix)]
-    },
+    list_prefix = function(prefix) keys_below(private$.keys, prefix),
 
     #' @description Refused: reference stores are read-only.
     #' @param key,value Ignored.
