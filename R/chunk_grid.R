@@ -104,7 +104,6 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
       out <- finish_rtype(out, spec$rtype)
-      if (fill_as_na) out <- strings_fill_as_na(out, private$.dt)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
       if (length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
       out
@@ -126,8 +125,6 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
-      if (is.character(data) && anyNA(data)) # NA is written as the fill value
-        data[is.na(data)] <- enc2utf8(as.character(private$.dt$fill_value))
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
       if (length(data) != n && length(data) != 1L)
@@ -234,7 +231,8 @@ str.chunk_grid_regular <- function(object, ...) {
 }
 
 # Strings follow the rule of the other types: elements equal to the fill
-# value read as NA (the C engine leaves that to R for strings).
+# value read as NA. The engine does this itself; json2 arrays, decoded in R,
+# come here.
 strings_fill_as_na <- function(out, dt) {
   if (!is.character(out) || !length(out)) return(out)
   fill <- dt$fill_value

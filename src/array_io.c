@@ -934,9 +934,15 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
   }
 }
 
-/* Main thread only: handles -> R strings (or raw vectors). */
-static void strings_to_r(SEXP out, const zstr *h, int64_t n, zrtype rt) {
+/* Main thread only: handles -> R strings (or raw vectors). Text equal to
+ * `na_fill` (when not NULL) becomes NA, as the fill value of other types. */
+static void strings_to_r(SEXP out, const zstr *h, int64_t n, zrtype rt, const zstr *na_fill) {
   for (int64_t i = 0; i < n; i++) {
+    if (na_fill != NULL && h[i].ptr != NULL && h[i].len == na_fill->len &&
+        (h[i].len == 0 || memcmp(h[i].ptr, na_fill->ptr, (size_t)h[i].len) == 0)) {
+      SET_STRING_ELT(out, (R_xlen_t)i, NA_STRING);
+      continue;
+    }
     if (rt == RT_RAWLIST) {
       if (h[i].ptr == NULL) continue;
       SEXP r = allocVector(RAWSXP, (R_xlen_t)h[i].len);
@@ -949,15 +955,20 @@ static void strings_to_r(SEXP out, const zstr *h, int64_t n, zrtype rt) {
   }
 }
 
-/* Main thread only: R strings (or raw vectors) -> handles. */
-static zstr *strings_from_r(SEXP x) {
+/* Main thread only: R strings (or raw vectors) -> handles; NA is written as
+ * the fill value, as for other types. */
+static zstr *strings_from_r(SEXP x, const zstr *fill) {
   R_xlen_t n = XLENGTH(x);
   zstr *h = (zstr *)R_alloc((size_t)n + 1, sizeof(zstr));
   for (R_xlen_t i = 0; i < n; i++) {
     if (TYPEOF(x) == STRSXP) {
       SEXP c = STRING_ELT(x, i);
-      h[i].ptr = c == NA_STRING ? NULL : translateCharUTF8(c);
-      h[i].len = h[i].ptr ? (int64_t)strlen(h[i].ptr) : 0;
+      if (c == NA_STRING) {
+        h[i] = *fill;
+        continue;
+      }
+      h[i].ptr = translateCharUTF8(c);
+      h[i].len = (int64_t)strlen(h[i].ptr);
     } else {
       SEXP r = VECTOR_ELT(x, i);
       h[i].ptr = TYPEOF(r) == RAWSXP ? (const char *)RAW(r) : NULL;
@@ -1024,7 +1035,12 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   if (!strings && getenv("ZARR_NO_PREFAULT") == NULL)
     prefault(g.rdata, (size_t)total * rtype_size(a.rtype), g.nthreads);
   engine_fetch(&g, NULL, g.njobs);
-  if (strings && !g.failed) strings_to_r(out, (const zstr *)g.rdata, total, a.rtype);
+  if (strings && !g.failed) {
+    zstr fill;
+    memcpy(&fill, a.fill, sizeof fill);
+    strings_to_r(out, (const zstr *)g.rdata, total, a.rtype,
+                 g.na && a.rtype == RT_STRING ? &fill : NULL);
+  }
   tbufs_free(g.tb, g.nthreads);
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
   /* only when there is something to report: R copies the whole result to
@@ -1059,7 +1075,9 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   } else if (XLENGTH(data) != total) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
-  g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data) : (uint8_t *)DATAPTR(data);
+  zstr fill;
+  memcpy(&fill, a.fill, sizeof fill);
+  g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data, &fill) : (uint8_t *)DATAPTR(data);
   int64_t first = -1;
   int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
   if (bad > 0) {

@@ -164,7 +164,7 @@ typedef struct {
   /* strings */
   zstrkind strkind;
   size_t stored_size;       /* fixed-length strings: bytes per element */
-  char fill_text[64];       /* the fill value as UTF-8 (a zstr in `fill` points here) */
+  char fill_text[1024];       /* the fill value as UTF-8 (a zstr in `fill` points here) */
   /* sharding keeps its nested chains here so they live as long as the spec */
   zchain pool[8];
   int pool_used;

@@ -549,3 +549,18 @@ test_that("chunks that are contiguous in the result decode straight into it", {
     expect_identical(v[], 1:1000, info = codec)
   }
 })
+
+test_that("NA strings are written as the fill value and read back as NA, also a long fill", {
+  for (fill in c("", "none", strrep("\u00e9x", 60))) {
+    z <- create_zarr()
+    d <- define_array("string", 6)
+    d$chunk_shape <- 3
+    d$fill_value <- fill
+    a <- z$add_array("/", "s", d)
+    a$write(c("a", NA, "b", fill, "c", "d"))
+    expect_identical(a[], c("a", NA, "b", NA, "c", "d"), info = nchar(fill))
+    expect_identical(a$read(fill_as_na = FALSE), c("a", fill, "b", fill, "c", "d"), info = nchar(fill))
+    a[4:6] <- NA   # a chunk of nothing but the fill value
+    expect_identical(a$read(fill_as_na = FALSE), c("a", fill, "b", fill, fill, fill))
+  }
+})
