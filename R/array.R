@@ -117,6 +117,98 @@ zarr_array <- R6::R6Class("zarr_array",
       if (private$is_json2()) write_json2(self, private$.grid, sel, as_plain_vector(data))
       else private$.grid$write_selection(as_plain_vector(data), sel)
       invisible(self)
+    },
+
+    # ---- resize() and append() (issue 11); helpers in R/resize.R
+    #' @description Change the shape of the array. Growing adds elements that
+    #'   read as the fill value. Shrinking erases the chunks wholly past the
+    #'   new edge (found by listing the store, or by trying each key when it
+    #'   cannot list) and sets the elements of the chunks cut by the new edge
+    #'   that fall past it to the fill value, so that growing the array
+    #'   again shows fill values there. The metadata (and the consolidated
+    #'   copy, if there is one) are written once, after the chunks. Only one
+    #'   process may resize an array at a time, and not while others write it.
+    #'
+    #'   Give either `new_shape`, or the changes at either end of each
+    #'   dimension as `low` and `high` (named), as `resize(low, high)` of
+    #'   CRAN's zarr does: `high` grows (positive) or shrinks (negative) the
+    #'   end of a dimension, and `low` its start, by whole chunks only
+    #'   (rounded outward when growing, toward zero when shrinking): the
+    #'   stored chunks are moved in the store without being decoded.
+    #' @param new_shape The new shape, one non-negative extent per dimension.
+    #' @param low,high Integer vectors, one element per dimension, instead of
+    #'   `new_shape`: the change at the start and at the end of each
+    #'   dimension (`0` or `NULL`: no change).
+    #' @return Self, invisibly.
+    resize = function(new_shape = NULL, low = NULL, high = NULL) {
+      private$check_usable()
+      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only", array = self$path)
+      old <- private$.shape
+      nd <- length(old)
+      if (!nd) zarr_abort("argument", "a 0-d array cannot be resized", array = self$path)
+      vec <- function(v, what, lo) {
+        if (!is.numeric(v) || length(v) != nd || anyNA(v) || any(v != trunc(v)) || any(v < lo))
+          zarr_abort("argument", sprintf("%s needs one whole number per dimension (%d)%s", what, nd,
+                                         if (lo == 0) ", none negative" else ""), array = self$path)
+        as.numeric(v)
+      }
+      chunk <- private$.grid$chunk_shape
+      if (!is.null(new_shape)) {
+        if (!is.null(low) || !is.null(high))
+          zarr_abort("argument", "give new_shape, or low and high, not both", array = self$path)
+        new_shape <- vec(new_shape, "new_shape", 0)
+        shift <- numeric(nd)
+      } else {
+        low <- if (is.null(low)) numeric(nd) else vec(low, "low", -Inf)
+        high <- if (is.null(high)) numeric(nd) else vec(high, "high", -Inf)
+        shift <- ifelse(low >= 0, ceiling(low / chunk), -floor(-low / chunk))
+        new_shape <- old + shift * chunk + high
+        if (any(new_shape < 0))
+          zarr_abort("argument", "the new shape would have a negative extent", array = self$path)
+      }
+      if (identical(new_shape, as.numeric(old))) return(invisible(self))
+      m <- private$.metadata
+      m$shape <- json_array(new_shape)
+      parse_array_metadata(m, self$path) # within the engine's limits, before any chunk changes
+      resize_chunks(self, new_shape, shift)
+      private$.metadata <- m
+      private$metadata_changed()
+      resize_clip(self, old, shift)
+      private$write_metadata(FALSE)
+      invisible(self)
+    },
+
+    #' @description Append data along one dimension: the array grows by the
+    #'   extent of `x` along `along`, then `x` is written there. One process
+    #'   appends (the metadata change is not safe from several at once).
+    #' @param x An R vector, matrix or array whose extents equal the array's
+    #'   along every other dimension; with one dimension fewer than the
+    #'   array, it is one slice.
+    #' @param along The dimension to grow (1-based), by default the last.
+    #' @return Self, invisibly.
+    append = function(x, along = length(self$shape)) {
+      private$check_usable()
+      shape <- private$.shape
+      nd <- length(shape)
+      if (!nd) zarr_abort("argument", "cannot append to a 0-d array", array = self$path)
+      if (!is.numeric(along) || length(along) != 1L || is.na(along) || along < 1 || along > nd || along != trunc(along))
+        zarr_abort("argument", sprintf("along must be a dimension number between 1 and %d", nd), array = self$path)
+      d <- dim(x) %||% length(x)
+      if (length(d) == nd - 1L) d <- append(d, 1, after = along - 1L)
+      if (nd == 1L) d <- length(x)
+      if (length(d) != nd || any(d[-along] != shape[-along]))
+        zarr_abort("value", sprintf("data of dimensions %s cannot be appended along dimension %d of an array of shape %s",
+                                    paste(dim(x) %||% length(x), collapse = " x "), along,
+                                    paste(shape, collapse = " x ")), array = self$path)
+      if (d[along] == 0) return(invisible(self))
+      n <- shape[along]
+      new_shape <- as.numeric(shape)
+      new_shape[along] <- n + d[along]
+      self$resize(new_shape)
+      sel <- vector("list", nd)
+      sel[[along]] <- seq(n + 1, n + d[along])
+      self$write(x, sel)
+      invisible(self)
     }
   ),
   active = list(
