@@ -317,7 +317,7 @@ map_raise <- function(f, path) {
   item <- f$item
   cls <- if (inherits(e, "condition")) setdiff(class(e), c("zarr_error", "error", "condition")) else character()
   msg <- if (inherits(e, "condition")) conditionMessage(e) else as.character(e)
-  where <- paste(sprintf("%s:%s", format(item$start), format(item$end)), collapse = ", ")
+  where <- paste(sprintf("%.0f:%.0f", item$start, item$end), collapse = ", ")
   cond <- structure(
     class = unique(c("zarr_error_block", cls, "zarr_error", "error", "condition")),
     list(message = sprintf("block [%s] (elements [%s]) of array '%s' failed: %s",
