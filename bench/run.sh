@@ -19,6 +19,9 @@
 #    netCDF-4 variable read through Kerchunk references beside ncdf4 and
 #    RNetCDF (bench/results/references.csv; needs Debian's python3-h5py and
 #    python3-netcdf4, skipped without them).
+# 9. unless ZARR_BENCH_MAPBLOCKS=false: Rscript bench/mapblocks.R,
+#    zarr_map_blocks() of a CPU-bound function with 1 and 2 mirai daemons
+#    beside base R (bench/results/mapblocks.csv; skipped without mirai).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
 set -euo pipefail
 
@@ -101,5 +104,15 @@ if is_false "${ZARR_BENCH_REFERENCES:-true}"; then
 else
   say "Rscript bench/references.R"
   Rscript bench/references.R || status=$?
+fi
+
+# ---- 9. zarr_map_blocks() on mirai daemons
+if is_false "${ZARR_BENCH_MAPBLOCKS:-true}"; then
+  say "skipping the map_blocks benchmark (ZARR_BENCH_MAPBLOCKS=false)"
+elif ! Rscript -e 'quit(status = !requireNamespace("mirai", quietly = TRUE))' >/dev/null 2>&1; then
+  say "skipping the map_blocks benchmark (no mirai package; tools/setup.sh installs it)"
+else
+  say "Rscript bench/mapblocks.R"
+  Rscript bench/mapblocks.R || status=$?
 fi
 exit "$status"
