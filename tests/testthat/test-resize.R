@@ -149,3 +149,21 @@ test_that("a memory store resizes too (keys found by listing)", {
   a$resize(c(6, 6))
   expect_equal(sum(a[] == 1, na.rm = TRUE), 16)
 })
+
+test_that("zarr-python 2 reads a v2 array resized and appended here", {
+  skip_without_python_zarr()
+  f <- resize_fixture(local_store_path(), format = 2L)
+  f$a$resize(c(13, 25))
+  f$a$append(matrix(-(1:50), 2, 25), along = 1)
+  f$a$resize(c(15, 32))
+  got <- run_python("emit(dump(sys.argv[1]))", f$path)$arrays[["/a"]]
+  expect_equal(unlist(got$shape), c(15, 32))
+  want <- matrix(NA_integer_, 15, 32)
+  want[1:13, 1:25] <- f$x[1:13, 1:25]
+  want[14:15, 1:25] <- matrix(-(1:50), 2, 25)
+  vals <- vapply(got$data, function(v) if (is.null(v)) NA_real_ else as.numeric(v), 0)
+  py <- matrix(vals, 15, 32, byrow = TRUE) # C order
+  fill <- as.numeric(got$fill_value)
+  py[py == fill] <- NA
+  expect_equal(py, array(as.numeric(want), dim(want)))
+})
