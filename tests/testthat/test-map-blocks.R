@@ -87,6 +87,26 @@ test_that("a sequential map gives each block its values, indices and names", {
   expect_equal(unlist(s), 2 * c(max(f$x[1:16, ]), max(f$x[17:32, ]), max(f$x[33:40, ])))
 })
 
+test_that("the blocks of a sharded array are its shards", {
+  z <- create_zarr(local_store_path())
+  d <- define_array("float64", c(40, 40))
+  d$chunk_shape <- c(20, 20)
+  d$add_codec("sharding_indexed", list(chunk_shape = c(5, 5)))
+  a <- z$add_array("/", "s", d)
+  x <- matrix(as.numeric(1:1600), 40, 40)
+  a$write(x)
+  got <- zarr_map_blocks(a, function(v) dim(v))
+  expect_equal(dim(got), c(2, 2))
+  expect_true(all(vapply(got, identical, TRUE, c(20L, 20L))))
+  def <- array_builder$new()
+  def$data_type <- "float64"
+  def$shape <- c(40, 40)
+  def$chunk_shape <- c(20, 20)
+  def$add_codec("sharding_indexed", list(chunk_shape = c(10, 10)))
+  out <- zarr_map_blocks(a, function(v) v / 2, output = def)
+  expect_identical(out[], x / 2)
+})
+
 test_that("a sequential map writes an output array created from a builder", {
   z <- create_zarr()
   f <- map_fixture(z)
