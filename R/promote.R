@@ -89,8 +89,8 @@ promote_array <- function(arr, priv, dimension, length) {
   }
   for (i in seq_along(old$keys)) if (old$keys[i] != new_keys[i]) move(old$keys[i], tmp[i])
   for (i in seq_along(old$keys)) if (old$keys[i] != new_keys[i]) move(tmp[i], new_keys[i])
-  store$set_metadata(prefix, m)
   priv$.metadata <- m
+  priv$write_metadata(FALSE)
   priv$metadata_changed()
   invisible(arr)
 }
