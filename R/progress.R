@@ -14,7 +14,7 @@ progress_state$reports <- 0 # reports made in this session (for the tests)
 
 # Selections below this many bytes never show a bar: they take well under
 # the delay.
-progress_min_bytes <- function() getOption("zarr.progress_min_bytes", 2^24)
+progress_min_bytes <- function() getOption("zarr.progress_min_bytes", 2^20)
 
 progress_on <- function() {
   isTRUE(getOption("zarr.progress", TRUE)) && !progress_state$active &&

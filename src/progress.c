@@ -36,19 +36,6 @@ void progress_add(int64_t n) {
   if (progress_active()) __atomic_add_fetch(&P.done, n, __ATOMIC_RELAXED);
 }
 
-typedef struct {
-  SEXP fn;
-  double done, total;
-} report;
-
-static void call_report(void *data) {
-  report *r = data;
-  SEXP a = PROTECT(ScalarReal(r->done));
-  SEXP b = PROTECT(ScalarReal(r->total));
-  SEXP call = PROTECT(lang3(r->fn, a, b));
-  eval(call, R_GlobalEnv);
-  UNPROTECT(3);
-}
 
 void progress_poll(void) {
   if (!progress_active()) return;
@@ -56,10 +43,15 @@ void progress_poll(void) {
   if (t < P.next) return;
   P.next = t + 0.2;
   if (t - P.start < P.delay) return;
-  report r = {P.fn, (double)__atomic_load_n(&P.done, __ATOMIC_RELAXED), (double)P.total};
+  SEXP a = PROTECT(ScalarReal((double)__atomic_load_n(&P.done, __ATOMIC_RELAXED)));
+  SEXP b = PROTECT(ScalarReal((double)P.total));
+  SEXP call = PROTECT(lang3(P.fn, a, b));
   /* an error (or an interrupt) inside the report must not jump out of the
-   * engine: it ends reporting instead */
-  if (!R_ToplevelExec(call_report, &r)) __atomic_store_n(&P.active, 0, __ATOMIC_RELAXED);
+   * engine: it ends reporting instead, silently */
+  int failed = 0;
+  R_tryEvalSilent(call, R_GlobalEnv, &failed);
+  UNPROTECT(3);
+  if (failed) __atomic_store_n(&P.active, 0, __ATOMIC_RELAXED);
 }
 
 SEXP ffi_progress_begin(SEXP fn, SEXP delay) {
