@@ -47,29 +47,52 @@ convert_array_metadata <- function(m, fmt) {
   m
 }
 
-# Copy the stored chunks of `arr` to the array at `dst_prefix` of `dst`.
-copy_array_chunks <- function(arr, dst, dst_meta, dst_prefix, tick) {
-  src <- arr$store
-  src_enc <- arr$chunking$chunk_encoding
-  enc <- normalize_key_encoding(list(name = dst_meta$chunk_key_encoding$name %||% "default",
-                                     separator = dst_meta$chunk_key_encoding$configuration$separator))
-  nd <- length(arr$shape)
-  src_prefix <- node_prefix(arr$path)
-  if (isTRUE(src$supports_listing) &&
-      !is.null(stored <- tryCatch(stored_chunk_keys(src, src_prefix, src_enc, nd), zarr_error = function(e) NULL))) {
-    from <- stored$keys
-    coords <- stored$coords
-  } else { # no listing: every chunk of the grid (missing ones are skipped)
-    grid <- arr$chunking$chunk_grid
-    coords <- if (nd) as.matrix(expand.grid(lapply(grid, function(n) seq_len(n) - 1))) else matrix(0, 1L, 0L)
-    from <- chunk_key_of(src_prefix, src_enc, coords)
-  }
-  to <- chunk_key_of(dst_prefix, enc, coords)
-  n <- length(from)
+# Raise a failure about one array with the array's path in it.
+fail_for_array <- function(e, path) {
+  if (!is.null(e$array)) stop(e)
+  zarr_abort(sub("^zarr_error_", "", class(e)[1L]), conditionMessage(e), array = path)
+}
+
+# The chunk key encoding and grid of an array, from its metadata (v3 form).
+metadata_keys_layout <- function(m) {
+  enc <- m$chunk_key_encoding
+  shape <- check_shape(m$shape, "shape")
+  chunk <- check_shape(m$chunk_grid$configuration$chunk_shape, "chunk shape")
+  list(enc = normalize_key_encoding(list(name = enc$name %||% "default", separator = enc$configuration$separator)),
+       nd = length(shape), grid = ceiling(shape / pmax(1, chunk)))
+}
+
+# Grid coordinates (rows) of the chunks with 0-based linear indices `lin`.
+grid_coords <- function(lin, grid) {
+  nd <- length(grid)
+  if (!nd) return(matrix(0, length(lin), 0L))
+  stride <- cumprod(c(1, grid[-nd]))
+  matrix(vapply(seq_len(nd), function(d) (lin %/% stride[d]) %% grid[d], numeric(length(lin))),
+         nrow = length(lin))
+}
+
+# Copy the stored chunks of the array at `path` (metadata `src_meta`) to the
+# array with metadata `dst_meta` in `dst`, batch by batch. Without listing,
+# every chunk of the grid is asked for and the missing ones are skipped.
+copy_array_chunks <- function(src, path, src_meta, dst, dst_meta, tick) {
+  s <- metadata_keys_layout(src_meta)
+  d <- metadata_keys_layout(dst_meta)
+  prefix <- node_prefix(path)
+  # an HTTP store lists only what its consolidated metadata names: no chunks
+  stored <- if (isTRUE(src$supports_listing) && !inherits(src, "zarr_httpstore"))
+    tryCatch(stored_chunk_keys(src, prefix, s$enc, s$nd), zarr_error = function(e) NULL)
+  n <- if (is.null(stored)) prod(s$grid) else length(stored$keys)
   nthreads <- zarr_num_threads()
   for (b in seq_len(ceiling(n / copy_batch_keys))) {
-    i <- ((b - 1L) * copy_batch_keys + 1L):min(n, b * copy_batch_keys)
-    .Call(ffi_store_copy, src$io_spec(), dst$io_spec(), from[i], to[i], nthreads)
+    i <- ((b - 1) * copy_batch_keys + 1):min(n, b * copy_batch_keys)
+    if (is.null(stored)) {
+      coords <- grid_coords(i - 1, s$grid)
+      from <- chunk_key_of(prefix, s$enc, coords)
+    } else {
+      coords <- stored$coords[i, , drop = FALSE]
+      from <- stored$keys[i]
+    }
+    .Call(ffi_store_copy, src$io_spec(), dst$io_spec(), from, chunk_key_of(prefix, d$enc, coords), nthreads)
     tick(length(i))
   }
   n
@@ -82,9 +105,26 @@ save_zarr_to <- function(z, location, verbose = FALSE, format = 3L) {
   if (is.null(root)) zarr_abort("argument", "the zarr object has no hierarchy to save")
   arrays <- if (inherits(root, "zarr_array")) list(root) else lapply(z$arrays, z$get_node)
   groups <- if (inherits(root, "zarr_group")) lapply(z$groups, z$get_node) else list()
-  for (a in arrays)
-    if (length(a$metadata$storage_transformers))
+
+  # Everything is checked before anything is written. An array this package
+  # cannot read is copied as it is (metadata and chunks), when the format
+  # stays the same.
+  plan <- lapply(arrays, function(a) {
+    m0 <- a$metadata
+    if (isTRUE(attr(m0, "zarr_broken")) || is.null(m0$shape))
+      zarr_abort("metadata", "the array's metadata cannot be read, so it cannot be saved", array = a$path)
+    if (length(m0$storage_transformers))
       zarr_abort("unsupported", "arrays with storage transformers cannot be saved", array = a$path)
+    m <- convert_array_metadata(m0, format)
+    same <- identical(as.integer(m0$zarr_format %||% 3L), format)
+    err <- tryCatch({
+      parse_array_metadata(m, a$path)
+      if (format == 2L) v2_from_v3(m)
+      NULL
+    }, zarr_error = function(e) e)
+    if (!is.null(err) && !same) fail_for_array(err, a$path)
+    list(node = a, src_meta = m0, meta = m, verbatim = !is.null(err))
+  })
   dst <- save_destination(location)
   say <- if (isTRUE(verbose)) function(...) message(sprintf(...)) else function(...) NULL
 
@@ -96,20 +136,26 @@ save_zarr_to <- function(z, location, verbose = FALSE, format = 3L) {
                      list(zarr_format = format, node_type = "group",
                           attributes = g$metadata$attributes %||% named_list()))
   }
-  # how many chunks there are to copy, for the progress bar (a guess without listing)
-  total <- sum(vapply(arrays, function(a) prod(a$chunking$chunk_grid), 0))
+  # how many chunks there are to copy, for the progress bar (at most that
+  # many: without listing, missing chunks are counted too)
+  total <- sum(vapply(plan, function(p) prod(metadata_keys_layout(p$src_meta)$grid), 0))
   done <- 0
   bar <- r_progress("Saving the Zarr hierarchy", total)
   tick <- function(k) {
     done <<- done + k
     bar(done)
   }
-  for (a in arrays) {
-    meta <- convert_array_metadata(a$metadata, format)
-    parent <- if (is.null(a$parent)) "/" else a$parent$path
-    meta <- dst$create_array(parent, a$name, meta)
-    n <- copy_array_chunks(a, dst, meta, node_prefix(a$path), tick)
-    say("array %s: %s chunk(s)", a$path, format(n))
+  for (p in plan) {
+    a <- p$node
+    meta <- if (p$verbatim) {
+      dst$set_metadata(node_prefix(a$path), p$meta)
+      p$meta
+    } else {
+      parent <- if (is.null(a$parent)) "/" else a$parent$path
+      tryCatch(dst$create_array(parent, a$name, p$meta), zarr_error = function(e) fail_for_array(e, a$path))
+    }
+    n <- copy_array_chunks(a$store, a$path, p$src_meta, dst, meta, tick)
+    say("array %s: %s chunk(s)%s", a$path, format(n), if (p$verbatim) " (copied as it is)" else "")
   }
   bar(NULL)
   invisible(dst)

@@ -383,3 +383,42 @@ test_that("s3_list_dir() lists what is below a prefix in a bucket", {
   expect_identical(top, "data/")
   expect_error(s3_list_dir("private", "data", endpoint = s3$endpoint), class = "zarr_error_s3")
 })
+
+test_that("save_to() makes a local copy of a store on a web server", {
+  t3 <- make_tree(local_store_path(), 2L)
+  zarr_consolidate(t3$z)
+  srv <- http_server(t3$z$store$root)
+  remote <- open_zarr(srv$url)
+  expect_setequal(remote$arrays, t3$z$arrays)
+  d <- local_store_path()
+  remote$save_to(d, format = 3L)
+  z <- open_zarr(d)
+  expect_same_tree(t3$z, z)
+  # missing chunks stay missing
+  expect_identical(list.files(file.path(d, "grp", "sub", "sparse"), recursive = TRUE), c("c.2.7", "zarr.json"))
+})
+
+test_that("save_to() copies an array it cannot read as it is when the format stays", {
+  skip_without_fixtures()
+  src <- file.path(fixtures_dir(), "zarr-python", "v3-float32")
+  require_or_skip(dir.exists(src), "the zarr-python v3-float32 fixture")
+  z <- open_zarr(src, read_only = TRUE)
+  bad <- Filter(function(p) inherits(tryCatch(z$get_node(p)$read(), zarr_error = function(e) e), "zarr_error"), z$arrays)
+  require_or_skip(length(bad) > 0, "an array with a codec this package does not read")
+  d <- local_store_path()
+  z$save_to(d)
+  for (p in bad) {
+    pre <- sub("^/", "", p)
+    expect_identical(jsonlite::fromJSON(file.path(d, pre, "zarr.json"))[["codecs"]],
+                     jsonlite::fromJSON(file.path(src, pre, "zarr.json"))[["codecs"]], info = p)
+    files <- setdiff(list.files(file.path(src, pre), recursive = TRUE), "zarr.json")
+    expect_true(length(files) > 0)
+    for (f in files)
+      expect_identical(readBin(file.path(d, pre, f), "raw", 1e7), readBin(file.path(src, pre, f), "raw", 1e7), info = f)
+  }
+  # converting it is an error that names it, and nothing is written
+  d2 <- local_store_path()
+  err <- expect_error(z$save_to(d2, format = 2L), class = "zarr_error")
+  expect_false(is.null(err$array))
+  expect_false(dir.exists(d2) && length(list.files(d2, recursive = TRUE, all.files = TRUE)) > 0)
+})
