@@ -204,8 +204,7 @@ static int engine_poll(void *ctx) {
   double now = (double)clock() / CLOCKS_PER_SEC;
   if (now < g->next_poll) return 0;
   g->next_poll = now + 0.05;
-  progress_poll();
-  if (!interrupt_pending()) return 0;
+  if (!progress_poll() && !interrupt_pending()) return 0;
   g->interrupted = 1;
   zerr e = {ZE_OK, ""};
   zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");

@@ -6,7 +6,9 @@
  * atomic counter; the R thread, in the polls it already makes between tasks
  * and while it waits for the store, calls the R function with (done, total)
  * once `delay` seconds have passed, then at most every 0.2 s. An error in
- * the R function turns reporting off; it never stops the read or write.
+ * the R function turns reporting off; it never stops the read or write. An
+ * interrupt that arrives while the R function runs is reported to the
+ * engine, which stops as for any other interrupt.
  */
 #include <time.h>
 #include "zarr.h"
@@ -37,21 +39,36 @@ void progress_add(int64_t n) {
 }
 
 
-void progress_poll(void) {
-  if (!progress_active()) return;
+static SEXP report_body(void *data) {
+  SEXP call = data;
+  return eval(call, R_GlobalEnv);
+}
+
+/* An error in the report ends reporting; an interrupt is the user's. */
+static SEXP report_failed(SEXP cond, void *data) {
+  int *interrupted = data;
+  if (inherits(cond, "interrupt")) *interrupted = 1;
+  __atomic_store_n(&P.active, 0, __ATOMIC_RELAXED);
+  return R_NilValue;
+}
+
+int progress_poll(void) {
+  if (!progress_active()) return 0;
   double t = now_s();
-  if (t < P.next) return;
+  if (t < P.next) return 0;
   P.next = t + 0.2;
-  if (t - P.start < P.delay) return;
+  if (t - P.start < P.delay) return 0;
   SEXP a = PROTECT(ScalarReal((double)__atomic_load_n(&P.done, __ATOMIC_RELAXED)));
   SEXP b = PROTECT(ScalarReal((double)P.total));
   SEXP call = PROTECT(lang3(P.fn, a, b));
-  /* an error (or an interrupt) inside the report must not jump out of the
-   * engine: it ends reporting instead, silently */
-  int failed = 0;
-  R_tryEvalSilent(call, R_GlobalEnv, &failed);
-  UNPROTECT(3);
-  if (failed) __atomic_store_n(&P.active, 0, __ATOMIC_RELAXED);
+  SEXP conds = PROTECT(allocVector(STRSXP, 2));
+  SET_STRING_ELT(conds, 0, mkChar("error"));
+  SET_STRING_ELT(conds, 1, mkChar("interrupt"));
+  /* nothing may jump out of the engine from here */
+  int interrupted = 0;
+  R_tryCatch(report_body, call, conds, report_failed, &interrupted, NULL, NULL);
+  UNPROTECT(4);
+  return interrupted;
 }
 
 SEXP ffi_progress_begin(SEXP fn, SEXP delay) {

@@ -111,8 +111,7 @@ static int batch_poll(batch *b) {
   double now = (double)clock() / CLOCKS_PER_SEC;
   if (now < b->next_poll) return batch_stopped(b);
   b->next_poll = now + 0.05;
-  progress_poll();
-  if (interrupt_pending()) {
+  if (progress_poll() || interrupt_pending()) {
     zerr e = {ZE_OK, ""};
     zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
     batch_fail(b, &e);

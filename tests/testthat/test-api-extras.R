@@ -422,3 +422,28 @@ test_that("save_to() copies an array it cannot read as it is when the format sta
   expect_false(is.null(err$array))
   expect_false(dir.exists(d2) && length(list.files(d2, recursive = TRUE, all.files = TRUE)) > 0)
 })
+
+test_that("the engine's report hook: errors end reporting, interrupts stop the call", {
+  z <- create_zarr(local_store_path())
+  x <- matrix(as.numeric(seq_len(100 * 100)), 100)
+  ab <- define_array("float64", dim(x))
+  ab$chunk_shape <- c(10, 10)
+  a <- z$add_array("/", "m", ab)
+  a$write(x)
+  withr::local_options(zarr.progress = FALSE) # only the hook set below
+  calls <- 0
+  .Call(zarr:::ffi_progress_begin, function(done, total) {
+    calls <<- calls + 1
+    stop("a broken progress bar")
+  }, 0)
+  expect_identical(a[], x)
+  ended <- .Call(zarr:::ffi_progress_end)
+  expect_identical(calls, 1) # the error turned reporting off
+  expect_identical(ended[2], 100) # 100 chunks planned; counting stopped with reporting
+  .Call(zarr:::ffi_progress_begin, function(done, total) {
+    signalCondition(structure(class = c("interrupt", "condition"), list(message = "", call = NULL)))
+  }, 0)
+  expect_error(a[], class = "zarr_error_interrupted")
+  .Call(zarr:::ffi_progress_end)
+  expect_identical(a[], x)
+})
