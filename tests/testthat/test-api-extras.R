@@ -447,3 +447,18 @@ test_that("the engine's report hook: errors end reporting, interrupts stop the c
   .Call(zarr:::ffi_progress_end)
   expect_identical(a[], x)
 })
+
+test_that("save_to() reports its progress, and not when progress is off", {
+  skip_if_not_installed("cli")
+  t3 <- make_tree(NULL, 3L)
+  st <- zarr:::progress_state
+  withr::local_options(zarr.progress = FALSE)
+  before <- st$reports
+  t3$z$save_to(zarr_memorystore$new())
+  expect_identical(st$reports, before)
+  withr::local_options(zarr.progress = TRUE, zarr.progress_after = 0)
+  m <- zarr_memorystore$new()
+  t3$z$save_to(m)
+  expect_true(st$reports > before)
+  expect_same_tree(t3$z, zarr$new(m))
+})
