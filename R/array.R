@@ -142,12 +142,13 @@ zarr_array <- R6::R6Class("zarr_array",
       c(name = nm, data_type = dt, shape = shape)
     },
 
-    #' @description Give the array one more dimension. The elements stay where
-    #'   they are, at index 1 of the new dimension; when `length` is more than
-    #'   1 the other positions along it read as the fill value. Stored chunks
-    #'   are renamed, never decoded: the new dimension has chunks of length 1
-    #'   (of `length`, which is then 1, in the common case). Sharded arrays
-    #'   cannot be promoted.
+    #' @description Give the array one more dimension, for example a time
+    #'   axis in front of a (lat, lon) grid. The elements keep their values at
+    #'   index 1 of the new dimension; when `length` is more than 1, the other
+    #'   positions along it read as the fill value. The new dimension has
+    #'   chunks of length 1, so the stored chunks are only renamed, never
+    #'   decoded or rewritten. Sharded arrays cannot be promoted. Dimension
+    #'   names get `NA` for the new dimension.
     #' @param dimension Where the new dimension goes in the new shape (1-based):
     #'   1 puts it first, the array's rank + 1 last.
     #' @param length The extent of the new dimension (default 1).
