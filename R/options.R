@@ -156,13 +156,14 @@ option_value <- function(key, entry) {
 #'
 #' Reads or sets the options of the package (see [zarr-options]); each is the R
 #' option `zarr.<key>`, so `zarr_options("num_threads", 4)` and
-#' `options(zarr.num_threads = 4)` do the same. The style keys
-#' (`group_style`, `array_style`, `label_style`, `text_style`,
-#' `minor_style`) and `chunk_length` (the longest chunk side chosen by
-#' [auto_chunk()]), `min_compress`, `eps` and `chunk_cache_bytes` are kept
-#' for code written for CRAN zarr 1.0.0. A value that does not suit the option
-#' is ignored and the option keeps its value. [save_options()] keeps the
-#' options for later sessions.
+#' `options(zarr.num_threads = 4)` do the same. The keys of CRAN zarr 1.0.0
+#' are accepted too: `chunk_length` (the longest chunk side chosen by
+#' [auto_chunk()]) and the style keys for printing (`group_style`,
+#' `array_style`, `label_style`, `text_style`, `minor_style`);
+#' `min_compress`, `eps` and `chunk_cache_bytes` are kept so that code which
+#' sets them runs, but change nothing here (writes are not cached, for one).
+#' A value that does not suit the option is ignored and the option keeps its
+#' value. [save_options()] keeps the options for later sessions.
 #'
 #' @param key Name of an option, with or without the `"zarr."` prefix.
 #'   Missing: every option.
