@@ -78,7 +78,7 @@ zarr_array <- R6::R6Class("zarr_array",
       private$check_usable()
       sel <- private$normalize_selection(selection)
       # a v2 fill value of null means "none": nothing to show as NA
-      fill_as_na <- isTRUE(fill_as_na) && !private$.fill_null
+      fill_as_na <- isTRUE(fill_as_na) && !private$.fill_null && !isTRUE(self$raw_read)
       out <- if (private$is_json2()) {
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
@@ -209,7 +209,52 @@ zarr_array <- R6::R6Class("zarr_array",
       sel[[along]] <- seq(n + 1, n + d[along])
       self$write(x, sel)
       invisible(self)
-    }
+    },
+    # ---- CRAN zarr 1.0.0 additions: details(), promote(), raw_read, flush() ----
+
+    #' @field raw_read `FALSE` (default): reads follow `fill_as_na` (see
+    #'   [zarr-options]). `TRUE`: elements equal to the fill value are
+    #'   returned as stored, never as `NA`, whatever `fill_as_na` says.
+    raw_read = FALSE,
+
+    #' @description A summary of the array as a named character vector.
+    #' @return A character vector with elements `name` (the array's name, or
+    #'   "(root array)"), `data_type` and `shape` (the lengths, each preceded
+    #'   by its dimension name when the array has them; "(scalar)" for a 0-d
+    #'   array).
+    details = function() {
+      nm <- if (nzchar(private$.name)) private$.name else "(root array)"
+      shp <- self$shape
+      dn <- self$dimension_names
+      shape <- if (!length(shp)) "(scalar)" else if (is.null(dn) || all(is.na(dn)))
+        paste(format_dims(shp), collapse = ", ") else
+        paste(ifelse(is.na(dn), format_dims(shp), paste(dn, format_dims(shp), sep = " = ")), collapse = ", ")
+      dt <- if (is.null(private$.dt)) NA_character_ else private$.dt$data_type
+      c(name = nm, data_type = dt, shape = shape)
+    },
+
+    #' @description Give the array one more dimension, for example a time
+    #'   axis in front of a (lat, lon) grid. The elements keep their values at
+    #'   index 1 of the new dimension; when `length` is more than 1, the other
+    #'   positions along it read as the fill value. The new dimension has
+    #'   chunks of length 1, so the stored chunks are only renamed, never
+    #'   decoded or rewritten. Sharded arrays cannot be promoted. Dimension
+    #'   names get `NA` for the new dimension.
+    #' @param dimension Where the new dimension goes in the new shape (1-based):
+    #'   1 puts it first, the array's rank + 1 last.
+    #' @param length The extent of the new dimension (default 1).
+    #' @return Self, invisibly.
+    promote = function(dimension, length = 1L) {
+      private$check_usable()
+      promote_array(self, private, dimension, length)
+      invisible(self)
+    },
+
+    #' @description Write pending changes to the store. Writes reach the store
+    #'   when they are made, so there is nothing to do; this is here for code
+    #'   written for CRAN zarr 1.0.0.
+    #' @return Self, invisibly.
+    flush = function() invisible(self)
   ),
   active = list(
     #' @field data_type (read-only) The [zarr_data_type] of the array.

@@ -223,7 +223,21 @@ array_builder <- R6::R6Class("array_builder",
                  name = vapply(cds, function(cd) cd$name, ""), stringsAsFactors = FALSE)
     },
     #' @field codecs (read-only) The codecs, as codec objects.
-    codecs = function(value) private$codec_chain()
+    codecs = function(value) private$codec_chain(),
+    #' @field data_type_from_storage.mode Set the data type from the
+    #'   [storage.mode()] of the R data the array will hold: "logical" (bool),
+    #'   "integer" (int32), "double" (float64), "complex" (complex128) or
+    #'   "character" (string); like setting `data_type`, this resets the fill
+    #'   value. Reading it gives the [zarr_data_type] (or `NULL`).
+    data_type_from_storage.mode = function(value) {
+      if (missing(value)) return(private$.dt)
+      dt <- if (is.character(value) && length(value) == 1L)
+        switch(value, logical = "bool", integer = "int32", double = , numeric = "float64",
+               complex = "complex128", character = "string", NA_character_) else NA_character_
+      if (is.na(dt))
+        zarr_abort("argument", sprintf("no Zarr data type for the storage mode '%s'", paste(format(value), collapse = " ")))
+      if (is.null(private$.dt) || !identical(private$.dt$data_type, dt)) self$data_type <- dt
+    }
   ),
   private = list(
     # .format NULL: the array takes the format of the group it goes into

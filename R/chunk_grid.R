@@ -88,8 +88,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
                                      what(), format_bytes(mem)), array = private$.path)
       out <- tryCatch(
-        .Call(ffi_array_read, spec, private$.store$io_spec(), sel,
-              engine_opts(fill_as_na)),
+        with_progress(.Call(ffi_array_read, spec, private$.store$io_spec(), sel,
+                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path)),
         error = function(e) { # R's own allocation failure, before any chunk is read
           if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
           zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
@@ -130,8 +130,9 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (length(data) != n && length(data) != 1L)
         zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
                                     format(length(data)), format(n)), array = private$.path)
-      .Call(ffi_array_write, spec, private$.store$io_spec(), sel, data,
-            engine_opts())
+      with_progress(.Call(ffi_array_write, spec, private$.store$io_spec(), sel, data, engine_opts()),
+                    n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8),
+                    sprintf("Writing %s", private$.path))
       invisible(self)
     },
 

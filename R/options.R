@@ -43,7 +43,13 @@
 #'   \item{`zarr.s3_multipart_size`}{Values larger than this many bytes
 #'     (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
 #'     size, uploaded concurrently (a multipart upload).}
+#'   \item{`zarr.progress`}{`TRUE` (default): reads, writes and copies that
+#'     take longer than about 2 seconds show a progress bar (with the
+#'     \pkg{cli} package, when it is installed, in interactive sessions).
+#'     `FALSE`: never.}
 #' }
+#' [zarr_options()] lists and sets these options, and [save_options()] keeps
+#' them for later sessions.
 #' @name zarr-options
 NULL
 
@@ -92,4 +98,172 @@ zarr_default_format <- function() {
   f <- suppressWarnings(as.integer(getOption("zarr.format", 3L)))
   if (length(f) != 1L || !f %in% c(2L, 3L)) zarr_abort("argument", "option zarr.format must be 2 or 3")
   f
+}
+
+# ---- zarr_options(), save_options(), reset_options() ---------------------------
+#
+# Every package option is an R option "zarr.<key>" (read with getOption() where
+# it matters). The table below names the keys zarr_options() knows, their
+# default (NULL: worked out when used) and the check a new value must pass.
+# The 1.0.0 keys (chunk_length, min_compress, ...) are kept so that code
+# written for that API can set and read them.
+
+is_count <- function(v, min = 1) is.numeric(v) && length(v) == 1L && !is.na(v) && v >= min
+is_flag <- function(v) is.logical(v) && length(v) == 1L && !is.na(v)
+is_text <- function(v) is.character(v) && length(v) >= 1L && !anyNA(v)
+
+zarr_option_table <- function() list(
+  num_threads          = list(NULL, function(v) is_count(v, 1)),
+  fill_as_na           = list(TRUE, is_flag),
+  format               = list(3L, function(v) is_count(v) && v %in% c(2, 3)),
+  int64                = list(NULL, function(v) is.character(v) && length(v) == 1L && v %in% c("integer64", "double")),
+  dimnames             = list(FALSE, is_flag),
+  progress             = list(TRUE, is_flag),
+  range_gap            = list(1048576, function(v) is_count(v, 0)),
+  range_max            = list(16777216, function(v) is_count(v, 1)),
+  http_concurrency     = list(32L, function(v) is_count(v, 1)),
+  http_retries         = list(5L, function(v) is_count(v, 0)),
+  http_backoff         = list(0.25, function(v) is_count(v, 0)),
+  http_backoff_max     = list(32, function(v) is_count(v, 0)),
+  http_connect_timeout = list(10, function(v) is_count(v, 0)),
+  http_low_speed_time  = list(30, function(v) is_count(v, 0)),
+  s3_multipart_size    = list(64 * 2^20, function(v) is_count(v, 5 * 2^20)),
+  chunk_length         = list(100L, function(v) is_count(v, 1)),
+  min_compress         = list(100L, function(v) is_count(v, 1)),
+  eps                  = list(sqrt(.Machine$double.eps), function(v) is_count(v, 0) && v > 0),
+  chunk_cache_bytes    = list(64 * 2^20, function(v) is_count(v, 1)),
+  group_style          = list(c("blue", "bold"), is_text),
+  array_style          = list(c("green", "bold"), is_text),
+  label_style          = list(c("black", "bold"), is_text),
+  text_style           = list("blue", is_text),
+  minor_style          = list("grey", is_text)
+)
+
+# "zarr.num_threads" and "num_threads" name the same option.
+option_key <- function(key) {
+  if (!is.character(key) || length(key) != 1L || is.na(key))
+    zarr_abort("argument", "an option key must be a single string")
+  sub("^zarr[.]", "", key)
+}
+
+option_value <- function(key, entry) {
+  v <- getOption(paste0("zarr.", key))
+  if (!is.null(v)) return(v)
+  switch(key, num_threads = zarr_num_threads(), int64 = zarr_int64_mode(), entry[[1L]])
+}
+
+#' Package options as a list, and changing them
+#'
+#' Reads or sets the options of the package (see [zarr-options]); each is the R
+#' option `zarr.<key>`, so `zarr_options("num_threads", 4)` and
+#' `options(zarr.num_threads = 4)` do the same. The keys of CRAN zarr 1.0.0
+#' are accepted too: `chunk_length` (the longest chunk side chosen by
+#' [auto_chunk()]) and the style keys for printing (`group_style`,
+#' `array_style`, `label_style`, `text_style`, `minor_style`);
+#' `min_compress`, `eps` and `chunk_cache_bytes` are kept so that code which
+#' sets them runs, but change nothing here (writes are not cached, for one).
+#' A value that does not suit the option is ignored and the option keeps its
+#' value. [save_options()] keeps the options for later sessions.
+#'
+#' @param key Name of an option, with or without the `"zarr."` prefix.
+#'   Missing: every option.
+#' @param value Optional. The new value of the option.
+#' @return Without `key`, a named list with the value of every option; with
+#'   `key` only, that option's value; with `value`, the previous value,
+#'   invisibly.
+#' @seealso [save_options()], [reset_options()]
+#' @export
+#' @examples
+#' names(zarr_options())
+#' zarr_options("fill_as_na")
+#' old <- zarr_options("chunk_length", 50)
+#' zarr_options("chunk_length")
+#' zarr_options("chunk_length", old)
+zarr_options <- function(key, value) {
+  tab <- zarr_option_table()
+  if (missing(key)) return(mapply(option_value, names(tab), tab, SIMPLIFY = FALSE))
+  key <- option_key(key)
+  entry <- tab[[key]]
+  if (is.null(entry)) zarr_abort("argument", sprintf("'%s' is not an option of the zarr package", key))
+  old <- option_value(key, entry)
+  if (missing(value)) return(old)
+  if (entry[[2L]](value)) {
+    args <- list(value)
+    names(args) <- paste0("zarr.", key)
+    options(args)
+  }
+  invisible(old)
+}
+
+options_file <- function() file.path(tools::R_user_dir("zarr", "config"), "options.rds")
+
+#' Keep the package options for later sessions
+#'
+#' Writes the options that are set now (see [zarr_options()]) to a file in
+#' the user's configuration directory for the package,
+#' `tools::R_user_dir("zarr", "config")`. When the package is loaded in a
+#' later session, the options in that file are set again, except those the
+#' session has already set (in `.Rprofile`, for example).
+#'
+#' @return The path of the file, invisibly.
+#' @seealso [reset_options()]
+#' @export
+#' @examples
+#' \dontrun{
+#' zarr_options("num_threads", 2)
+#' save_options()
+#' }
+save_options <- function() {
+  tab <- zarr_option_table()
+  set <- Filter(Negate(is.null), lapply(stats::setNames(nm = names(tab)), function(k) getOption(paste0("zarr.", k))))
+  f <- options_file()
+  dir.create(dirname(f), recursive = TRUE, showWarnings = FALSE)
+  ok <- tryCatch({
+    saveRDS(set, f)
+    TRUE
+  }, error = function(e) FALSE, warning = function(w) FALSE)
+  if (!ok) zarr_abort("store", sprintf("cannot write the options file '%s'", f))
+  invisible(f)
+}
+
+#' Set the package options back to their defaults
+#'
+#' Unsets every option of the package (see [zarr_options()]), so each takes
+#' its default value again, and removes the file written by
+#' [save_options()], so later sessions start with the defaults too.
+#'
+#' @return `NULL`, invisibly.
+#' @seealso [save_options()]
+#' @export
+#' @examples
+#' \dontrun{
+#' reset_options()
+#' }
+reset_options <- function() {
+  f <- options_file()
+  if (file.exists(f)) unlink(f)
+  keys <- paste0("zarr.", names(zarr_option_table()))
+  options(stats::setNames(vector("list", length(keys)), keys))
+  invisible(NULL)
+}
+
+# At load: the saved options, except those the session has set already.
+load_saved_options <- function(file = options_file()) {
+  if (!file.exists(file)) return(invisible(character()))
+  saved <- tryCatch(readRDS(file), error = function(e) NULL)
+  if (!is.list(saved) || is.null(names(saved))) return(invisible(character()))
+  tab <- zarr_option_table()
+  done <- character()
+  for (k in intersect(names(saved), names(tab))) {
+    name <- paste0("zarr.", k)
+    if (is.null(getOption(name)) && isTRUE(tab[[k]][[2L]](saved[[k]]))) {
+      options(stats::setNames(list(saved[[k]]), name))
+      done <- c(done, k)
+    }
+  }
+  invisible(done)
+}
+
+.onLoad <- function(libname, pkgname) {
+  load_saved_options()
 }

@@ -383,3 +383,34 @@ s3_parse_url <- function(url) {
   if (!nzchar(bucket)) zarr_abort("argument", sprintf("'%s' names no bucket", url))
   list(bucket = bucket, prefix = sub("/+$", "", prefix))
 }
+
+#' List what is directly below a prefix in an S3 bucket
+#'
+#' Lists the objects and the "directories" (common prefixes) one level below
+#' `prefix` in a bucket, whether or not a Zarr store is there: handy to find
+#' the stores in a bucket that holds several. The listing is made with
+#' ListObjectsV2 and the credentials and endpoint found as for
+#' [zarr_s3store].
+#'
+#' @param bucket The bucket name.
+#' @param prefix The prefix to list below (`""`, the default: the top of the
+#'   bucket).
+#' @param region,profile,access_key,secret_key,session_token,endpoint,path_style,anonymous
+#'   As for [zarr_s3store].
+#' @return A character vector of object keys and of prefixes (which end in
+#'   `/`), relative to the bucket, as S3 gives them.
+#' @export
+#' @examples
+#' \dontrun{
+#' s3_list_dir("my-bucket", "data/")
+#' }
+s3_list_dir <- function(bucket, prefix = "", region = NULL, profile = NULL, access_key = NULL,
+                        secret_key = NULL, session_token = NULL, endpoint = NULL, path_style = NULL,
+                        anonymous = NULL) {
+  if (!is_string(prefix)) zarr_abort("argument", "prefix must be a single string")
+  st <- zarr_s3store$new(bucket, prefix, region = region, profile = profile, access_key = access_key,
+                         secret_key = secret_key, session_token = session_token, endpoint = endpoint,
+                         path_style = path_style, anonymous = anonymous, read_only = TRUE)
+  l <- st$.__enclos_env__$private$list_objects("", delimiter = "/")
+  unique(c(l$prefixes, l$keys))
+}

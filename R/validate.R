@@ -166,3 +166,24 @@ blosc_shuffle_name <- function(x, typesize = 1L) {
     `2` = , BITSHUFFLE = , BIT = "bitshuffle",
     NA_character_)
 }
+
+#' Whether a name can name a group or an array
+#'
+#' Checks a node name against the rules of the Zarr v3 specification, the
+#' same check made when a group or array is added: a name is not empty, has
+#' no `/`, is not made of periods only (`.`, `..`) and does not start with
+#' the reserved `__`; this package also refuses control characters. Other
+#' characters, including any Unicode letter, are allowed; names of letters,
+#' digits and `-`, `_`, `.` work in every Zarr implementation and file system.
+#'
+#' @param name The names to check (a character vector).
+#' @return A logical vector as long as `name`: `TRUE` where the name is
+#'   valid.
+#' @export
+#' @examples
+#' is_valid_node_name(c("temperature", "", "..", "__meta", "a/b"))
+is_valid_node_name <- function(name) {
+  if (!is.character(name)) return(rep(FALSE, length(name)))
+  vapply(name, function(n) !is.null(tryCatch(check_node_name(n), zarr_error = function(e) NULL)),
+         TRUE, USE.NAMES = FALSE)
+}

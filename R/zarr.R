@@ -112,6 +112,26 @@ zarr <- R6::R6Class("zarr",
         node$parent$delete(node$name)
       }
       invisible(self)
+    },
+
+    #' @description Save the whole hierarchy (groups, arrays, attributes and
+    #'   chunks) to another store, in Zarr v3 (the default) or v2: this
+    #'   converts a v2 store to v3 or back, saves a memory store to disk or
+    #'   makes a local copy of a remote store. Chunks are copied as stored,
+    #'   without decoding (only their keys change between formats), many at
+    #'   a time; a progress bar shows when the copy takes more than a couple
+    #'   of seconds (see `zarr.progress` in [zarr-options]). Consolidated
+    #'   metadata is not copied.
+    #' @param location Where to save: the path of a directory that does not
+    #'   exist or is empty (or a "file://" URI), an `s3://bucket/prefix`
+    #'   location that holds no keys, or a writable [zarr_store] (or [zarr]
+    #'   object) without a hierarchy, such as a new [zarr_memorystore].
+    #' @param verbose `TRUE` to report each group and array as it is saved.
+    #' @param format The Zarr format of the copy, 3 (default) or 2.
+    #' @return Self, invisibly.
+    save_to = function(location, verbose = FALSE, format = 3L) {
+      save_zarr_to(self, location, verbose = verbose, format = format)
+      invisible(self)
     }
   ),
   active = list(

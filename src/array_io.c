@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "store.h"
+#include "progress.h"
 
 #define KEY_CAP 4096
 #define MAX_DEPTH 3
@@ -203,7 +204,7 @@ static int engine_poll(void *ctx) {
   double now = (double)clock() / CLOCKS_PER_SEC;
   if (now < g->next_poll) return 0;
   g->next_poll = now + 0.05;
-  if (!interrupt_pending()) return 0;
+  if (!progress_poll() && !interrupt_pending()) return 0;
   g->interrupted = 1;
   zerr e = {ZE_OK, ""};
   zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
@@ -695,6 +696,7 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
                      g->merged ? g->merged[job] : NULL, &cv, e);
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) engine_fail(g, e, key);
+  progress_add(1);
   return rc;
 }
 
@@ -868,6 +870,7 @@ static void write_task(void *ctx, size_t task, int thread) {
     g->out_n[task] = res_n;
     g->out_state[task] = 1;
   }
+  progress_add(1);
 }
 
 /* ---- setup shared by read and write -------------------------------------------- */
@@ -1034,6 +1037,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
   if (!strings && getenv("ZARR_NO_PREFAULT") == NULL)
     prefault(g.rdata, (size_t)total * rtype_size(a.rtype), g.nthreads);
+  progress_total(g.njobs);
   engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) {
     zstr fill;
@@ -1118,6 +1122,7 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
       partial[npartial++] = j;
     }
   }
+  progress_total(npartial + g.njobs);
   if (!nomem && npartial) engine_fetch(&g, partial, npartial);
   /* phase 2: encode and store every chunk */
   if (!nomem && !g.failed) parallel_for((size_t)g.njobs, g.nthreads, write_task, &g, engine_poll);

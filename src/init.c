@@ -1,6 +1,7 @@
 /* Routine registration. */
 #include <R_ext/Rdynload.h>
 #include "store.h"
+#include "progress.h"
 
 void slab_init(void);
 
@@ -39,6 +40,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_s3_options, 2),
     CALLDEF(ffi_store_ref, 11),
     CALLDEF(ffi_store_ref_options, 2),
+    CALLDEF(ffi_store_copy, 5),
+    CALLDEF(ffi_progress_begin, 2),
+    CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};
 
 void R_init_zarr(DllInfo *dll) {

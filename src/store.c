@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "store.h"
+#include "progress.h"
 
 #define ZARR_QUEUE_BYTES ((size_t)256 << 20)
 #define KEY_CAP 4096
@@ -110,7 +111,7 @@ static int batch_poll(batch *b) {
   double now = (double)clock() / CLOCKS_PER_SEC;
   if (now < b->next_poll) return batch_stopped(b);
   b->next_poll = now + 0.05;
-  if (interrupt_pending()) {
+  if (progress_poll() || interrupt_pending()) {
     zerr e = {ZE_OK, ""};
     zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
     batch_fail(b, &e);
