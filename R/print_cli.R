@@ -1,0 +1,96 @@
+# Printing through cli, as zarr 1.0.0 prints, when cli is installed and the
+# theme is set (Zarr.options$zarr_theme, a cli theme list); plain text
+# otherwise, or with options(zarr.cli = FALSE). Descendant classes in domain
+# packages read the theme with zarr_options("zarr_theme") and print their
+# details with cli when it is a list.
+
+use_cli <- function() is.list(zarr_theme())
+
+zarr_theme <- function() {
+  if (isFALSE(getOption("zarr.cli", TRUE))) return(NULL)
+  thm <- Zarr.options$zarr_theme
+  if (is.list(thm) && requireNamespace("cli", quietly = TRUE)) thm else NULL
+}
+
+# The cli theme from the style options: spans .group, .array, .label, .text
+# and .minor, as domain packages use them.
+make_zarr_theme <- function() {
+  if (!requireNamespace("cli", quietly = TRUE)) return(NULL)
+  style <- function(key, default) {
+    s <- Zarr.options[[key]] %||% default
+    do.call(cli::combine_ansi_styles, as.list(s))
+  }
+  list(h1 = list(`margin-top` = 0),
+       span.group = list(fmt = style("group_style", c("blue", "bold"))),
+       span.array = list(fmt = style("array_style", c("green", "bold"))),
+       span.label = list(fmt = style("label_style", "bold")),
+       span.text = list(fmt = style("text_style", "blue")),
+       span.minor = list(fmt = style("minor_style", "grey")))
+}
+
+# Lines "label : value" of a node summary, through cli or cat().
+print_lines <- function(title, labels, values) {
+  if (use_cli()) {
+    div <- cli::cli_div(theme = zarr_theme())
+    cli::cli_h1(title)
+    w <- max(nchar(labels))
+    for (i in seq_along(labels))
+      cli::cli_text("{.label {formatC(labels[i], width = -w)} :} {.text {values[i]}}")
+    cli::cli_end(div)
+  } else {
+    cat(title, "\n")
+    w <- max(nchar(labels))
+    for (i in seq_along(labels)) cat(sprintf("%-*s : %s\n", w, labels[i], values[i]))
+  }
+  invisible(NULL)
+}
+
+# A block of (nested) attributes, through cli or cat().
+print_attribute_block <- function(atts, title = "Attributes") {
+  if (use_cli()) {
+    div <- cli::cli_div(theme = zarr_theme())
+    cli::cli_rule(title)
+    print_attribute_levels_cli(atts)
+    cli::cli_end(div)
+  } else {
+    cat(title, ":\n", sep = "")
+    print_attribute_levels_text(atts, 1L)
+  }
+  invisible(NULL)
+}
+
+attr_scalar_text <- function(v) {
+  if (is.null(v)) return("null")
+  if (is.list(v)) return(paste0("[", paste(vapply(v, attr_scalar_text, ""), collapse = ", "), "]"))
+  if (length(v) == 1L) format(v) else paste0("[", paste(format(v), collapse = ", "), "]")
+}
+
+print_attribute_levels_text <- function(atts, indent) {
+  pad <- strrep("  ", indent)
+  nm <- names(atts) %||% paste0("[", seq_along(atts), "]")
+  w <- max(nchar(nm))
+  for (i in seq_along(atts)) {
+    v <- atts[[i]]
+    if (is.list(v) && (attr_is_object(v) || any(vapply(v, is.list, TRUE)))) {
+      cat(pad, formatC(nm[i], width = -w), " :\n", sep = "")
+      print_attribute_levels_text(v, indent + 1L)
+    } else {
+      cat(pad, formatC(nm[i], width = -w), " : ", attr_scalar_text(v), "\n", sep = "")
+    }
+  }
+}
+
+print_attribute_levels_cli <- function(atts) {
+  nm <- names(atts) %||% paste0("[", seq_along(atts), "]")
+  ul <- cli::cli_ul()
+  for (i in seq_along(atts)) {
+    v <- atts[[i]]
+    if (is.list(v) && (attr_is_object(v) || any(vapply(v, is.list, TRUE)))) {
+      cli::cli_li("{.label {nm[i]}:}")
+      print_attribute_levels_cli(v)
+    } else {
+      cli::cli_li("{.label {nm[i]}:} {.text {attr_scalar_text(v)}}")
+    }
+  }
+  cli::cli_end(ul)
+}
