@@ -64,25 +64,32 @@ zarr_array <- R6::R6Class("zarr_array",
       }
     },
 
-    #' @description Print a summary of the array.
+    #' @description Print a summary of the array (through cli when it is
+    #'   installed and `zarr_options("zarr_theme")` is set; see
+    #'   [zarr_options()]), then the details a descendant class adds
+    #'   (`print_details()`) and the attributes (`display_attributes()`).
     print = function() {
-      cat("<Zarr array>", self$path, "\n")
+      lab <- character()
+      val <- character()
+      add <- function(l, v) { lab <<- c(lab, l); val <<- c(val, paste(v, collapse = " ")) }
+      if (nzchar(private$.domain)) add("Domain", private$.domain)
       if (!is.null(private$.problem)) {
-        cat("Not readable:", conditionMessage(private$.problem), "\n")
+        add("Not readable", conditionMessage(private$.problem))
+        print_lines(paste("<Zarr array>", self$path), lab, val)
         return(invisible(self))
       }
-      cat("Shape      :", paste(format_dims(self$shape), collapse = " x "), "\n")
+      add("Shape", paste(format_dims(self$shape), collapse = " x "))
       if (!is.null(self$dimension_names) && !all(is.na(self$dimension_names)))
-        cat("Dimensions :", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "), "\n")
-      cat("Data type  :", self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype), "\n")
-      cat("Fill value :", format_fill(self$data_type$fill_value), "\n")
+        add("Dimensions", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "))
+      add("Data type", c(self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype)))
+      add("Fill value", format_fill(self$data_type$fill_value))
       cg <- private$.grid
-      cat("Chunks     :", paste(format_dims(cg$chunk_shape), collapse = " x "),
-          sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x ")), "\n")
-      cat("Codecs     :", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "), "\n")
-      cat("Format     : Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
+      add("Chunks", c(paste(format_dims(cg$chunk_shape), collapse = " x "),
+                      sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x "))))
+      add("Codecs", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "))
+      add("Format", paste0("Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
-          "', ...\n", sep = "")
+          "', ..."))
       size <- tryCatch({
         keys <- private$.store$list_prefix(self$prefix)
         keys <- keys[!basename(keys) %in% c("zarr.json", ".zarray", ".zattrs")]
@@ -90,10 +97,11 @@ zarr_array <- R6::R6Class("zarr_array",
       }, error = function(e) NA)
       if (!is.na(size)) {
         raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length
-        cat("Stored     :", format_bytes(size),
-            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
-            "\n")
+        add("Stored", c(format_bytes(size),
+            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else ""))
       }
+      print_lines(paste("<Zarr array>", self$path), lab, val)
+      private$print_details()
       self$print_attributes()
       invisible(self)
     },
@@ -169,6 +177,15 @@ zarr_array <- R6::R6Class("zarr_array",
       s <- private$.shape
       # integer, as dim() is; extents beyond the integer range stay double
       if (is.double(s) && all(s <= .Machine$integer.max)) as.integer(s) else s
+    },
+    #' @field children (read-only) Arrays have no children. For code written
+    #'   for zarr 1.0.0, whose `as_zarr(x, name, location = group)` returns
+    #'   the group where this package returns the new array,
+    #'   `as_zarr(...)$children[[name]]` finds the array: this is a list with
+    #'   the array itself under its name.
+    children = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "children is read-only")
+      stats::setNames(list(self), private$.name)
     },
     #' @field chunking (read-only) The [chunk_grid_regular] of the array.
     chunking = function(value) {

@@ -159,10 +159,12 @@ zarr_convention_ref <- R6::R6Class("zarr_convention_ref",
     #'   `node`.
     #' @return Self, invisibly.
     set = function(node, uri = NULL, attribute = NULL) {
+      if (missing(uri)) uri <- NULL # also when a caller passes on its own missing argument
+      if (missing(attribute)) attribute <- NULL
       if (!is.character(node) || length(node) != 1L || is.na(node) || !nzchar(node))
-        zarr_abort("argument", "'node' must be a non-empty string")
+        zarr_abort("argument", "argument `node` must be a non-empty string")
       if (!is.null(uri) && (!is.character(uri) || length(uri) != 1L || is.na(uri) || !nzchar(uri)))
-        zarr_abort("argument", "'uri' must be a non-empty string")
+        zarr_abort("argument", "argument `uri` must be a non-empty string")
       if (!is.null(attribute)) json_pointer_tokens(attribute)
       private$.node <- node
       private$.uri <- uri
@@ -278,6 +280,8 @@ zarr_convention_uom <- R6::R6Class("zarr_convention_uom",
     #' @param description Optional free-text description of the unit.
     #' @return Self, invisibly.
     set = function(unit, version = NULL, description = NULL) {
+      if (missing(version)) version <- NULL
+      if (missing(description)) description <- NULL
       private$.unit <- as_single_string(unit, "unit")
       if (!is.null(version)) private$.version <- as_single_string(version, "version")
       if (!is.null(description)) private$.uom_description <- as_single_string(description, "description")

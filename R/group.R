@@ -81,10 +81,16 @@ zarr_group <- R6::R6Class("zarr_group",
 
     #' @description Print a summary of the group.
     print = function() {
-      cat("<Zarr group>", self$path, "\n")
       kids <- self$children
       n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
-      cat(sprintf("Children: %d group(s), %d array(s)\n", n_g, length(kids) - n_g))
+      lab <- c(if (nzchar(private$.domain)) "Domain", "Children")
+      val <- c(if (nzchar(private$.domain)) private$.domain, sprintf("%d group(s), %d array(s)", n_g, length(kids) - n_g))
+      if (use_cli()) print_lines(paste("<Zarr group>", self$path), lab, val)
+      else {
+        cat("<Zarr group>", self$path, "\n")
+        cat(sprintf("%s: %s\n", lab, val), sep = "")
+      }
+      private$print_details()
       self$print_attributes()
       invisible(self)
     },

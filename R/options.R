@@ -84,7 +84,16 @@ zarr_int64_mode <- function() {
   match.arg(mode, c("integer64", "double"))
 }
 
-`%||%` <- function(a, b) if (is.null(a)) b else a
+#' Default for `NULL`
+#'
+#' `x %||% y` is `y` when `x` is `NULL`, else `x`, as in base R from 4.4.0.
+#' Exported on older versions of R only, for code (such as domain packages
+#' written for R 4.4) that uses the operator of base R.
+#' @param x,y Any values.
+#' @return `x`, or `y` when `x` is `NULL`.
+#' @name null-default
+#' @rawNamespace if (getRversion() < "4.4.0") export("%||%")
+`%||%` <- function(x, y) if (is.null(x)) y else x
 
 `%|NA|%` <- function(a, b) if (length(a) != 1L || is.na(a)) b else a
 
