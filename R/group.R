@@ -321,9 +321,10 @@ zarr_group <- R6::R6Class("zarr_group",
         error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
       if (is.null(meta)) return(NULL)
       if (inherits(meta, "condition")) return(broken_node(nm, meta, self, store))
-      tryCatch(build_node(nm, meta, self, store, post_open = FALSE),
-               zarr_domain_error = function(e) stop(e), # a domain's refusal is raised
-               error = function(e) broken_node(nm, as_metadata_error(e), self, store))
+      tryCatch(build_node(nm, meta, self, store, post_open = FALSE), error = function(e) {
+        if (inherits(e, "zarr_domain_error")) stop(e) # a domain's refusal is raised
+        broken_node(nm, as_metadata_error(e), self, store)
+      })
     }
   )
 )
