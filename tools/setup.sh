@@ -181,8 +181,10 @@ cat("setup: R packages: installed", need, "into", lib, "\n")
 RSCRIPT
 
 # ---- optional R packages from CRAN: nanoparquet reads Parquet references
-# (Suggests; the tests skip without it, or fail under ZARR_REQUIRE_INTEROP=true)
-r_optional=(nanoparquet)
+# (Suggests; the tests skip without it, or fail under ZARR_REQUIRE_INTEROP=true);
+# cli prints through the theme (Suggests); CFtime is what geozarr, whose tests
+# tools/test.sh runs against this package, needs besides zarr
+r_optional=(nanoparquet cli CFtime)
 say "optional R packages: ${r_optional[*]}"
 ZARR_R_PKGS="${r_optional[*]}" Rscript - <<'RSCRIPT' || warn "optional R packages could not be installed: ${r_optional[*]}"
 pkgs <- strsplit(Sys.getenv("ZARR_R_PKGS"), " ", fixed = TRUE)[[1]]
