@@ -220,10 +220,16 @@ zarr_convention_ref <- R6::R6Class("zarr_convention_ref",
                  .refname = NULL)
 )
 
-#' @rdname zarr_convention_ref
-#' @format NULL
-#' @usage NULL
-#' @export
+#' Convention classes under their 0.3.0 names
+#'
+#' `zarr_conv_ref` is the class [zarr_convention_ref] and `zarr_conv_uom`
+#' the class [zarr_convention_uom], under the names they had in version
+#' 0.3.0.
+#' @name zarr_conv_aliases
+#' @aliases zarr_conv_ref zarr_conv_uom
+#' @rawNamespace export(zarr_conv_ref, zarr_conv_uom)
+NULL
+
 zarr_conv_ref <- zarr_convention_ref
 
 # The reference tokens of a JSON pointer (RFC 6901); an error when it is not one.
@@ -319,10 +325,6 @@ zarr_convention_uom <- R6::R6Class("zarr_convention_uom",
   private = list(.version = NULL, .unit = NULL, .uom_description = NULL)
 )
 
-#' @rdname zarr_convention_uom
-#' @format NULL
-#' @usage NULL
-#' @export
 zarr_conv_uom <- zarr_convention_uom
 
 #' The Zarr conventions this package knows
