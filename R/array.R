@@ -233,7 +233,7 @@ zarr_array <- R6::R6Class("zarr_array",
         private$.shape <- tryCatch(check_shape(m[["shape"]], "shape"), zarr_error = function(e) NULL)
       dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
-        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "")
+        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
       p <- parse_array_metadata(m, self$path)
       private$.fill_null <- p$fill_null
       private$.dt <- p$data_type

@@ -168,7 +168,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #'   segments indexing JSON arrays from 1).
     #' @param name The name or path.
     #' @return The value, or `NULL` when there is none.
-    attribute = function(name) attr_get(private$.metadata$attributes, name),
+    attribute = function(name) json_unliteral(attr_get(private$.metadata$attributes, name)),
 
     #' @description Append a value to an attribute that is a JSON array
     #'   (creating it), and save the metadata when the store is writable.
@@ -255,7 +255,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @field attributes (read-only) The attributes, as a named list.
     attributes = function(value) {
       if (!missing(value)) zarr_abort("read_only", "use set_attribute() and delete_attributes()")
-      private$.metadata$attributes %||% named_list()
+      json_unliteral(private$.metadata$attributes %||% named_list())
     }
   ),
   private = list(
@@ -323,6 +323,6 @@ node_metadata <- function(m) {
     if (is.list(m[[f]])) m[[f]] <- json_simplify(m[[f]])
   cs <- m$chunk_grid$configuration$chunk_shape
   if (is.list(cs)) m$chunk_grid$configuration$chunk_shape <- json_simplify(cs)
-  if (is.list(m$attributes) && length(m$attributes)) m$attributes <- json_simplify(m$attributes)
+  if (is.list(m$attributes) && length(m$attributes)) m$attributes <- json_simplify(m$attributes, literal = TRUE)
   m
 }

@@ -33,7 +33,11 @@ zarr <- R6::R6Class("zarr",
       meta <- store$get_metadata("")
       if (is.null(meta) && store$supports_listing && length(store$list_dir(""))) # an implicit root group
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
-      if (is.null(meta)) return(invisible(self)) # uninitialised: no root yet
+      if (is.null(meta)) {
+        # nothing could ever be made in a read-only store without a root
+        if (store$read_only) zarr_abort("not_found", "the store has no root group or array")
+        return(invisible(self)) # uninitialised: no root yet
+      }
       private$open_root(meta)
     },
 
@@ -167,7 +171,10 @@ zarr <- R6::R6Class("zarr",
     deep_clone = function(name, value) {
       if (name == ".root" && !is.null(value)) {
         meta <- private$.store$get_metadata("") %||% value$metadata
-        return(private$open_root(meta))
+        # (this runs with the original object's methods: nothing of it is set)
+        root <- build_node("", meta, NULL, private$.store)
+        if (inherits(root, "zarr_group")) root$consolidated_state(map = read_consolidated(private$.store, meta))
+        return(root)
       }
       value
     },
