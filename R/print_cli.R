@@ -33,9 +33,10 @@ print_lines <- function(title, labels, values) {
   if (use_cli()) {
     div <- cli::cli_div(theme = zarr_theme())
     cli::cli_h1(title)
-    w <- max(nchar(labels))
+    # padded with no-break spaces: cli squeezes ordinary ones
+    padded <- gsub(" ", "\u00a0", formatC(labels, width = -max(nchar(labels))), fixed = TRUE)
     for (i in seq_along(labels))
-      cli::cli_text("{.label {formatC(labels[i], width = -w)} :} {.text {values[i]}}")
+      cli::cli_text("{.label {padded[i]} :} {.text {values[i]}}")
     cli::cli_end(div)
   } else {
     cat(title, "\n")

@@ -44,9 +44,25 @@ zarr <- R6::R6Class("zarr",
     #' @description Print a summary of the Zarr object.
     print = function() {
       st <- private$.store
-      cat("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root else st$friendlyClassName, "\n")
-      cat("Version:", self$version, if (st$read_only) "(read-only)", "\n")
       root <- private$.root
+      title <- paste("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root else st$friendlyClassName)
+      version <- paste(self$version, if (st$read_only) "(read-only)" else "")
+      if (use_cli()) {
+        lab <- c("Version", if (inherits(root, "zarr_group")) c("Groups", "Arrays"))
+        val <- c(version, if (inherits(root, "zarr_group")) c(length(self$groups), length(self$arrays)))
+        print_lines(title, lab, val)
+        if (inherits(root, "zarr_group")) {
+          cli::cli_verbatim(tree_lines(root))
+          root$print_attributes()
+        } else if (is.null(root)) {
+          cli::cli_text("(uninitialised: no root group or array yet)")
+        } else {
+          print(root)
+        }
+        return(invisible(self))
+      }
+      cat(title, "\n")
+      cat("Version:", version, "\n")
       if (inherits(root, "zarr_group")) {
         cat(sprintf("Groups : %d\nArrays : %d\n", length(self$groups), length(self$arrays)))
         cat(tree_lines(root), sep = "\n")
