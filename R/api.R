@@ -61,25 +61,33 @@ open_zarr <- function(location, read_only = FALSE) {
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
        !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))
-    return(zarr$new(zarr_refstore$new(location)))
+    return(open_existing(zarr_refstore$new(location)))
   if (grepl("^https?://", location, ignore.case = TRUE))
-    return(zarr$new(zarr_httpstore$new(location)))
+    return(open_existing(zarr_httpstore$new(location)))
   if (grepl("^gs://", location, ignore.case = TRUE))
-    return(zarr$new(zarr_httpstore$new(gcs_url(location))))
+    return(open_existing(zarr_httpstore$new(gcs_url(location))))
   if (is_s3_url(location)) {
     u <- s3_parse_url(location)
     store <- zarr_s3store$new(u$bucket, u$prefix, read_only = read_only)
     if (is.null(store$get_metadata("")) && !length(store$list_dir("")))
       zarr_abort("not_found", sprintf("'%s' holds no Zarr store", location))
-    return(zarr$new(store))
+    return(open_existing(store))
   }
   p <- sub("^file://", "", location)
   if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
-    return(zarr$new(zarr_zipstore$new(p)))
+    return(open_existing(zarr_zipstore$new(p)))
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
-  if (ref_is_parquet_dir(p)) return(zarr$new(zarr_refstore$new(p, format = "parquet")))
+  if (ref_is_parquet_dir(p)) return(open_existing(zarr_refstore$new(p, format = "parquet")))
   store <- zarr_localstore$new(p, read_only = read_only)
-  zarr$new(store)
+  open_existing(store)
+}
+
+# open_zarr() opens a store that holds a hierarchy: one without a root node
+# is an error (zarr$new() gives an object to start one in).
+open_existing <- function(store) {
+  z <- zarr$new(store)
+  if (is.null(z$root)) zarr_abort("not_found", "the store has no root group or array")
+  z
 }
 
 # The Zarr data type that holds an R vector without loss.

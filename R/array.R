@@ -10,13 +10,44 @@ zarr_array <- R6::R6Class("zarr_array",
   inherit = zarr_node,
   cloneable = FALSE,
   public = list(
-    #' @description Open an array that exists in the store.
+    #' @description Open an array, or create it. In the 0.3.0 form
+    #'   (`name, metadata, parent, store`) the array exists in the store. In
+    #'   the form of zarr 1.0.0 (`name, metadata, parent`, no store) `parent`
+    #'   is a [zarr_group] or, for a single-array store, the [zarr] object;
+    #'   the array is created from `metadata` when it is not in the store yet
+    #'   and becomes a child of `parent` (or the root of the `zarr` object).
     #' @param name The name of the array.
-    #' @param metadata List with the metadata of the array.
-    #' @param parent The parent group, missing or `NULL` for a single-array store.
-    #' @param store The store (for a root array).
+    #' @param metadata List with the metadata of the array, or an
+    #'   [array_builder] (1.0.0 form).
+    #' @param parent The parent group, missing or `NULL` for a single-array
+    #'   store, or the [zarr] object.
+    #' @param store The store (for a root array in the 0.3.0 form).
     #' @return An instance of this class.
     initialize = function(name, metadata, parent, store) {
+      if (missing(parent)) parent <- NULL
+      created <- FALSE
+      if (missing(store) && !is.null(parent) && !node_opening()) {
+        # the 1.0.0 form
+        if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
+        if (inherits(parent, "zarr")) name <- ""
+        st <- parent$store
+        existing <- if (inherits(parent, "zarr")) st$get_metadata("") else parent$open_child(name)
+        if (inherits(existing, "zarr_node")) existing <- existing$metadata
+        if (is.null(existing)) {
+          if (inherits(parent, "zarr_group")) {
+            fmt <- as.integer(parent$metadata$zarr_format %||% 3L)
+            if (!identical(as.integer(metadata$zarr_format %||% 3L), fmt)) {
+              metadata$zarr_format <- fmt
+              metadata$chunk_key_encoding <- NULL
+            }
+          }
+          metadata <- st$create_array(if (inherits(parent, "zarr")) "/" else parent$path, name,
+                                      metadata)
+          created <- TRUE
+        } else if (!identical(existing[["node_type"]], "array")) {
+          zarr_abort("exists", sprintf("a group '%s' already exists", name))
+        }
+      }
       super$initialize(name, metadata, parent, store)
       # An array this package cannot read still belongs in the hierarchy: the
       # error is raised when its data are used, not when its group is opened.
@@ -24,27 +55,41 @@ zarr_array <- R6::R6Class("zarr_array",
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
+      if (missing(store) && !is.null(parent) && !node_opening()) {
+        if (inherits(parent, "zarr")) parent$root <- self
+        else {
+          parent$set_node(self)
+          if (created) update_consolidated(self)
+        }
+      }
     },
 
-    #' @description Print a summary of the array.
+    #' @description Print a summary of the array (through cli when it is
+    #'   installed and `zarr_options("zarr_theme")` is set; see
+    #'   [zarr_options()]), then the details a descendant class adds
+    #'   (`print_details()`) and the attributes (`display_attributes()`).
     print = function() {
-      cat("<Zarr array>", self$path, "\n")
+      lab <- character()
+      val <- character()
+      add <- function(l, v) { lab <<- c(lab, l); val <<- c(val, paste(v, collapse = " ")) }
+      if (nzchar(private$.domain)) add("Domain", private$.domain)
       if (!is.null(private$.problem)) {
-        cat("Not readable:", conditionMessage(private$.problem), "\n")
+        add("Not readable", conditionMessage(private$.problem))
+        print_lines(paste("<Zarr array>", self$path), lab, val)
         return(invisible(self))
       }
-      cat("Shape      :", paste(format_dims(self$shape), collapse = " x "), "\n")
+      add("Shape", paste(format_dims(self$shape), collapse = " x "))
       if (!is.null(self$dimension_names) && !all(is.na(self$dimension_names)))
-        cat("Dimensions :", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "), "\n")
-      cat("Data type  :", self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype), "\n")
-      cat("Fill value :", format_fill(self$data_type$fill_value), "\n")
+        add("Dimensions", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "))
+      add("Data type", c(self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype)))
+      add("Fill value", format_fill(self$data_type$fill_value))
       cg <- private$.grid
-      cat("Chunks     :", paste(format_dims(cg$chunk_shape), collapse = " x "),
-          sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x ")), "\n")
-      cat("Codecs     :", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "), "\n")
-      cat("Format     : Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
+      add("Chunks", c(paste(format_dims(cg$chunk_shape), collapse = " x "),
+                      sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x "))))
+      add("Codecs", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "))
+      add("Format", paste0("Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
-          "', ...\n", sep = "")
+          "', ..."))
       size <- tryCatch({
         keys <- private$.store$list_prefix(self$prefix)
         keys <- keys[!basename(keys) %in% c("zarr.json", ".zarray", ".zattrs")]
@@ -52,10 +97,11 @@ zarr_array <- R6::R6Class("zarr_array",
       }, error = function(e) NA)
       if (!is.na(size)) {
         raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length
-        cat("Stored     :", format_bytes(size),
-            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else "",
-            "\n")
+        add("Stored", c(format_bytes(size),
+            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else ""))
       }
+      print_lines(paste("<Zarr array>", self$path), lab, val)
+      private$print_details()
       self$print_attributes()
       invisible(self)
     },
@@ -265,7 +311,18 @@ zarr_array <- R6::R6Class("zarr_array",
     #' @field shape (read-only) The shape of the array (R's `dim()` of it).
     shape = function(value) {
       if (!missing(value)) zarr_abort("read_only", "shape is read-only")
-      private$.shape
+      s <- private$.shape
+      # integer, as dim() is; extents beyond the integer range stay double
+      if (is.double(s) && all(s <= .Machine$integer.max)) as.integer(s) else s
+    },
+    #' @field children (read-only) Arrays have no children. For code written
+    #'   for zarr 1.0.0, whose `as_zarr(x, name, location = group)` returns
+    #'   the group where this package returns the new array,
+    #'   `as_zarr(...)$children[[name]]` finds the array: this is a list with
+    #'   the array itself under its name.
+    children = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "children is read-only")
+      stats::setNames(list(self), private$.name)
     },
     #' @field chunking (read-only) The [chunk_grid_regular] of the array.
     chunking = function(value) {
@@ -313,7 +370,7 @@ zarr_array <- R6::R6Class("zarr_array",
         private$.shape <- tryCatch(check_shape(m[["shape"]], "shape"), zarr_error = function(e) NULL)
       dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
-        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "")
+        vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
       p <- parse_array_metadata(m, self$path)
       private$.fill_null <- p$fill_null
       private$.dt <- p$data_type
@@ -333,7 +390,11 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.problem <- NULL
     },
 
-    # R selection (list of 1-based indices / NULL) -> list of 0-based indices
+    # R selection -> list of 0-based indices. Each element of a selection
+    # given to read() or write() is a range: c(from, to) (either order), a
+    # single index, or a longer vector (a contiguous one is that range; other
+    # vectors, negative and logical indices select as in base R). `[` passes
+    # indices it has resolved already (zarr_range, zarr_index).
     normalize_selection = function(selection) {
       shape <- private$.shape
       if (is.null(selection)) return(lapply(shape, function(n) zarr_range(0, n)))
@@ -341,12 +402,19 @@ zarr_array <- R6::R6Class("zarr_array",
       if (length(selection) != length(shape))
         zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
                                     length(selection), length(shape)), array = self$path)
-      lapply(seq_along(shape), function(d) resolve_index(selection[[d]], shape[d], d, self$path))
+      lapply(seq_along(shape), function(d) {
+        e <- selection[[d]]
+        if (inherits(e, "zarr_range")) return(e)
+        if (inherits(e, "zarr_index")) return(unclass(e))
+        if (is.numeric(e) && length(e) == 2L && !anyNA(e) && all(e > 0))
+          e <- seq.int(min(e), max(e))
+        resolve_index(e, shape[d], d, self$path)
+      })
     },
 
     decorate = function(out) {
       dn <- private$.dimnames
-      if (!is.null(dn) && !all(is.na(dn)) && length(private$.shape) > 1L) {
+      if (isTRUE(getOption("zarr.dimnames", FALSE)) && !is.null(dn) && !all(is.na(dn)) && length(private$.shape) > 1L) {
         dimnames(out) <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
       }
       out

@@ -32,7 +32,10 @@ root_of <- function(node) {
   node
 }
 
-consolidated_map <- function(node) root_of(node)$.__enclos_env__$private$.consolidated
+consolidated_map <- function(node) {
+  root <- root_of(node)
+  if (inherits(root, "zarr_group")) root$consolidated_state()$map
+}
 
 consolidated_children <- function(group) {
   map <- consolidated_map(group)
@@ -78,10 +81,8 @@ zarr_consolidate <- function(x) {
 write_consolidated <- function(node) {
   root <- root_of(node)
   if (!inherits(root, "zarr_group")) return(invisible(NULL))
-  priv <- root$.__enclos_env__$private
   if (root$store$read_only) return(invisible(NULL))
-  priv$.consolidated <- NULL # list the store below, not the stale copy
-  priv$.consolidated_text <- NULL
+  root$consolidated_state(map = NULL, text = NULL) # list the store below, not the stale copy
   map <- list()
   walk <- function(g) {
     g$build_hierarchy()
@@ -92,7 +93,7 @@ write_consolidated <- function(node) {
     }
   }
   walk(root)
-  priv$.consolidated <- if (length(map)) map else named_list()
+  root$consolidated_state(map = if (length(map)) map else named_list())
   consolidated_write(root)
   invisible(NULL)
 }
@@ -111,7 +112,7 @@ consolidated_is_v2 <- function(root) identical(as.integer(root$metadata$zarr_for
 # can be written: then the v3 root document is written with the copy in it.
 consolidated_active <- function(node) {
   root <- root_of(node)
-  inherits(root, "zarr_group") && !is.null(root$.__enclos_env__$private$.consolidated) &&
+  inherits(root, "zarr_group") && !is.null(root$consolidated_state()$map) &&
     !root$store$read_only
 }
 
@@ -131,15 +132,16 @@ consolidated_members <- function(p, meta, v2) {
 }
 
 consolidated_text <- function(root) {
-  priv <- root$.__enclos_env__$private
-  if (is.null(priv$.consolidated_text)) {
-    map <- priv$.consolidated
+  st <- root$consolidated_state()
+  if (is.null(st$text)) {
+    map <- st$map
     v2 <- consolidated_is_v2(root)
     txt <- lapply(names(map), function(p) consolidated_bytes(consolidated_members(p, map[[p]], v2)))
     names(txt) <- names(map)
-    priv$.consolidated_text <- txt
+    root$consolidated_state(text = txt)
+    return(txt)
   }
-  priv$.consolidated_text
+  st$text
 }
 
 consolidated_bytes <- function(members) {
@@ -148,11 +150,11 @@ consolidated_bytes <- function(members) {
 
 # Write the consolidated document from the cached map (one write).
 consolidated_write <- function(root) {
-  priv <- root$.__enclos_env__$private
+  st <- root$consolidated_state()
   store <- root$store
   body <- unlist(consolidated_text(root), use.names = FALSE)
   if (is.null(body)) body <- raw()
-  meta <- priv$.metadata
+  meta <- st$metadata
   if (consolidated_is_v2(root)) {
     head <- paste0("{\n  \"metadata\": {\n    \".zgroup\": ", json_format(list(zarr_format = 2L), 2L))
     if (length(meta$attributes))
@@ -167,9 +169,9 @@ consolidated_write <- function(root) {
     obj <- if (length(body)) c(charToRaw("{"), body[-1L], charToRaw("\n    }")) else charToRaw("{}")
     store$set("zarr.json", c(charToRaw(substr(doc, 1L, at - 1L)), obj,
                              charToRaw(substring(doc, at + attr(at, "match.length")))))
-    map <- priv$.consolidated
+    map <- st$map
     meta$consolidated_metadata$metadata <- if (length(map)) map else named_list()
-    priv$.metadata <- meta
+    root$consolidated_state(metadata = meta)
   }
   invisible(NULL)
 }
@@ -183,10 +185,9 @@ drop_consolidated_below <- function(group) update_consolidated(group, below = TR
 update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TRUE) {
   if (!consolidated_active(node)) return(invisible(NULL))
   root <- root_of(node)
-  priv <- root$.__enclos_env__$private
   if (!identical(node, root) || below) {
     txt <- consolidated_text(root)
-    map <- priv$.consolidated
+    map <- root$consolidated_state()$map
     p <- sub("^/", "", node$path)
     sub_prefix <- if (nzchar(p)) paste0(p, "/") else ""
     gone <- names(map)[startsWith(names(map), sub_prefix) | (removed & names(map) == p)]
@@ -211,8 +212,7 @@ update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TR
         }
       }
     }
-    priv$.consolidated <- if (length(map)) map else named_list()
-    priv$.consolidated_text <- txt
+    root$consolidated_state(map = if (length(map)) map else named_list(), text = txt)
   }
   if (write) consolidated_write(root)
   invisible(NULL)

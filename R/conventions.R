@@ -5,8 +5,14 @@
 #' `zarr_conventions` attribute (an array of objects with `uuid`,
 #' `schema_url`, `spec_url`, `name` and `description`), and keeps the
 #' convention's own properties at the root of its attributes. This base class
-#' registers a convention; descendants such as [zarr_conv_ref] and
-#' [zarr_conv_uom] also write their properties.
+#' registers a convention; descendants such as [zarr_convention_ref] and
+#' [zarr_convention_uom] also write their properties.
+#'
+#' Descendants hold the properties of one use of the convention: `set()`
+#' sets them, `as_list()` returns them as the list to store under the
+#' attributes, `clear()` forgets them (the forms of zarr 1.0.0); `write()`
+#' registers the convention in a list of attributes and puts the properties
+#' there (the 0.3.0 form). The base class has no properties.
 #'
 #' @export
 zarr_convention <- R6::R6Class("zarr_convention",
@@ -60,7 +66,22 @@ zarr_convention <- R6::R6Class("zarr_convention",
     #'   attributes unchanged.
     #' @param attributes A list with the attributes of a group or array.
     #' @return The updated attributes.
-    write = function(attributes) attributes
+    write = function(attributes) attributes,
+
+    # ---- the 1.0.0 forms
+    #' @description Set the properties of this use of the convention. The
+    #'   base class has none.
+    #' @param ... The properties (see the descendant classes).
+    #' @return Self, invisibly.
+    set = function(...) invisible(self),
+
+    #' @description The properties as a list, as stored in the attributes.
+    #' @return A list (empty for the base class).
+    as_list = function() list(),
+
+    #' @description Forget the properties set.
+    #' @return Self, invisibly.
+    clear = function() invisible(self)
   ),
   active = list(
     #' @field name (read-only) The name of the convention.
@@ -93,20 +114,26 @@ as_single_string <- function(value, what) {
 #' Convention "ref": references to other Zarr objects
 #'
 #' Refers from a group or array to another group, array or attribute, in the
-#' same store or in another one (given by `uri`). The properties are written
-#' under the attribute key `ref`.
+#' same store or in another one (given by `uri`), following the "ref"
+#' convention at version 2.0.0. In that version a reference is
+#' `{"uri", "node", "attribute"}`: `node` a path to the group or array
+#' (relative to the referring node, or absolute in the store at `uri`),
+#' `attribute` a JSON pointer into its metadata. Set them with `set()`, read
+#' them with `as_list()`. The fields of the 0.3.0 form (`array`, `group`,
+#' `attribute`, `index`, `name`) still work and `write()` stores them under
+#' the attribute key `ref`. `zarr_conv_ref` is the same class.
 #'
 #' @export
-zarr_conv_ref <- R6::R6Class("zarr_conv_ref",
+zarr_convention_ref <- R6::R6Class("zarr_convention_ref",
   inherit = zarr_convention,
   cloneable = FALSE,
   public = list(
     #' @description Create a "ref" convention agent.
     #' @return A new agent.
     initialize = function() {
-      super$initialize("ref", "https://raw.githubusercontent.com/R-CF/zarr_convention_ref/main/schema.json",
-                       "d89b30cf-ed8c-43d5-9a16-b492f0cd8786")
-      private$.spec <- "https://raw.githubusercontent.com/R-CF/zarr_convention_ref/main/README.md"
+      k <- known_conventions$ref
+      super$initialize(k$name, k$schema, k$uuid)
+      private$.spec <- k$spec
       private$.description <- "Referencing Zarr objects external to the current Zarr object"
     },
 
@@ -115,23 +142,64 @@ zarr_conv_ref <- R6::R6Class("zarr_conv_ref",
     #' @param attributes A list with the attributes of a group or array.
     #' @return The updated attributes.
     write = function(attributes) {
-      ref <- Filter(Negate(is.null), list(uri = private$.uri, array = private$.array,
-                                          group = private$.group, attribute = private$.attribute,
-                                          index = private$.index, name = private$.refname))
+      ref <- if (!is.null(private$.node)) self$as_list() else
+        Filter(Negate(is.null), list(uri = private$.uri, array = private$.array,
+                                     group = private$.group, attribute = private$.attribute,
+                                     index = private$.index, name = private$.refname))
       if (!length(ref)) zarr_abort("argument", "set at least one property of the reference")
       attributes <- self$register(attributes)
       attributes$ref <- ref
       attributes
+    },
+
+    #' @description Set the reference (the 1.0.0 form).
+    #' @param node The path of the group or array referred to.
+    #' @param uri Optional URI of another store.
+    #' @param attribute Optional JSON pointer ("/a/b/0") into the metadata of
+    #'   `node`.
+    #' @return Self, invisibly.
+    set = function(node, uri = NULL, attribute = NULL) {
+      if (missing(uri)) uri <- NULL # also when a caller passes on its own missing argument
+      if (missing(attribute)) attribute <- NULL
+      if (!is.character(node) || length(node) != 1L || is.na(node) || !nzchar(node))
+        zarr_abort("argument", "argument `node` must be a non-empty string")
+      if (!is.null(uri) && (!is.character(uri) || length(uri) != 1L || is.na(uri) || !nzchar(uri)))
+        zarr_abort("argument", "argument `uri` must be a non-empty string")
+      if (!is.null(attribute)) json_pointer_tokens(attribute)
+      private$.node <- node
+      private$.uri <- uri
+      private$.attribute <- attribute
+      invisible(self)
+    },
+
+    #' @description The reference as a list: `uri` (when set), `node` and
+    #'   `attribute` (when set).
+    #' @return A list.
+    as_list = function() {
+      if (is.null(private$.node)) zarr_abort("argument", "set the node of the reference first")
+      Filter(Negate(is.null), list(uri = private$.uri, node = private$.node,
+                                   attribute = if (isTRUE(nzchar(private$.attribute))) private$.attribute))
+    },
+
+    #' @description Forget the reference.
+    #' @return Self, invisibly.
+    clear = function() {
+      private$.uri <- private$.node <- private$.array <- private$.group <- NULL
+      private$.attribute <- private$.index <- private$.refname <- NULL
+      invisible(self)
     }
   ),
   active = list(
+    #' @field node Path of the referenced group or array (version 2.0.0).
+    node = function(value) if (missing(value)) private$.node else private$.node <- as_single_string(value, "node"),
     #' @field uri URI (RFC 3986) of an external Zarr store.
     uri = function(value) if (missing(value)) private$.uri else private$.uri <- as_single_string(value, "uri"),
-    #' @field array Path of the referenced array.
+    #' @field array Path of the referenced array (0.3.0 form).
     array = function(value) if (missing(value)) private$.array else private$.array <- as_single_string(value, "array"),
-    #' @field group Path of the referenced group.
+    #' @field group Path of the referenced group (0.3.0 form).
     group = function(value) if (missing(value)) private$.group else private$.group <- as_single_string(value, "group"),
-    #' @field attribute Path from the root of the metadata to a referenced attribute.
+    #' @field attribute Path to a referenced attribute (a JSON pointer in
+    #'   version 2.0.0).
     attribute = function(value) {
       if (missing(value)) private$.attribute else private$.attribute <- as_single_string(value, "attribute")
     },
@@ -148,27 +216,54 @@ zarr_conv_ref <- R6::R6Class("zarr_conv_ref",
       private$.refname <- as_single_string(value, "name")
     }
   ),
-  private = list(.uri = NULL, .array = NULL, .group = NULL, .attribute = NULL, .index = NULL,
+  private = list(.uri = NULL, .node = NULL, .array = NULL, .group = NULL, .attribute = NULL, .index = NULL,
                  .refname = NULL)
 )
+
+#' Convention classes under their 0.3.0 names
+#'
+#' `zarr_conv_ref` is the class [zarr_convention_ref] and `zarr_conv_uom`
+#' the class [zarr_convention_uom], under the names they had in version
+#' 0.3.0.
+#' @name zarr_conv_aliases
+#' @aliases zarr_conv_ref zarr_conv_uom
+#' @rawNamespace export(zarr_conv_ref, zarr_conv_uom)
+NULL
+
+zarr_conv_ref <- zarr_convention_ref
+
+# The reference tokens of a JSON pointer (RFC 6901); an error when it is not one.
+json_pointer_tokens <- function(ptr) {
+  if (!is.character(ptr) || length(ptr) != 1L || is.na(ptr))
+    zarr_abort("argument", "a JSON pointer must be a single string")
+  if (!nzchar(ptr)) return(character())
+  if (!startsWith(ptr, "/")) zarr_abort("argument", sprintf("'%s' is not a JSON pointer: it must start with '/'", ptr))
+  tok <- strsplit(substring(ptr, 2L), "/", fixed = TRUE)[[1L]]
+  if (endsWith(ptr, "/")) tok <- c(tok, "")
+  if (any(grepl("~(?![01])", tok, perl = TRUE)))
+    zarr_abort("argument", sprintf("'%s' is not a JSON pointer: '~' must be followed by 0 or 1", ptr))
+  gsub("~0", "~", gsub("~1", "/", tok, fixed = TRUE), fixed = TRUE)
+}
 
 #' Convention "uom": units of measurement
 #'
 #' Describes the unit of measurement of array data in UCUM notation, written
 #' under the attribute key `uom` as `{"ucum": {"version", "unit"},
-#' "description"}`.
+#' "description"}`. Set the unit with the fields or with `set()`;
+#' `as_list()` gives the `uom` value (unit "1" and UCUM version "2.2" when
+#' not set). `zarr_conv_uom` is the same class.
 #'
 #' @export
-zarr_conv_uom <- R6::R6Class("zarr_conv_uom",
+zarr_convention_uom <- R6::R6Class("zarr_convention_uom",
   inherit = zarr_convention,
   cloneable = FALSE,
   public = list(
     #' @description Create a "uom" convention agent.
     #' @return A new agent.
     initialize = function() {
-      super$initialize("uom", "https://raw.githubusercontent.com/clbarnes/zarr-convention-uom/refs/tags/v1/schema.json",
-                       "3bbe438d-df37-49fe-8e2b-739296d46dfb")
-      private$.spec <- "https://github.com/clbarnes/zarr-convention-uom/blob/v1/README.md"
+      k <- known_conventions$uom
+      super$initialize(k$name, k$schema, k$uuid)
+      private$.spec <- k$spec
       private$.description <- "Units of measurement for Zarr arrays"
     },
 
@@ -183,6 +278,35 @@ zarr_conv_uom <- R6::R6Class("zarr_conv_uom",
       attributes <- self$register(attributes)
       attributes$uom <- uom
       attributes
+    },
+
+    #' @description Set the unit (the 1.0.0 form).
+    #' @param unit The unit in UCUM notation.
+    #' @param version Optional UCUM version.
+    #' @param description Optional free-text description of the unit.
+    #' @return Self, invisibly.
+    set = function(unit, version = NULL, description = NULL) {
+      if (missing(version)) version <- NULL
+      if (missing(description)) description <- NULL
+      private$.unit <- as_single_string(unit, "unit")
+      if (!is.null(version)) private$.version <- as_single_string(version, "version")
+      if (!is.null(description)) private$.uom_description <- as_single_string(description, "description")
+      invisible(self)
+    },
+
+    #' @description The `uom` value as a list.
+    #' @return A list with `ucum` (`version`, `unit`) and `description` when set.
+    as_list = function() {
+      out <- list(ucum = list(version = private$.version %||% "2.2", unit = private$.unit %||% "1"))
+      if (isTRUE(nzchar(private$.uom_description))) out$description <- private$.uom_description
+      out
+    },
+
+    #' @description Forget the unit, version and description.
+    #' @return Self, invisibly.
+    clear = function() {
+      private$.unit <- private$.version <- private$.uom_description <- NULL
+      invisible(self)
     }
   ),
   active = list(
@@ -199,4 +323,29 @@ zarr_conv_uom <- R6::R6Class("zarr_conv_uom",
     }
   ),
   private = list(.version = NULL, .unit = NULL, .uom_description = NULL)
+)
+
+zarr_conv_uom <- zarr_convention_uom
+
+#' The Zarr conventions this package knows
+#'
+#' @return A data frame with one row per convention and the columns `name`,
+#'   `schema` (the URL of its JSON schema), `uuid` and `spec` (the URL of its
+#'   specification). Domain packages may add their own rows to a copy.
+#' @export
+#' @examples
+#' zarr_conventions()
+zarr_conventions <- function() {
+  col <- function(f) vapply(known_conventions, function(k) k[[f]], "", USE.NAMES = FALSE)
+  data.frame(name = col("name"), schema = col("schema"), uuid = col("uuid"), spec = col("spec"),
+             stringsAsFactors = FALSE)
+}
+
+known_conventions <- list(
+  ref = list(name = "ref", uuid = "d89b30cf-ed8c-43d5-9a16-b492f0cd8786",
+             schema = "https://raw.githubusercontent.com/R-CF/zarr_convention_ref/refs/tags/v2.0.0/schema.json",
+             spec = "https://github.com/R-CF/zarr_convention_ref/blob/v2.0.0/README.md"),
+  uom = list(name = "uom", uuid = "3bbe438d-df37-49fe-8e2b-739296d46dfb",
+             schema = "https://raw.githubusercontent.com/clbarnes/zarr-convention-uom/refs/tags/v1/schema.json",
+             spec = "https://github.com/clbarnes/zarr-convention-uom/blob/v1/README.md")
 )

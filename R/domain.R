@@ -38,6 +38,13 @@ zarr_domain <- R6::R6Class("zarr_domain",
   active = list(
     #' @field name (read-only) The name of the domain.
     name = function(value) private$.name,
+    #' @field open_hierarchy (read-only) Whether opening a store, while this
+    #'   domain is registered, builds the whole hierarchy and then calls
+    #'   `post_open()` on every node (as zarr 1.0.0 does on every open). `TRUE`
+    #'   here; a domain whose nodes need nothing beyond themselves can return
+    #'   `FALSE`, and its nodes are then built when first used (with their
+    #'   `post_open()` right after).
+    open_hierarchy = function(value) TRUE,
     #' @field can_read (read-only) Whether the domain can read stores.
     can_read = function(value) TRUE,
     #' @field can_write (read-only) Whether the domain can write stores.
@@ -81,17 +88,77 @@ zarr_domains <- function() domain_registry$domains
 
 default_domain <- function() zarr_domain$new("zarr")
 
+# Nodes being built while a store is opened: the constructors of
+# zarr_group and zarr_array then neither look for the node in the store nor
+# attach it to its parent (the caller does).
+node_build <- new.env(parent = emptyenv())
+node_build$depth <- 0L
+
+node_opening <- function() node_build$depth > 0L
+
+# The arguments a domain's build() declares, once per domain object: the
+# 0.3.0 form is (name, metadata, parent, store), the 1.0.0 form
+# (name, metadata, parent), where the parent of a root node is the zarr object.
+domain_build_args <- function(d) {
+  f <- names(formals(d$build))
+  if ("..." %in% f) c("name", "metadata", "parent", "store") else intersect(c("name", "metadata", "parent", "store"), f)
+}
+
 # Build the object for one node: registered domains first, then the defaults.
-build_node <- function(name, metadata, parent, store) {
+# `owner` is the zarr object a root node belongs to, when there is one. A
+# node that a domain builds gets its post_open() call, unless `post_open` is
+# FALSE (a group calls it once all of its children are built).
+build_node <- function(name, metadata, parent, store, owner = NULL, post_open = TRUE) {
+  metadata <- node_metadata(metadata)
+  node_build$depth <- node_build$depth + 1L
+  on.exit(node_build$depth <- node_build$depth - 1L)
   for (d in domain_registry$domains) {
-    node <- d$build(name, metadata, parent, store)
-    if (inherits(node, "zarr_node")) return(node)
+    wanted <- domain_build_args(d)
+    args <- list(name = name, metadata = metadata,
+                 parent = if (is.null(parent) && !"store" %in% wanted) owner else parent,
+                 store = store)
+    node <- tryCatch(do.call(d$build, unname(args[wanted])), error = function(e) {
+      class(e) <- unique(c("zarr_domain_error", class(e)))
+      stop(e)
+    })
+    if (inherits(node, "zarr_node")) {
+      node_build$depth <- node_build$depth - 1L
+      on.exit()
+      if (isTRUE(post_open)) node$post_open()
+      return(node)
+    }
   }
+  if (is.null(parent) && !is.null(owner)) parent <- owner
   nt <- metadata[["node_type"]]
   switch(if (is.character(nt) && length(nt) == 1L && !is.na(nt)) nt else "",
     group = zarr_group$new(name, metadata, parent, store),
     array = zarr_array$new(name, metadata, parent, store),
     zarr_abort("metadata", sprintf("unknown node type '%s'", substr(paste(format(nt), collapse = " "), 1L, 100L)),
-               array = if (is.null(parent)) "/" else name)
+               array = if (is.null(parent) || inherits(parent, "zarr")) "/" else name)
   )
+}
+
+# Whether a node came from a registered domain (its post_open() is called).
+domain_node <- function(node) !class(node)[1L] %in% c("zarr_group", "zarr_array")
+
+with_node_opening <- function(expr) {
+  node_build$depth <- node_build$depth + 1L
+  on.exit(node_build$depth <- node_build$depth - 1L)
+  expr
+}
+
+# post_open() of a node a domain built, unless a whole hierarchy is being
+# opened (then zarr$new() calls it on every node once all are built).
+run_post_open <- function(node) {
+  if (!node_build$eager && domain_node(node)) node$post_open()
+  invisible(node)
+}
+node_build$eager <- FALSE
+
+# Whether opening a store builds the whole hierarchy and then calls
+# post_open() on every node, as zarr 1.0.0 does: when a registered domain
+# asks for it (its `open_hierarchy` field, TRUE unless the domain says not).
+domains_want_hierarchy <- function() {
+  for (d in domain_registry$domains) if (!isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE))) return(TRUE)
+  FALSE
 }

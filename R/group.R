@@ -9,22 +9,88 @@ zarr_group <- R6::R6Class("zarr_group",
   inherit = zarr_node,
   cloneable = FALSE,
   public = list(
-    #' @description Open a group that exists in the store.
+    #' @description Open a group, or create it. In the 0.3.0 form
+    #'   (`name, metadata, parent, store`) the group exists in the store. In
+    #'   the form of zarr 1.0.0 (`name, metadata, parent`, no store) `parent`
+    #'   is a [zarr_group] or, for the root group, the [zarr] object; the
+    #'   group is created in the store when it is not there yet (with
+    #'   `metadata`, when given) and becomes a child of `parent` (or the root
+    #'   of the `zarr` object).
     #' @param name The name of the group ("" for the root group).
-    #' @param metadata List with the metadata of the group.
-    #' @param parent The parent group, missing or `NULL` for the root.
-    #' @param store The store (for a root group).
+    #' @param metadata List with the metadata of the group; may be missing in
+    #'   the 1.0.0 form.
+    #' @param parent The parent group, missing or `NULL` for the root, or the
+    #'   [zarr] object.
+    #' @param store The store (for a root group in the 0.3.0 form).
     #' @return An instance of this class.
     initialize = function(name, metadata, parent, store) {
-      super$initialize(name, metadata, parent, store)
+      if (missing(parent)) parent <- NULL
+      if (!missing(store) || is.null(parent) || node_opening()) {
+        super$initialize(name, metadata, parent, store)
+        return(invisible(self))
+      }
+      # the 1.0.0 form
+      if (inherits(parent, "zarr")) name <- ""
+      if (!missing(metadata) && !is.null(metadata) &&
+          (!is.list(metadata) || !identical(metadata[["node_type"]], "group")))
+        zarr_abort("metadata", "the metadata does not describe a group")
+      st <- parent$store
+      prefix <- if (inherits(parent, "zarr")) "" else paste0(parent$prefix, name, "/")
+      existing <- if (nzchar(prefix)) parent$open_child(name) else st$get_metadata("")
+      if (inherits(existing, "zarr_node")) existing <- existing$metadata
+      created <- is.null(existing)
+      if (created) {
+        fmt <- if (inherits(parent, "zarr_group")) parent$metadata$zarr_format else NULL
+        existing <- st$create_group(if (inherits(parent, "zarr")) "/" else parent$path, name,
+                                    fmt %||% st$version)
+      }
+      if (missing(metadata) || is.null(metadata)) metadata <- existing
+      super$initialize(name, metadata, parent)
+      if (created && length(metadata$attributes)) self$save()
+      if (inherits(parent, "zarr")) parent$root <- self
+      else {
+        parent$set_node(self)
+        if (created) update_consolidated(self)
+      }
+    },
+
+    # ---- 1.0.0 API: attaching nodes, the consolidated copy of a root group
+    #' @description Make a node a child of this group, in place of a child
+    #'   of the same name that this object knows (the store is not changed).
+    #' @param node A [zarr_group] or [zarr_array] whose parent is this group.
+    #' @return Self, invisibly.
+    set_node = function(node) {
+      if (!inherits(node, "zarr_node") || !identical(node$parent, self))
+        zarr_abort("argument", "set_node() takes a node whose parent is this group")
+      private$.children[[node$name]] <- node
+      invisible(self)
+    },
+
+    #' @description Internal: the consolidated metadata a root group keeps
+    #'   (its map of node metadata and their formatted JSON) and the group's
+    #'   own metadata document. Arguments given replace the values.
+    #' @param map,text,metadata New values.
+    #' @return A list with `map`, `text` and `metadata`, invisibly.
+    consolidated_state = function(map, text, metadata) {
+      if (!missing(map)) private$.consolidated <- map
+      if (!missing(text)) private$.consolidated_text <- text
+      if (!missing(metadata)) private$.metadata <- metadata
+      invisible(list(map = private$.consolidated, text = private$.consolidated_text,
+                     metadata = private$.metadata))
     },
 
     #' @description Print a summary of the group.
     print = function() {
-      cat("<Zarr group>", self$path, "\n")
       kids <- self$children
       n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
-      cat(sprintf("Children: %d group(s), %d array(s)\n", n_g, length(kids) - n_g))
+      lab <- c(if (nzchar(private$.domain)) "Domain", "Children")
+      val <- c(if (nzchar(private$.domain)) private$.domain, sprintf("%d group(s), %d array(s)", n_g, length(kids) - n_g))
+      if (use_cli()) print_lines(paste("<Zarr group>", self$path), lab, val)
+      else {
+        cat("<Zarr group>", self$path, "\n")
+        cat(sprintf("%s: %s\n", lab, val), sep = "")
+      }
+      private$print_details()
       self$print_attributes()
       invisible(self)
     },
@@ -57,8 +123,10 @@ zarr_group <- R6::R6Class("zarr_group",
       }
       # children opened by path in a store that cannot be listed stay known
       kids <- c(kids, private$.children[setdiff(names(private$.children), names(kids))])
+      new_kids <- kids[!names(kids) %in% names(private$.children)]
       private$.children <- kids
       private$.built <- TRUE
+      for (k in new_kids) run_post_open(k)
       invisible(self)
     },
 
@@ -84,9 +152,12 @@ zarr_group <- R6::R6Class("zarr_group",
       } else {
         meta <- store$get_metadata(paste0(self$prefix, name, "/"))
         if (is.null(meta)) return(NULL)
-        kid <- build_node(name, meta, self, store)
+        kid <- build_node(name, meta, self, store, post_open = FALSE)
       }
-      if (!is.null(kid)) private$.children[[name]] <- kid
+      if (!is.null(kid)) {
+        private$.children[[name]] <- kid
+        run_post_open(kid)
+      }
       kid
     },
 
@@ -250,8 +321,10 @@ zarr_group <- R6::R6Class("zarr_group",
         error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
       if (is.null(meta)) return(NULL)
       if (inherits(meta, "condition")) return(broken_node(nm, meta, self, store))
-      tryCatch(build_node(nm, meta, self, store),
-               error = function(e) broken_node(nm, as_metadata_error(e), self, store))
+      tryCatch(build_node(nm, meta, self, store, post_open = FALSE), error = function(e) {
+        if (inherits(e, "zarr_domain_error")) stop(e) # a domain's refusal is raised
+        broken_node(nm, as_metadata_error(e), self, store)
+      })
     }
   )
 )
@@ -293,7 +366,7 @@ str.zarr_group <- function(object, ...) {
 # A node whose metadata could not be read: an array that raises `err` when used.
 broken_node <- function(name, err, parent, store) {
   meta <- structure(list(node_type = "array"), zarr_broken = TRUE)
-  node <- zarr_array$new(name, meta, parent, store)
+  node <- with_node_opening(zarr_array$new(name, meta, parent, store))
   node$.__enclos_env__$private$.problem <- err
   node
 }

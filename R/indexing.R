@@ -36,6 +36,15 @@ index_args <- function(nd, call_args, env, path) {
   lapply(call_args, function(a) if (identical(a, quote(expr = ))) NULL else eval(a, env))
 }
 
+# Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
+# selection elements are ranges) take them as they are.
+resolved_selection <- function(sel, shape, path) {
+  lapply(seq_along(shape), function(d) {
+    r <- resolve_index(sel[[d]], shape[d], d, path)
+    if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
+  })
+}
+
 #' @rdname array-indexing
 #' @export
 `[.zarr_array` <- function(x, i, j, ..., drop = TRUE) {
@@ -46,7 +55,7 @@ index_args <- function(nd, call_args, env, path) {
   if (nd == 0L) return(x$read())
   sel <- index_args(nd, call_args, parent.frame(), x$path)
   if (!is.null(sel$linear)) return(read_linear(x, sel$linear))
-  out <- x$read(sel)
+  out <- x$read(resolved_selection(sel, shape, x$path))
   if (nd > 1L && isTRUE(drop)) out <- drop(out)
   out
 }
@@ -55,12 +64,12 @@ read_linear <- function(x, idx) {
   shape <- x$shape
   n <- prod(shape)
   pos <- sel_indices(resolve_index(idx, n, 1L, x$path)) # 0-based linear positions
-  if (!length(pos)) return(x$read(lapply(shape, function(s) numeric()))[0])
+  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")))[0])
   sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
   # read the bounding box of the wanted elements once, then pick
   lo <- apply(sub, 2L, min)
   hi <- apply(sub, 2L, max)
-  box <- x$read(lapply(seq_along(shape), function(d) lo[d]:hi[d]))
+  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)))
   dim(box) <- hi - lo + 1
   as.vector(box[sweep(sub, 2L, lo - 1)])
 }
@@ -78,7 +87,7 @@ read_linear <- function(x, idx) {
   }
   sel <- index_args(nd, call_args, parent.frame(), x$path)
   if (!is.null(sel$linear)) zarr_abort("index", "replacement needs one index per dimension", array = x$path)
-  x$write(value, sel)
+  x$write(value, resolved_selection(sel, shape, x$path))
   invisible(x)
 }
 

@@ -180,8 +180,10 @@ json_write <- function(x, pretty = TRUE) {
 }
 
 # Attributes as R users expect them: JSON arrays of scalars become vectors.
-json_simplify <- function(x) {
-  if (inherits(x, "json_literal")) return(unclass(x)) # an integer beyond 2^53, as digits
+# With `literal = TRUE`, integers beyond 2^53 stay "json_literal" values
+# (written back as the same bare numbers), else they become their digits.
+json_simplify <- function(x, literal = FALSE) {
+  if (inherits(x, "json_literal")) return(if (literal) x else unclass(x)) # an integer beyond 2^53
   if (!is.list(x)) return(x)
   if (is.null(names(x)) && length(x) &&
       all(vapply(x, function(e) is.atomic(e) && length(e) == 1L, TRUE))) {
@@ -191,7 +193,7 @@ json_simplify <- function(x) {
     if (all(vapply(x, is.null, TRUE))) return(x)
   }
   if (is.null(names(x)) && length(x) && all(vapply(x, is.null, TRUE))) return(x)
-  out <- lapply(x, json_simplify)
+  out <- lapply(x, json_simplify, literal = literal)
   names(out) <- names(x)
   out
 }
@@ -209,4 +211,11 @@ json_prepare <- function(x) {
     return(x)
   }
   x
+}
+
+# The digits of the "json_literal" integers in a simplified value.
+json_unliteral <- function(x) {
+  if (inherits(x, "json_literal")) return(unclass(x))
+  if (!is.list(x) || !length(x)) return(x)
+  rapply(x, unclass, classes = "json_literal", how = "replace")
 }

@@ -294,7 +294,11 @@ map_block_task <- function(item, src, dst, fun, args) {
     x <- a$read(sel)
     idx <- sel
     dn <- a$dimension_names
-    if (!is.null(dn)) names(idx) <- ifelse(is.na(dn), "", dn)
+    if (!is.null(dn)) {
+      names(idx) <- ifelse(is.na(dn), "", dn)
+      if (is.null(dimnames(x)) && length(dim(x)) == length(dn))
+        dimnames(x) <- stats::setNames(vector("list", length(dn)), names(idx))
+    }
     attr(x, "index") <- idx
     attr(x, "block") <- item$block
     val <- do.call(fun, c(list(x), args))

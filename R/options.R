@@ -90,7 +90,16 @@ zarr_int64_mode <- function() {
   match.arg(mode, c("integer64", "double"))
 }
 
-`%||%` <- function(a, b) if (is.null(a)) b else a
+#' Default for `NULL`
+#'
+#' `x %||% y` is `y` when `x` is `NULL`, else `x`, as in base R from 4.4.0.
+#' Exported on older versions of R only, for code (such as domain packages
+#' written for R 4.4) that uses the operator of base R.
+#' @param x,y Any values.
+#' @return `x`, or `y` when `x` is `NULL`.
+#' @name null-default
+#' @rawNamespace if (getRversion() < "4.4.0") export("%||%")
+`%||%` <- function(x, y) if (is.null(x)) y else x
 
 `%|NA|%` <- function(a, b) if (length(a) != 1L || is.na(a)) b else a
 
@@ -181,8 +190,9 @@ option_value <- function(key, entry) {
 #' zarr_options("chunk_length", old)
 zarr_options <- function(key, value) {
   tab <- zarr_option_table()
-  if (missing(key)) return(mapply(option_value, names(tab), tab, SIMPLIFY = FALSE))
+  if (missing(key)) return(c(mapply(option_value, names(tab), tab, SIMPLIFY = FALSE), list(zarr_theme = zarr_theme())))
   key <- option_key(key)
+  if (identical(key, "zarr_theme")) return(zarr_theme()) # read-only, made from the styles
   entry <- tab[[key]]
   if (is.null(entry)) zarr_abort("argument", sprintf("'%s' is not an option of the zarr package", key))
   old <- option_value(key, entry)
@@ -191,6 +201,7 @@ zarr_options <- function(key, value) {
     args <- list(value)
     names(args) <- paste0("zarr.", key)
     options(args)
+    if (endsWith(key, "_style")) forget_zarr_theme()
   }
   invisible(old)
 }
@@ -244,6 +255,7 @@ reset_options <- function() {
   if (file.exists(f)) unlink(f)
   keys <- paste0("zarr.", names(zarr_option_table()))
   options(stats::setNames(vector("list", length(keys)), keys))
+  forget_zarr_theme()
   invisible(NULL)
 }
 

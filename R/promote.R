@@ -63,7 +63,7 @@ promote_array <- function(arr, priv, dimension, length) {
     cd
   })
   if (!is.null(m$dimension_names)) {
-    dn <- vapply(m$dimension_names, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "")
+    dn <- vapply(m$dimension_names, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
     m$dimension_names <- as.list(append(dn, NA_character_, after = k))
   }
   if (identical(as.integer(m$zarr_format), 2L)) m$attributes[["_ARRAY_DIMENSIONS"]] <- NULL

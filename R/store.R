@@ -332,6 +332,8 @@ named_list <- function() structure(list(), names = character())
 # Metadata as written: shapes and other vectors stay JSON arrays.
 json_prepare_metadata <- function(meta) {
   for (f in c("shape", "dimension_names")) if (!is.null(meta[[f]])) meta[[f]] <- json_array(meta[[f]])
+  cs <- meta$chunk_grid$configuration$chunk_shape
+  if (is.atomic(cs) && !is.null(cs)) meta$chunk_grid$configuration$chunk_shape <- json_array(cs)
   if (!is.null(meta$attributes)) {
     meta$attributes <- json_prepare(meta$attributes)
     if (!length(meta$attributes)) meta$attributes <- named_list()

@@ -7,32 +7,68 @@
 zarr <- R6::R6Class("zarr",
   cloneable = TRUE,
   public = list(
-    #' @description Open the hierarchy in a store.
-    #' @param store A [zarr_store] that holds a root group or array.
+    #' @description Open the hierarchy in a store, or start a new one.
+    #' @param store A [zarr_store]; or a location: a directory path (or
+    #'   "file://" URI; the directory is created when absent), an `http(s)://`
+    #'   URL or an `s3://bucket/prefix` URL; or `NULL` or missing for a new
+    #'   store in memory. A store without a root node gives a zarr object
+    #'   whose `root` is `NULL` until a root group or array is made (with
+    #'   `zarr_group$new(name = "", parent = z)`, [zarr_array]`$new()` or by
+    #'   assigning `root`).
+    #' @param read_only For a location: whether to open it read-only. The
+    #'   default `NULL` means `FALSE` for a local directory, `TRUE` for a web
+    #'   server or S3.
+    #' @param protocol For a location: "local", "http" or "s3", when it cannot
+    #'   be told from the location (an S3-compatible service at an
+    #'   `https://` URL, "https://host/bucket/prefix").
+    #' @param ... For S3: further arguments of [zarr_s3store] (`region`,
+    #'   `profile`, `access_key`, `secret_key`, `session_token`, `endpoint`,
+    #'   `anonymous`).
     #' @return A zarr object.
-    initialize = function(store) {
-      if (!inherits(store, "zarr_store")) zarr_abort("argument", "store must be a zarr_store")
+    initialize = function(store, read_only = NULL, protocol = NULL, ...) {
+      if (missing(store) || is.null(store)) store <- zarr_memorystore$new()
+      else if (!inherits(store, "zarr_store")) store <- store_for_location(store, read_only, protocol, ...)
       private$.store <- store
+      private$.domain <- default_domain()
       meta <- store$get_metadata("")
       if (is.null(meta) && store$supports_listing && length(store$list_dir(""))) # an implicit root group
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
-      if (is.null(meta)) zarr_abort("not_found", "the store has no root group or array")
-      private$.root <- build_node("", meta, NULL, store)
-      if (inherits(private$.root, "zarr_group"))
-        private$.root$.__enclos_env__$private$.consolidated <- read_consolidated(store, meta)
-      private$.domain <- default_domain()
+      if (is.null(meta)) {
+        # nothing could ever be made in a read-only store without a root
+        if (store$read_only) zarr_abort("not_found", "the store has no root group or array")
+        return(invisible(self)) # uninitialised: no root yet
+      }
+      private$open_root(meta)
     },
 
     #' @description Print a summary of the Zarr object.
     print = function() {
       st <- private$.store
-      cat("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root else st$friendlyClassName, "\n")
-      cat("Version:", self$version, if (st$read_only) "(read-only)", "\n")
       root <- private$.root
+      title <- paste("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root else st$friendlyClassName)
+      version <- paste(self$version, if (st$read_only) "(read-only)" else "")
+      if (use_cli()) {
+        lab <- c("Version", if (inherits(root, "zarr_group")) c("Groups", "Arrays"))
+        val <- c(version, if (inherits(root, "zarr_group")) c(length(self$groups), length(self$arrays)))
+        print_lines(title, lab, val)
+        if (inherits(root, "zarr_group")) {
+          cli::cli_verbatim(tree_lines(root))
+          root$print_attributes()
+        } else if (is.null(root)) {
+          cli::cli_text("(uninitialised: no root group or array yet)")
+        } else {
+          print(root)
+        }
+        return(invisible(self))
+      }
+      cat(title, "\n")
+      cat("Version:", version, "\n")
       if (inherits(root, "zarr_group")) {
         cat(sprintf("Groups : %d\nArrays : %d\n", length(self$groups), length(self$arrays)))
         cat(tree_lines(root), sep = "\n")
         root$print_attributes()
+      } else if (is.null(root)) {
+        cat("(uninitialised: no root group or array yet)\n")
       } else {
         print(root)
       }
@@ -41,7 +77,7 @@ zarr <- R6::R6Class("zarr",
 
     #' @description Print the hierarchy of groups and arrays as a tree.
     hierarchy = function() {
-      cat(tree_lines(private$.root), sep = "\n")
+      if (is.null(private$.root)) cat("(uninitialised)\n") else cat(tree_lines(private$.root), sep = "\n")
       invisible(self)
     },
 
@@ -51,7 +87,7 @@ zarr <- R6::R6Class("zarr",
     get_node = function(path) {
       if (!is.character(path) || length(path) != 1L || !startsWith(path, "/"))
         zarr_abort("argument", "a node path must be a single string starting with '/'")
-      if (path == "/") return(private$.root)
+      if (path == "/" || is.null(private$.root)) return(private$.root)
       if (!inherits(private$.root, "zarr_group")) return(NULL)
       private$.root$get_node(sub("^/", "", path))
     },
@@ -107,7 +143,7 @@ zarr <- R6::R6Class("zarr",
         st$erase_prefix("")
         for (k in c("zarr.json", ".zarray", ".zattrs")) if (st$exists(k)) st$erase(k)
         meta <- st$create_group("/", "")
-        private$.root <- build_node("", meta, NULL, st)
+        private$open_root(meta)
       } else {
         node$parent$delete(node$name)
       }
@@ -136,9 +172,20 @@ zarr <- R6::R6Class("zarr",
   ),
   active = list(
     #' @field version (read-only) The Zarr format version of the root node.
-    version = function(value) as.integer(private$.root$metadata$zarr_format %||% 3L),
-    #' @field root (read-only) The root node.
-    root = function(value) private$.root,
+    version = function(value) {
+      if (is.null(private$.root)) return(as.integer(private$.store$version %||% 3L))
+      as.integer(private$.root$metadata$zarr_format %||% 3L)
+    },
+    #' @field root The root node (`NULL` while the store has none). Setting
+    #'   a [zarr_group] or [zarr_array] of this object's store makes it the
+    #'   root (the 1.0.0 constructors do this).
+    root = function(value) {
+      if (missing(value)) return(private$.root)
+      if (!inherits(value, c("zarr_group", "zarr_array")) || !identical(value$store, private$.store) ||
+          !is.null(value$parent))
+        zarr_abort("argument", "root must be a root group or array of this object's store")
+      private$.root <- value
+    },
     #' @field store (read-only) The store.
     store = function(value) private$.store,
     #' @field domain (read-only) The [zarr_domain] of this object.
@@ -149,7 +196,8 @@ zarr <- R6::R6Class("zarr",
     },
     #' @field arrays (read-only) Paths of all arrays.
     arrays = function(value) {
-      if (inherits(private$.root, "zarr_group")) private$.root$arrays else "/"
+      if (inherits(private$.root, "zarr_group")) private$.root$arrays
+      else if (is.null(private$.root)) character() else "/"
     }
   ),
   private = list(
@@ -159,12 +207,40 @@ zarr <- R6::R6Class("zarr",
     deep_clone = function(name, value) {
       if (name == ".root" && !is.null(value)) {
         meta <- private$.store$get_metadata("") %||% value$metadata
+        # (this runs with the original object's methods: nothing of it is set)
         root <- build_node("", meta, NULL, private$.store)
-        if (inherits(root, "zarr_group"))
-          root$.__enclos_env__$private$.consolidated <- read_consolidated(private$.store, meta)
+        if (inherits(root, "zarr_group")) root$consolidated_state(map = read_consolidated(private$.store, meta))
         return(root)
       }
       value
+    },
+    # The root node from its metadata; with a registered domain that asks
+    # for it, the whole hierarchy, then post_open() on every node.
+    open_root = function(meta) {
+      store <- private$.store
+      eager <- length(domain_registry$domains) > 0L && domains_want_hierarchy()
+      if (eager) {
+        old <- node_build$eager
+        node_build$eager <- TRUE
+        on.exit(node_build$eager <- old)
+      }
+      root <- build_node("", meta, NULL, store, owner = self, post_open = FALSE)
+      if (inherits(root, "zarr_group")) root$consolidated_state(map = read_consolidated(store, meta))
+      private$.root <- root
+      if (eager) {
+        nodes <- list(root)
+        i <- 1L
+        while (i <= length(nodes)) { # breadth first: every node is built first
+          n <- nodes[[i]]
+          if (inherits(n, "zarr_group")) nodes <- c(nodes, unname(n$children))
+          i <- i + 1L
+        }
+        node_build$eager <- old
+        for (n in nodes) n$post_open()
+      } else {
+        run_post_open(root)
+      }
+      root
     },
     group_at = function(path) {
       node <- self$get_node(path)
@@ -244,4 +320,28 @@ node_assign <- function(x, i, value) {
     zarr_abort("argument", sprintf(
       "the node at '%s' cannot be replaced; write values into an array with x[[path]][...] <- values", i))
   x
+}
+
+# The store for a location given to zarr$new(): a local directory (created
+# when absent), a web server or S3.
+store_for_location <- function(location, read_only = NULL, protocol = NULL, ...) {
+  if (!is.character(location) || length(location) != 1L || is.na(location) || !nzchar(location))
+    zarr_abort("argument", "store must be a zarr_store, a single location string or NULL")
+  if (is.null(protocol))
+    protocol <- if (is_s3_url(location)) "s3" else if (grepl("^https?://", location, ignore.case = TRUE)) "http" else "local"
+  protocol <- match.arg(protocol, c("local", "http", "s3"))
+  if (is.null(read_only)) read_only <- protocol != "local"
+  switch(protocol,
+    local = zarr_localstore$new(sub("^file://", "", location), read_only = isTRUE(read_only)),
+    http = zarr_httpstore$new(location),
+    s3 = {
+      if (is_s3_url(location)) {
+        u <- s3_parse_url(location)
+        zarr_s3store$new(u$bucket, u$prefix, read_only = isTRUE(read_only), ...)
+      } else { # an S3-compatible service at https://host/bucket/prefix
+        m <- regmatches(location, regexec("^(https?://[^/]+)/([^/]+)/?(.*)$", location))[[1L]]
+        if (!length(m)) zarr_abort("argument", sprintf("'%s' is not an S3 location", location))
+        zarr_s3store$new(m[3L], sub("/$", "", m[4L]), endpoint = m[2L], read_only = isTRUE(read_only), ...)
+      }
+    })
 }

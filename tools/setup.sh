@@ -180,10 +180,12 @@ if (length(still)) {
 cat("setup: R packages: installed", need, "into", lib, "\n")
 RSCRIPT
 
-# ---- optional R packages from CRAN: nanoparquet reads Parquet references,
-# mirai (with its dependency nanonext) runs zarr_map_blocks() on daemons
-# (Suggests; the tests skip without it, or fail under ZARR_REQUIRE_INTEROP=true)
-r_optional=(nanoparquet mirai)
+# ---- optional R packages from CRAN: nanoparquet reads Parquet references
+# (Suggests; the tests skip without it, or fail under ZARR_REQUIRE_INTEROP=true);
+# mirai (with its dependency nanonext) runs zarr_map_blocks() on daemons;
+# cli prints through the theme (Suggests); CFtime is what geozarr, whose tests
+# tools/test.sh runs against this package, needs besides zarr
+r_optional=(nanoparquet mirai cli CFtime)
 say "optional R packages: ${r_optional[*]}"
 ZARR_R_PKGS="${r_optional[*]}" Rscript - <<'RSCRIPT' || warn "optional R packages could not be installed: ${r_optional[*]}"
 pkgs <- strsplit(Sys.getenv("ZARR_R_PKGS"), " ", fixed = TRUE)[[1]]

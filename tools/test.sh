@@ -7,6 +7,9 @@
 # 2. R CMD INSTALL into the private library .lib/ (prepended to R_LIBS);
 # 3. the whole testthat suite against the installed package, then one line
 #    "N passed, N failed, N skipped" (expectations; errors count as failed);
+#    then tools/geozarr.sh: geozarr from CRAN installed against this zarr and
+#    its tests run (skip with ZARR_GEOZARR=false; skipped outside CI when CRAN
+#    cannot be reached); its failures are added to the failed count;
 # 4. when ZARR_CHECK=true (the default when CI=true) and the tests passed:
 #    R CMD build + R CMD check --as-cran --no-manual, failing on ERROR/WARNING.
 #
@@ -83,6 +86,27 @@ echo
 echo "$summary"
 if [ "$test_status" -ne 0 ]; then
   exit 1
+fi
+
+# ---- 3a. a package built on the zarr 1.0.0 API: geozarr's test suite
+if is_true "${ZARR_GEOZARR:-true}"; then
+  gz_file=$(mktemp)
+  gz_status=0
+  ZARR_GEOZARR_SUMMARY="$gz_file" bash tools/geozarr.sh || gz_status=$?
+  if [ "$gz_status" -ne 0 ]; then
+    gz_failed=$(sed -n 's/.* \([0-9][0-9]*\) failed,.*/\1/p' "$gz_file")
+    [ -n "$gz_failed" ] && [ "$gz_failed" -gt 0 ] || gz_failed=1
+    read -r n_pass _ n_fail _ n_skip _ <<< "$summary"
+    summary="$n_pass passed, $((n_fail + gz_failed)) failed, $n_skip skipped"
+    rm -f "$gz_file"
+    echo "geozarr: its tests failed against this zarr (status $gz_status)"
+    echo
+    echo "$summary"
+    exit 1
+  fi
+  rm -f "$gz_file"
+  echo
+  echo "$summary"
 fi
 
 # ---- 3b. fuzz targets of the C core, briefly (tools/fuzz/run.sh), under CI

@@ -1,5 +1,9 @@
 # Shared helpers for the test suite.
 
+# The suite checks the plain-text printing (capture.output() does not see
+# what cli prints); test-api-1.0.R checks printing through cli.
+options(zarr.cli = FALSE)
+
 # Where ../shared/fixtures is: ZARR_FIXTURES_DIR, or next to the source tree.
 fixtures_dir <- function() {
   d <- Sys.getenv("ZARR_FIXTURES_DIR", "")

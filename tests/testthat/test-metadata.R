@@ -163,6 +163,8 @@ test_that("dimension names are stored and decorate what is read", {
   arr$dimension_names <- c("lat", "lon")
   meta <- jsonlite::read_json(file.path(path, "m", "zarr.json"))
   expect_identical(meta$dimension_names, list("lat", "lon"))
+  expect_null(dimnames(open_zarr(path)[["/m"]]$read())) # bare arrays by default
+  withr::local_options(zarr.dimnames = TRUE)
   out <- open_zarr(path)[["/m"]]$read()
   expect_identical(names(dimnames(out)), c("lat", "lon"))
   expect_identical(unname(out), matrix(1:6, 2))

@@ -268,6 +268,8 @@ test_that("as_zarr() keeps the names of dimnames as dimension names", {
   x <- matrix(1:6, 2, dimnames = list(rows = NULL, cols = NULL))
   arr <- as_zarr(x)[["/"]]
   expect_identical(arr$dimension_names, c("rows", "cols"))
+  expect_null(dimnames(arr$read()))
+  withr::local_options(zarr.dimnames = TRUE)
   out <- arr$read()
   expect_identical(names(dimnames(out)), c("rows", "cols"))
   expect_identical(unname(out), unname(x))

@@ -149,7 +149,8 @@ test_that("dim(), length() and as.array() describe the array", {
 test_that("read() takes a selection list with NULL for a whole extent", {
   x <- array(1:60, c(4, 5, 3))
   arr <- sel_array(x, c(3, 2, 2))
-  expect_identical(arr$read(list(NULL, c(2, 4), 3)), x[, c(2, 4), 3, drop = FALSE])
+  # each element of a selection is a range: c(2, 4) is 2 to 4
+  expect_identical(arr$read(list(NULL, c(2, 4), 3)), x[, 2:4, 3, drop = FALSE])
   expect_identical(arr$read(list(2, NULL, NULL)), x[2, , , drop = FALSE])
   expect_identical(arr$read(NULL), x)
   expect_identical(arr$read(list(4:1, 5:1, 3:1)), x[4:1, 5:1, 3:1])
@@ -255,8 +256,8 @@ test_that("a single value is recycled over a row, a column and a block of an int
     arr[3:7, 2:8] <- 42L
     m[3:7, 2:8] <- 42L
     expect_identical(arr$read(), m, info = kind)
-    arr$write(5L, selection = list(c(2, 7), NULL))
-    m[c(2, 7), ] <- 5L
+    arr$write(5L, selection = list(c(2, 7), NULL)) # rows 2 to 7
+    m[2:7, ] <- 5L
     expect_identical(arr$read(), m, info = kind)
   }
 })
