@@ -103,6 +103,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.null(lost) && lost > 0)
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
+      if (spec$rtype == "raw") out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
       out <- finish_rtype(out, spec$rtype)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
       if (length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
@@ -122,14 +123,17 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       spec <- private$c_spec()
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64"))
         data <- time_to_storage(data, private$.dt, private$.path)
-      data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
+      ndata <- length(data)
+      data <- if (identical(dtype_kind(private$.dt$data_type), "r"))
+        r_dtype_encode(private$.dt$data_type, data, private$.path)
+      else coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
-      if (length(data) != n && length(data) != 1L)
+      if (ndata != n && ndata != 1L)
         zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
-                                    format(length(data)), format(n)), array = private$.path)
+                                    format(ndata), format(n)), array = private$.path)
       .Call(ffi_array_write, spec, private$.store$io_spec(), sel, data,
             engine_opts())
       invisible(self)

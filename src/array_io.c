@@ -255,11 +255,7 @@ static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
 static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s, int big) {
   const zarray *a = g->arr;
   if (g->na || big || a->dtype == DT_STRING) return NULL;
-  int same = (a->dtype == DT_FLOAT64 && a->rtype == RT_DOUBLE) ||
-             (a->dtype == DT_INT32 && a->rtype == RT_INTEGER) ||
-             (a->dtype == DT_INT64 && a->rtype == RT_INT64) ||
-             (a->dtype == DT_COMPLEX128 && a->rtype == RT_COMPLEX);
-  if (!same) return NULL;
+  if (dtype_def(a->dtype)->direct != (int)a->rtype) return NULL;
   int64_t cstride[ZARR_MAX_DIMS];
   chunk_strides(ch, cstride);
   int64_t off = 0;
@@ -271,7 +267,7 @@ static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s,
     if (m->cnt > 1 && cstride[d] != s->ostride[d]) return NULL;
     off += m->o0 * s->ostride[d];
   }
-  return g->rdata + off * (int64_t)rtype_size(a->rtype);
+  return g->rdata + off * (int64_t)elem_rsize(a->dtype, a->rtype);
 }
 
 /* ---- shards ------------------------------------------------------------------ */
@@ -500,14 +496,14 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
   if (res_n != expect)
     return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)res_n,
                     (double)expect);
-  if (ch->big_endian && a->elsize > 1) {
+  size_t unit = dtype_def(a->dtype)->swap;
+  if (ch->big_endian && unit > 1) {
     /* swap in a buffer we own; never in the caller's (maybe R's) memory */
     if (res == src && !writable) {
       if (zbuf_reserve(&tb->elem[depth], res_n, e)) return -1;
       memcpy(tb->elem[depth].data, res, res_n);
       res = tb->elem[depth].data;
     }
-    size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
     byteswap_inplace((uint8_t *)res, res_n / unit, unit);
   }
   return emit(g, ch, res, slab, dst_chunk, cv, e);
@@ -843,8 +839,8 @@ static void write_task(void *ctx, size_t task, int thread) {
       }
       payload = tb->elem[0].data;
       payload_n = tb->elem[0].size;
-    } else if (ch->big_endian && a->elsize > 1) {
-      size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
+    } else if (ch->big_endian && dtype_def(a->dtype)->swap > 1) {
+      size_t unit = dtype_def(a->dtype)->swap;
       byteswap_inplace(cb->data, nbytes / unit, unit);
     }
     if (chain_encode_bytes(ch, payload, payload_n, &tb->a[0], &tb->b[0], &res, &res_n, &e)) {
@@ -889,9 +885,8 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
     acc *= g->dp[d].n;
   }
   int fill_as_na = asLogical(list_get(opts, "fill_as_na")) != FALSE;
-  int is_float = a->dtype == DT_FLOAT16 || a->dtype == DT_FLOAT32 || a->dtype == DT_FLOAT64 ||
-                 a->dtype == DT_COMPLEX64 || a->dtype == DT_COMPLEX128;
-  g->na = fill_as_na && a->dtype != DT_BOOL && !(is_float && a->fill_is_nan);
+  char kind = dtype_def(a->dtype)->kind;
+  g->na = fill_as_na && kind != 'b' && kind != 'r' && !((kind == 'f' || kind == 'c') && a->fill_is_nan);
   int32_t f32;
   memcpy(&f32, a->fill, 4);
   if (a->dtype == DT_INT32 && a->rtype == RT_INTEGER && f32 == INT32_MIN) g->na = 0; /* already NA */
@@ -930,6 +925,7 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
   case RT_COMPLEX: return CPLXSXP;
   case RT_STRING: return STRSXP;
   case RT_RAWLIST: return VECSXP;
+  case RT_RAW: return RAWSXP;
   default: return REALSXP;
   }
 }
@@ -1023,7 +1019,9 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   engine_init(&g, &a, sel, store, opts);
   int64_t total = 1;
   for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
-  SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), (R_xlen_t)total));
+  /* raw bits: as many bytes per element as the data type has */
+  R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
+  SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), rlen));
   if (total == 0) {
     UNPROTECT(1);
     return out;
@@ -1033,7 +1031,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   g.tb = tbufs_new(g.nthreads);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
   if (!strings && getenv("ZARR_NO_PREFAULT") == NULL)
-    prefault(g.rdata, (size_t)total * rtype_size(a.rtype), g.nthreads);
+    prefault(g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
   engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) {
     zstr fill;
@@ -1046,7 +1044,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */
   if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
-  if (a.ndim > 1) { /* here too: R copies the result to set its dim once R code has seen it */
+  if (a.ndim > 1 && a.rtype != RT_RAW) { /* here too: R copies the result to set its dim once R code has seen it */
     SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
     for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;
     setAttrib(out, R_DimSymbol, dim);
@@ -1070,16 +1068,17 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   if (total == 0) return R_NilValue;
   if ((SEXPTYPE)TYPEOF(data) != rtype_sexp(a.rtype))
     zarr_raise(ZE_VALUE, a.name, NULL, "internal: data has the wrong R type");
-  if (XLENGTH(data) == 1 && total > 1) {
+  R_xlen_t ndata = XLENGTH(data) / (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
+  if (ndata == 1 && total > 1) {
     for (int d = 0; d < a.ndim; d++) g.ostride[d] = 0; /* recycle one value */
-  } else if (XLENGTH(data) != total) {
+  } else if (ndata != total || (a.rtype == RT_RAW && XLENGTH(data) % (R_xlen_t)a.elsize)) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
   zstr fill;
   memcpy(&fill, a.fill, sizeof fill);
   g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data, &fill) : (uint8_t *)DATAPTR(data);
   int64_t first = -1;
-  int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
+  int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, ndata, &first);
   if (bad > 0) {
     char msg[ZARR_MSG_LEN];
     snprintf(msg, sizeof msg,
