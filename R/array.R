@@ -39,7 +39,8 @@ zarr_array <- R6::R6Class("zarr_array",
       cat("Data type  :", self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype), "\n")
       cat("Fill value :", format_fill(self$data_type$fill_value), "\n")
       cg <- private$.grid
-      cat("Chunks     :", paste(format_dims(cg$chunk_shape), collapse = " x "),
+      cat("Chunks     :", if (inherits(cg, "chunk_grid_rectilinear")) "rectilinear, at most",
+          paste(format_dims(cg$chunk_shape), collapse = " x "),
           sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x ")), "\n")
       cat("Codecs     :", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "), "\n")
       cat("Format     : Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
@@ -182,7 +183,8 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.dt <- p$data_type
       private$.shape <- p$shape
       private$.codecs <- p$codecs
-      cg <- chunk_grid_regular$new(p$shape, p$chunk_shape)
+      cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
+        else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
       cg$data_type <- p$data_type
       cg$codecs <- p$codecs
       cg$store <- private$.store
@@ -329,9 +331,22 @@ parse_array_metadata <- function(m, path = NULL) {
   dt <- tryCatch(zarr_data_type$new(m[["data_type"]], if (fill_null) fill_for_null(dtname) else m[["fill_value"]]),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   grid <- m[["chunk_grid"]]
-  if (!identical(grid[["name"]], "regular"))
+  edges <- NULL
+  if (identical(grid[["name"]], "rectilinear")) {
+    cfg <- grid[["configuration"]]
+    if (!identical(cfg[["kind"]], "inline"))
+      zarr_abort("unsupported", sprintf("unsupported kind '%s' of rectilinear chunk grid", format(cfg[["kind"]])), array = path)
+    cs <- cfg[["chunk_shapes"]]
+    if (!is.list(cs) && length(cs) == length(shape)) cs <- as.list(cs)
+    if (!is.list(cs) || length(cs) != length(shape)) bad("the rectilinear chunk grid needs chunk_shapes for every dimension")
+    edges <- tryCatch(lapply(seq_along(shape), function(d) rectilinear_edges(cs[[d]], shape[d], d)),
+                      zarr_error = function(e) bad(conditionMessage(e)))
+    chunk <- vapply(edges, function(e) max(c(1, e)), 0)
+  } else if (!identical(grid[["name"]], "regular")) {
     zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", grid[["name"]]), array = path)
-  chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
+  } else {
+    chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
+  }
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
   if (!length(m[["codecs"]])) bad("metadata has no codecs")
   check_engine_limits(shape, chunk, length(m[["codecs"]]), bad)
@@ -346,7 +361,9 @@ parse_array_metadata <- function(m, path = NULL) {
   key_encoding <- normalize_key_encoding(list(
     name = enc_name,
     separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
-  list(data_type = dt, shape = shape, chunk_shape = chunk, codecs = codecs,
+  if (!is.null(edges) && any(vapply(codecs, function(cd) cd$name == "sharding_indexed", TRUE)))
+    zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
+  list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
 }
 

@@ -169,6 +169,8 @@ v2_from_v3 <- function(meta) {
   names_ <- vapply(codecs, function(cd) cd$name, "")
   ab <- match(TRUE, names_ %in% c("bytes", names(v2_object_codecs)))
   if (is.na(ab)) zarr_abort("unsupported", "this codec chain cannot be written as Zarr v2")
+  if (!identical(meta$chunk_grid$name, "regular"))
+    zarr_abort("unsupported", sprintf("Zarr v2 has only regular chunks, not a '%s' chunk grid", meta$chunk_grid$name))
   endian <- codecs[[ab]]$configuration$endian %||% "little"
   order <- "C"
   filters <- list()

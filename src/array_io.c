@@ -35,26 +35,34 @@ typedef struct {
 
 /* A contiguous range c(start, count) (class "zarr_range" in R): per chunk
  * only where it starts, so selecting a whole extent costs no memory. */
-static void plan_range(double start, double count, int64_t extent, int64_t chunk, dimplan *p,
-                       const char *name) {
+static void plan_range(double start, double count, int64_t extent, int64_t chunk,
+                       const int64_t *edges, int64_t nedges, dimplan *p, const char *name) {
   if (!(start >= 0 && count >= 0 && start + count <= (double)extent))
     zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
   int64_t r0 = (int64_t)start, n = (int64_t)count;
   p->n = n;
   p->local = p->outpos = NULL;
-  int64_t c0 = n ? r0 / chunk : 0, c1 = n ? (r0 + n - 1) / chunk : -1;
+  int64_t c0, c1;
+  if (edges == NULL) {
+    c0 = n ? r0 / chunk : 0;
+    c1 = n ? (r0 + n - 1) / chunk : -1;
+  } else {
+    c0 = n ? grid_find(edges, nedges, r0) : 0;
+    c1 = n ? grid_find(edges, nedges, r0 + n - 1) : -1;
+  }
   p->nch = n ? c1 - c0 + 1 : 0;
   p->ch = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   p->start = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   p->cnt = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   p->l0 = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   for (int64_t j = 0; j < p->nch; j++) {
-    int64_t c = c0 + j, lo = c * chunk > r0 ? c * chunk : r0;
-    int64_t hi = (c + 1) * chunk < r0 + n ? (c + 1) * chunk : r0 + n;
+    int64_t c = c0 + j;
+    int64_t cs = edges ? edges[c] : c * chunk, ce = edges ? edges[c + 1] : (c + 1) * chunk;
+    int64_t lo = cs > r0 ? cs : r0, hi = ce < r0 + n ? ce : r0 + n;
     p->ch[j] = c;
     p->start[j] = lo - r0;
     p->cnt[j] = hi - lo;
-    p->l0[j] = lo - c * chunk;
+    p->l0[j] = lo - cs;
   }
 }
 
@@ -69,11 +77,13 @@ static int cmp_triple(const void *a, const void *b) {
   return 0;
 }
 
-/* Group (0-based) indices by chunk. All memory comes from R_alloc, so an R
- * error anywhere in this .Call frees it. */
-static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const char *name) {
+/* Group (0-based) indices by chunk: chunks of `chunk` elements, or for a
+ * rectilinear grid, of `nedges` chunks between `edges`. All memory comes
+ * from R_alloc, so an R error anywhere in this .Call frees it. */
+static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, const int64_t *edges, int64_t nedges,
+                     dimplan *p, const char *name) {
   if (inherits(idx, "zarr_range") && XLENGTH(idx) == 2 && TYPEOF(idx) == REALSXP) {
-    plan_range(REAL(idx)[0], REAL(idx)[1], extent, chunk, p, name);
+    plan_range(REAL(idx)[0], REAL(idx)[1], extent, chunk, edges, nedges, p, name);
     return;
   }
   p->l0 = NULL;
@@ -88,8 +98,13 @@ static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const 
     if (!(v >= 0 && v < (double)extent))
       zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
     int64_t iv = (int64_t)v;
-    t[i].chunk = iv / chunk;
-    t[i].local = iv - t[i].chunk * chunk;
+    if (edges == NULL) {
+      t[i].chunk = iv / chunk;
+      t[i].local = iv - t[i].chunk * chunk;
+    } else {
+      t[i].chunk = grid_find(edges, nedges, iv);
+      t[i].local = iv - edges[t[i].chunk];
+    }
     t[i].outpos = i;
     if (i > 0 && t[i].chunk < t[i - 1].chunk) sorted = 0;
   }
@@ -548,6 +563,16 @@ static int job_begin(engine *g, int64_t job, int64_t *jc, char *key, zslab *s) {
   return 0;
 }
 
+/* The chain of a job's chunk: the array's, or for a rectilinear grid a copy
+ * with that chunk's shape. */
+static const zchain *job_chain(const engine *g, const int64_t *jc, zchain *tmp) {
+  const zarray *a = g->arr;
+  if (!a->rectilinear) return &a->chain;
+  *tmp = a->chain;
+  for (int d = 0; d < g->ndim; d++) tmp->chunk_shape[d] = grid_len(a, d, g->dp[d].ch[jc[d]]);
+  return tmp;
+}
+
 static void conv_init(const engine *g, zconv *cv) {
   memset(cv, 0, sizeof *cv);
   cv->na = g->na;
@@ -557,8 +582,8 @@ static void conv_init(const engine *g, zconv *cv) {
 static int chunk_is_edge(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
   for (int d = 0; d < g->ndim; d++) {
-    int64_t cs = a->chain.chunk_shape[d];
-    if ((g->dp[d].ch[jc[d]] + 1) * cs > a->shape[d]) return 1;
+    int64_t c = g->dp[d].ch[jc[d]];
+    if (grid_start(a, d, c) + grid_len(a, d, c) > a->shape[d]) return 1;
   }
   return 0;
 }
@@ -568,7 +593,7 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
   for (int d = 0; d < g->ndim; d++) {
     const dimplan *p = &g->dp[d];
-    int64_t cs = a->chain.chunk_shape[d], c0 = p->ch[jc[d]] * cs;
+    int64_t cs = grid_len(a, d, p->ch[jc[d]]), c0 = grid_start(a, d, p->ch[jc[d]]);
     int64_t ext = a->shape[d] - c0 < cs ? a->shape[d] - c0 : cs;
     if (p->cnt[jc[d]] != ext) return 0;
     if (p->local == NULL) {
@@ -686,9 +711,11 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   int rc;
   if (sharded_read(g) && !missing)
     rc = shard_index_arrived(g, job, p, n, &s, tb, &cv, e);
-  else
-    rc = decode_into(g, &g->arr->chain, p, n, missing, writable, &s, tb, 0,
+  else {
+    zchain tmp;
+    rc = decode_into(g, job_chain(g, jc, &tmp), p, n, missing, writable, &s, tb, 0,
                      g->merged ? g->merged[job] : NULL, &cv, e);
+  }
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) engine_fail(g, e, key);
   return rc;
@@ -782,12 +809,13 @@ static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es
 static void write_task(void *ctx, size_t task, int thread) {
   engine *g = ctx;
   const zarray *a = g->arr;
-  const zchain *ch = &a->chain;
   tbufs *tb = &g->tb[thread];
   int64_t jc[ZARR_MAX_DIMS];
   char key[KEY_CAP];
   zslab s;
   if (job_begin(g, task, jc, key, &s)) return;
+  zchain tmp;
+  const zchain *ch = job_chain(g, jc, &tmp);
   zerr e = {ZE_OK, ""};
   if (ch->ab == AB_SHARDING) {
     for (int d = 0; d < ch->ndim; d++)
@@ -876,7 +904,8 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   if (XLENGTH(sel) != a->ndim) zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
   g->njobs = 1;
   for (int d = 0; d < a->ndim; d++) {
-    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], &g->dp[d], a->name);
+    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], a->edges[d], a->nchunks[d],
+             &g->dp[d], a->name);
     g->njobs *= g->dp[d].nch;
   }
   int64_t acc = 1;
@@ -1013,6 +1042,7 @@ static void prefault(uint8_t *p, size_t n, int nthreads) {
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   zarray a;
   spec_parse(spec, &a);
+  grid_parse(spec, &a);
   if (!kernel_supported(a.dtype, a.rtype, 0))
     zarr_raise(ZE_CODEC, a.name, NULL, "reading this data type is not supported");
   engine g;
@@ -1057,6 +1087,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
 SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   zarray a;
   spec_parse(spec, &a);
+  grid_parse(spec, &a);
   if (!kernel_supported(a.dtype, a.rtype, 1))
     zarr_raise(ZE_VALUE, a.name, NULL, "these R values cannot be written to this data type");
   engine g;

@@ -177,7 +177,32 @@ typedef struct {
   /* sharding keeps its nested chains here so they live as long as the spec */
   zchain pool[8];
   int pool_used;
+  /* a rectilinear chunk grid: chunk k of dimension d holds the elements
+   * [edges[d][k], edges[d][k + 1]), and chain.chunk_shape is the largest
+   * chunk; NULL for a regular grid (chunk k starts at k * chunk_shape[d]) */
+  const int64_t *edges[ZARR_MAX_DIMS];
+  int64_t nchunks[ZARR_MAX_DIMS];
+  int rectilinear;
 } zarray;
+
+/* ---- chunk grids (keys.c) ------------------------------------------------------ */
+
+/* First element and extent of chunk c along dimension d. */
+static inline int64_t grid_start(const zarray *a, int d, int64_t c) {
+  return a->edges[d] ? a->edges[d][c] : c * a->chain.chunk_shape[d];
+}
+static inline int64_t grid_len(const zarray *a, int d, int64_t c) {
+  return a->edges[d] ? a->edges[d][c + 1] - a->edges[d][c] : a->chain.chunk_shape[d];
+}
+/* The chunk (0 <= k < n) whose edges [edges[k], edges[k + 1]) hold element i. */
+int64_t grid_find(const int64_t *edges, int64_t n, int64_t i);
+/* Chunk edges of one dimension from n chunk lengths (doubles, as R gives
+ * them): edges[0] = 0 and edges[k + 1] = edges[k] + len[k], up to the first
+ * chunk that reaches `extent` (*used chunks; later ones hold no element).
+ * Lengths must be whole numbers >= 1 (and at most max_len when > 0) that
+ * cover the extent. `edges` has room for n + 1 values. */
+int grid_edges_build(const double *len, int64_t n, int64_t extent, int64_t max_len,
+                     int64_t *edges, int64_t *used, zerr *e);
 
 
 /* bytes -> bytes codecs (codec_*.c). `limit` bounds the decoded size (0: no
