@@ -309,8 +309,7 @@ str.zarr_array <- function(object, ...) {
 
 # v2 arrays whose fill value is null read unwritten elements as zero (or "").
 fill_for_null <- function(name) {
-  if (is_string_dtype(name)) "" else if (name == "bool") FALSE else
-    if (name %in% c("complex64", "complex128")) list(0, 0) else 0
+  switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), 0)
 }
 
 # Validate array metadata (v3 form) and turn it into the objects an array
