@@ -84,7 +84,7 @@ zarr_array <- R6::R6Class("zarr_array",
       add("Data type", c(self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype)))
       add("Fill value", format_fill(self$data_type$fill_value))
       cg <- private$.grid
-      add("Chunks", c(paste(format_dims(cg$chunk_shape), collapse = " x "),
+      add("Chunks", c(if (inherits(cg, "chunk_grid_rectilinear")) "rectilinear, at most", paste(format_dims(cg$chunk_shape), collapse = " x "),
                       sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x "))))
       add("Codecs", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "))
       add("Format", paste0("Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
@@ -376,7 +376,8 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.dt <- p$data_type
       private$.shape <- p$shape
       private$.codecs <- p$codecs
-      cg <- chunk_grid_regular$new(p$shape, p$chunk_shape)
+      cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
+        else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
       cg$data_type <- p$data_type
       cg$codecs <- p$codecs
       cg$store <- private$.store
@@ -512,8 +513,7 @@ str.zarr_array <- function(object, ...) {
 
 # v2 arrays whose fill value is null read unwritten elements as zero (or "").
 fill_for_null <- function(name) {
-  if (is_string_dtype(name)) "" else if (name == "bool") FALSE else
-    if (name %in% c("complex64", "complex128")) list(0, 0) else 0
+  switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), 0)
 }
 
 # Validate array metadata (v3 form) and turn it into the objects an array
@@ -528,15 +528,28 @@ parse_array_metadata <- function(m, path = NULL) {
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
   dtname <- m[["data_type"]]
   if (is.list(dtname)) dtname <- dtname[["name"]]
-  if (!dtname %in% dtype_table$name)
+  if (!dtname %in% dtype_table$name && is.null(r_dtype_get(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
   fill_null <- is.null(m[["fill_value"]])
   dt <- tryCatch(zarr_data_type$new(m[["data_type"]], if (fill_null) fill_for_null(dtname) else m[["fill_value"]]),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   grid <- m[["chunk_grid"]]
-  if (!identical(grid[["name"]], "regular"))
+  edges <- NULL
+  if (identical(grid[["name"]], "rectilinear")) {
+    cfg <- grid[["configuration"]]
+    if (!identical(cfg[["kind"]], "inline"))
+      zarr_abort("unsupported", sprintf("unsupported kind '%s' of rectilinear chunk grid", format(cfg[["kind"]])), array = path)
+    cs <- cfg[["chunk_shapes"]]
+    if (!is.list(cs) && length(cs) == length(shape)) cs <- as.list(cs)
+    if (!is.list(cs) || length(cs) != length(shape)) bad("the rectilinear chunk grid needs chunk_shapes for every dimension")
+    edges <- tryCatch(lapply(seq_along(shape), function(d) rectilinear_edges(cs[[d]], shape[d], d)),
+                      zarr_error = function(e) bad(conditionMessage(e)))
+    chunk <- vapply(edges, function(e) max(c(1, e)), 0)
+  } else if (!identical(grid[["name"]], "regular")) {
     zarr_abort("unsupported", sprintf("unsupported chunk grid '%s'", grid[["name"]]), array = path)
-  chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
+  } else {
+    chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
+  }
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
   if (!length(m[["codecs"]])) bad("metadata has no codecs")
   check_engine_limits(shape, chunk, length(m[["codecs"]]), bad)
@@ -551,7 +564,9 @@ parse_array_metadata <- function(m, path = NULL) {
   key_encoding <- normalize_key_encoding(list(
     name = enc_name,
     separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
-  list(data_type = dt, shape = shape, chunk_shape = chunk, codecs = codecs,
+  if (!is.null(edges) && any(vapply(codecs, function(cd) cd$name == "sharding_indexed", TRUE)))
+    zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
+  list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
 }
 

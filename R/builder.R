@@ -50,7 +50,8 @@ array_builder <- R6::R6Class("array_builder",
       dt <- private$.dt
       meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
                    data_type = dt$metadata_fragment()$data_type,
-                   chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
+                   chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
+                     else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),
                    codecs = lapply(codecs, function(cd) cd$metadata_fragment()),
                    attributes = private$.attributes %||% named_list())
@@ -201,16 +202,29 @@ array_builder <- R6::R6Class("array_builder",
       had_transpose <- any(vapply(private$.codecs, function(cd) cd$name == "transpose", TRUE))
       private$.shape <- value
       private$.chunk <- NULL
+      private$.edges <- NULL
       if (had_transpose || (!private$.portable && length(value) > 1L)) self$portable <- private$.portable
     },
     #' @field chunk_shape The shape of each chunk (set a vector with one value
-    #'   per dimension; reading gives a [chunk_grid_regular]).
+    #'   per dimension; reading gives a [chunk_grid_regular]). Setting a list
+    #'   with one vector of chunk lengths per dimension (or a single number for
+    #'   a dimension of equal chunks) makes a [chunk_grid_rectilinear].
     chunk_shape = function(value) {
       if (missing(value)) {
         if (is.null(private$.shape)) return(NULL)
+        if (!is.null(private$.edges)) return(chunk_grid_rectilinear$new(private$.shape, private$.edges))
         return(chunk_grid_regular$new(private$.shape, private$chunk_or_default()))
       }
       if (is.null(private$.shape)) zarr_abort("argument", "set the shape before the chunk shape")
+      if (is.list(value)) {
+        if (length(value) != length(private$.shape))
+          zarr_abort("argument", "the chunk shapes need one element per dimension")
+        edges <- lapply(seq_along(value), function(d) rectilinear_edges(value[[d]], private$.shape[d], d))
+        private$.edges <- edges
+        private$.chunk <- vapply(edges, function(e) max(c(1, e)), 0)
+        return(invisible())
+      }
+      private$.edges <- NULL
       value <- check_shape(value, "chunk shape")
       if (length(value) != length(private$.shape) || any(value < 1))
         zarr_abort("argument", "the chunk shape needs one positive value per dimension")
@@ -241,7 +255,7 @@ array_builder <- R6::R6Class("array_builder",
   ),
   private = list(
     # .format NULL: the array takes the format of the group it goes into
-    .format = NULL, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL,
+    .format = NULL, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL, .edges = NULL,
     .codecs = list(list(name = "bytes", configuration = list(endian = "little")),
                    list(name = "zstd", configuration = list(level = 1L, checksum = FALSE))),
     .attributes = NULL, .dimnames = NULL, .encoding = NULL,

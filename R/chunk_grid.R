@@ -103,6 +103,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.null(lost) && lost > 0)
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
+      if (spec$rtype == "raw") out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
       out <- finish_rtype(out, spec$rtype)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
       if (length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
@@ -122,14 +123,17 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       spec <- private$c_spec()
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64"))
         data <- time_to_storage(data, private$.dt, private$.path)
-      data <- coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
+      ndata <- length(data)
+      data <- if (identical(dtype_kind(private$.dt$data_type), "r"))
+        r_dtype_encode(private$.dt$data_type, data, private$.path)
+      else coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
-      if (length(data) != n && length(data) != 1L)
+      if (ndata != n && ndata != 1L)
         zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
-                                    format(length(data)), format(n)), array = private$.path)
+                                    format(ndata), format(n)), array = private$.path)
       with_progress(.Call(ffi_array_write, spec, private$.store$io_spec(), sel, data, engine_opts()),
                     n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8),
                     sprintf("Writing %s", private$.path))
@@ -300,4 +304,149 @@ machine_memory_read <- function() {
                                   error = function(e) NA_real_))
   if (!is.na(cg) && (is.na(total) || cg < total)) total <- cg
   total
+}
+
+#' Rectilinear chunk grid
+#'
+#' The `rectilinear` chunk grid (a registered Zarr extension): along each
+#' dimension, chunks have lengths of their own, listed in the metadata. A
+#' regular grid is the special case of equal lengths. Reading and writing go
+#' through the same C engine as [chunk_grid_regular]; only the chunk lookup
+#' differs. To create an array with this grid, set the `chunk_shape` of an
+#' [array_builder] to a list with one vector of chunk lengths per dimension
+#' (or a single number for a dimension of regular chunks).
+#'
+#' @export
+chunk_grid_rectilinear <- R6::R6Class("chunk_grid_rectilinear",
+  inherit = chunk_grid_regular,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a rectilinear chunk grid.
+    #' @param array_shape Integer vector, the shape of the array.
+    #' @param chunk_shapes A list with one element per dimension: the lengths
+    #'   of its chunks (a vector), or a single number for chunks of one length.
+    #'   A `list(V, N)` element inside a dimension's list stands for `N` chunks
+    #'   of length `V` (the run-length form of the metadata).
+    #' @return An instance of this class.
+    initialize = function(array_shape, chunk_shapes) {
+      array_shape <- check_shape(array_shape, "array shape")
+      if (!is.list(chunk_shapes) || length(chunk_shapes) != length(array_shape))
+        zarr_abort("argument", "chunk_shapes must be a list with one element per dimension of the array")
+      edges <- lapply(seq_along(array_shape), function(d)
+        rectilinear_edges(chunk_shapes[[d]], array_shape[d], d))
+      super$initialize(array_shape, vapply(edges, function(e) max(c(1, e)), 0))
+      private$.name <- "rectilinear"
+      private$.edges <- edges
+    },
+
+    #' @description Print a short description of the chunk grid.
+    print = function() {
+      cat("<Zarr rectilinear chunk grid>\n")
+      for (d in seq_along(private$.edges)) {
+        e <- private$.edges[[d]]
+        cat(sprintf("Dimension %d: %d chunk(s) of %s\n", d, length(e),
+                    paste(utils::head(e, 8), collapse = ", ")), if (length(e) > 8) "...")
+      }
+      invisible(self)
+    },
+
+    #' @description The metadata fragment of this chunk grid, with runs of
+    #'   equal lengths in their run-length form.
+    #' @return A list.
+    metadata_fragment = function() {
+      rectilinear_fragment(private$.edges, private$.shape)
+    }
+  ),
+  active = list(
+    #' @field chunk_edges (read-only) The lengths of the chunks along each
+    #'   dimension (a list of numeric vectors).
+    chunk_edges = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "chunk_edges is read-only")
+      private$.edges
+    },
+    #' @field chunk_grid (read-only) The number of chunks along each dimension.
+    chunk_grid = function(value) {
+      if (!missing(value)) zarr_abort("read_only", "chunk_grid is read-only")
+      vapply(private$.edges, length, 0)
+    }
+  ),
+  private = list(
+    .edges = NULL,
+    c_spec = function() {
+      if (!is.null(private$.spec)) return(private$.spec)
+      spec <- super$c_spec()
+      spec$chunk_edges <- lapply(private$.edges, as.numeric)
+      private$.spec <- spec
+      spec
+    }
+  )
+)
+
+#' @rdname chunk_grid_rectilinear
+#' @param object A `chunk_grid_rectilinear` instance.
+#' @param ... Ignored.
+#' @export
+str.chunk_grid_rectilinear <- function(object, ...) {
+  cat(sprintf("Rectilinear chunk grid: %s chunks\n", paste(object$chunk_grid, collapse = " x ")))
+  invisible(NULL)
+}
+
+# Most chunks along one dimension of a rectilinear grid: the lengths are
+# held in memory, so a hostile run-length encoding must not expand without
+# bound.
+rectilinear_max_chunks <- 2^24
+
+# One dimension's chunk lengths from the metadata form (a number: regular
+# chunks; a list of lengths and c(V, N) runs), up to the first chunk that
+# reaches the extent (later chunks hold no element).
+rectilinear_edges <- function(x, extent, d = 1L) {
+  bad <- function(msg) zarr_abort("metadata", sprintf("rectilinear chunk grid, dimension %d: %s", d, msg))
+  whole <- function(v) is.numeric(v) && length(v) == 1L && !is.na(v) && v >= 1 && v < 2^53 && v == trunc(v)
+  if (!is.list(x) && length(x) == 1L) {
+    if (!whole(x)) bad("a chunk length must be a whole number >= 1")
+    n <- ceiling(extent / x)
+    if (n > rectilinear_max_chunks) bad("too many chunks")
+    return(rep(as.numeric(x), n))
+  }
+  if (!is.list(x)) x <- as.list(x)
+  out <- vector("list", length(x))
+  total <- 0
+  count <- 0
+  for (i in seq_along(x)) {
+    if (total >= extent && count > 0) break
+    el <- x[[i]]
+    if (is.list(el) || length(el) == 2L) {
+      el <- unlist(el)
+      if (length(el) != 2L || !whole(el[1L]) || !whole(el[2L]))
+        bad("a run must be [length, count] with whole numbers >= 1")
+      # only as many as reach the extent
+      need <- max(1, ceiling((extent - total) / el[1L]))
+      n <- min(el[2L], need)
+      if (count + n > rectilinear_max_chunks) bad("too many chunks")
+      out[[i]] <- rep(as.numeric(el[1L]), n)
+      total <- total + n * el[1L]
+      count <- count + n
+    } else {
+      if (!whole(el)) bad("a chunk length must be a whole number >= 1")
+      out[[i]] <- as.numeric(el)
+      total <- total + el
+      count <- count + 1
+    }
+  }
+  if (total < extent)
+    bad(sprintf("the chunk lengths add up to %s, less than the extent %s", format(total), format(extent)))
+  unlist(out) %||% numeric()
+}
+
+# The metadata of a rectilinear grid: per dimension a single number when the
+# chunks are regular, else lengths with runs of two or more as [V, N].
+rectilinear_fragment <- function(edges, shape) {
+  shapes <- lapply(seq_along(edges), function(d) {
+    e <- edges[[d]]
+    if (length(e) && all(e == e[1L]) && length(e) == ceiling(shape[d] / e[1L])) return(e[1L])
+    r <- rle(e)
+    lapply(seq_along(r$values), function(i)
+      if (r$lengths[i] > 1L) json_array(c(r$values[i], r$lengths[i])) else r$values[i])
+  })
+  list(name = "rectilinear", configuration = list(kind = "inline", chunk_shapes = shapes))
 }

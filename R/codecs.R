@@ -610,7 +610,7 @@ coerce_for_dtype <- function(data, dtype, array = NULL) {
     zarr_abort("value", sprintf("character values cannot be stored as %s", dtype), array = array)
   if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
   # NA of a logical or integer vector is R's NA in a floating point array too
-  if (dtype %in% c("float16", "float32", "float64") && (is.logical(data) || is.integer(data)))
+  if (identical(dtype_kind(dtype), "f") && (is.logical(data) || is.integer(data)))
     return(as.double(data))
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)

@@ -1,47 +1,90 @@
-# The data types this package reads and writes, with their R representation.
-# `rtype` is the R storage the C engine produces; 64-bit integers depend on
-# the zarr.int64 option.
-dtype_table <- data.frame(
-  name = c("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128",
-           "string", "variable_length_bytes", "fixed_length_utf32", "null_terminated_bytes",
-           "numpy.datetime64", "numpy.timedelta64"),
-  size = c(1L, 1L, 2L, 4L, 8L, 1L, 2L, 4L, 8L, 2L, 4L, 8L, 8L, 16L, NA, NA, NA, NA, 8L, 8L),
-  signed = c(FALSE, TRUE, TRUE, TRUE, TRUE, FALSE, FALSE, FALSE, FALSE, TRUE, TRUE, TRUE, TRUE, TRUE,
-             FALSE, FALSE, FALSE, FALSE, TRUE, TRUE),
-  rtype = c("logical", "integer", "integer", "integer", "integer64", "integer", "integer", "double",
-            "integer64", "double", "double", "double", "complex", "complex",
-            "character", "list", "character", "character", "POSIXct", "difftime"),
-  # how the C engine holds strings: variable length, UTF-32 or bytes of fixed length
-  strkind = c(rep(NA, 14), "vlen-utf8", "vlen-bytes", "utf32", "bytes", NA, NA),
-  stringsAsFactors = FALSE
-)
+# The data types this package reads and writes: one row per type, with
+# everything the R side knows about it. The C engine's row of the same type
+# (src/dtype.c, named by `engine`) holds its size, byte order and conversion
+# kernels. Columns:
+#   name     the data type's name in v3 metadata
+#   size     bytes per element (NA: variable or set by the configuration)
+#   kind     "b" bool, "i" signed, "u" unsigned integer, "f" floating point,
+#            "c" complex, "s" string, "M"/"m" datetime/timedelta
+#   bits     value bits of integer types (4 for int4 held in a byte)
+#   rtype    the R storage the C engine produces; 64-bit integers depend on
+#            the zarr.int64 option
+#   engine   the C engine's row that stores it
+#   v2       the Zarr v2 (numpy) dtype code without byte order, NA: none
+#   strkind  how the engine holds strings (variable length, UTF-32, fixed bytes)
+dtype_row <- function(name, size, kind, rtype, engine = name, v2 = NA, strkind = NA, bits = size * 8L)
+  data.frame(name = name, size = as.integer(size), kind = kind, bits = as.integer(bits), rtype = rtype,
+             engine = engine, v2 = v2, strkind = strkind, stringsAsFactors = FALSE)
 
-is_string_dtype <- function(name) name %in% dtype_table$name[!is.na(dtype_table$strkind)]
+dtype_table <- rbind(
+  dtype_row("bool", 1, "b", "logical", v2 = "b1"),
+  dtype_row("int8", 1, "i", "integer", v2 = "i1"),
+  dtype_row("int16", 2, "i", "integer", v2 = "i2"),
+  dtype_row("int32", 4, "i", "integer", v2 = "i4"),
+  dtype_row("int64", 8, "i", "integer64", v2 = "i8"),
+  dtype_row("uint8", 1, "u", "integer", v2 = "u1"),
+  dtype_row("uint16", 2, "u", "integer", v2 = "u2"),
+  dtype_row("uint32", 4, "u", "double", v2 = "u4"),
+  dtype_row("uint64", 8, "u", "integer64", v2 = "u8"),
+  dtype_row("float16", 2, "f", "double", v2 = "f2"),
+  dtype_row("float32", 4, "f", "double", v2 = "f4"),
+  dtype_row("float64", 8, "f", "double", v2 = "f8"),
+  dtype_row("complex64", 8, "c", "complex", v2 = "c8"),
+  dtype_row("complex128", 16, "c", "complex", v2 = "c16"),
+  dtype_row("bfloat16", 2, "f", "double"),
+  dtype_row("float8_e4m3", 1, "f", "double"),
+  dtype_row("float8_e5m2", 1, "f", "double"),
+  dtype_row("int4", 1, "i", "integer", bits = 4),
+  dtype_row("uint4", 1, "u", "integer", bits = 4),
+  dtype_row("string", NA, "s", "character", engine = "string", strkind = "vlen-utf8"),
+  dtype_row("variable_length_bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
+  dtype_row("fixed_length_utf32", NA, "s", "character", engine = "string", strkind = "utf32"),
+  dtype_row("null_terminated_bytes", NA, "s", "character", engine = "string", strkind = "bytes"),
+  dtype_row("numpy.datetime64", 8, "M", "POSIXct", engine = "int64"),
+  dtype_row("numpy.timedelta64", 8, "m", "difftime", engine = "int64")
+)
+dtype_table$signed <- dtype_table$kind %in% c("i", "f", "c", "M", "m")
+
+is_string_dtype <- function(name) name %in% dtype_table$name[dtype_table$kind == "s"]
+
+# The kind of a data type ("b", "i", "u", "f", "c", "s", "M", "m"; "r" for
+# data types implemented in R), NA when unknown.
+dtype_kind <- function(name) {
+  i <- match(name, dtype_table$name)
+  if (is.na(i)) return(if (!is.null(r_dtype_get(name))) "r" else NA_character_)
+  dtype_table$kind[i]
+}
 
 # Default fill values: a value that rarely occurs in real data, so that `NA`
 # survives a round trip without turning ordinary values into `NA`: the
 # smallest value of signed integers (R's own NA for int32), the largest of
 # unsigned integers (as netCDF does), NaN for floating point, false for bool.
 dtype_default_fill <- function(name) {
-  switch(name,
-    bool = FALSE,
-    int8 = -128L, int16 = -32768L, int32 = -2147483648,
-    int64 = "-9223372036854775808",
-    uint8 = 255L, uint16 = 65535L, uint32 = 4294967295,
-    uint64 = "18446744073709551615",
-    float16 = , float32 = , float64 = NaN,
-    complex64 = , complex128 = list(NaN, NaN),
-    string = , fixed_length_utf32 = , null_terminated_bytes = "",
-    variable_length_bytes = "",
-    numpy.datetime64 = , numpy.timedelta64 = "-9223372036854775808",
+  i <- match(name, dtype_table$name)
+  if (is.na(i)) {
+    rd <- r_dtype_get(name)
+    if (!is.null(rd)) return(rd$fill)
     zarr_abort("data_type", sprintf("unknown data type '%s'", name))
+  }
+  bits <- dtype_table$bits[i]
+  switch(dtype_table$kind[i],
+    b = FALSE,
+    i = if (bits == 64) "-9223372036854775808" else if (bits == 32) -2^31 else as.integer(-2^(bits - 1)),
+    u = if (bits == 64) "18446744073709551615" else if (bits == 32) 2^32 - 1 else as.integer(2^bits - 1),
+    f = NaN,
+    c = list(NaN, NaN),
+    s = "",
+    M = , m = "-9223372036854775808"
   )
 }
 
 dtype_info <- function(name) {
   i <- match(name, dtype_table$name)
-  if (is.na(i)) zarr_abort("data_type", sprintf("unsupported data type '%s'", name))
+  if (is.na(i)) {
+    rd <- r_dtype_get(name)
+    if (!is.null(rd)) return(list(name = name, size = rd$size, signed = FALSE, rtype = "r", strkind = NA))
+    zarr_abort("data_type", sprintf("unsupported data type '%s'", name))
+  }
   # column by column: indexing a data.frame row is slow on every read
   list(name = name, size = dtype_table$size[i], signed = dtype_table$signed[i],
        rtype = dtype_table$rtype[i], strkind = dtype_table$strkind[i])
@@ -53,7 +96,9 @@ normalize_fill <- function(name, value) {
   if (is.null(value)) return(dtype_default_fill(name))
   if (inherits(value, "integer64")) return(as.character(value))
   if (inherits(value, "json_literal")) value <- unclass(value) # an integer beyond 2^53, as digits
-  if (name %in% c("complex64", "complex128")) {
+  kind <- dtype_kind(name)
+  if (identical(kind, "r")) return(r_dtype_fill(name, value))
+  if (identical(kind, "c")) {
     if (is.complex(value)) return(list(Re(value), Im(value)))
     if (is.list(value) && length(value) == 2L) return(value)
     zarr_abort("fill_value", sprintf("fill value for %s must be a complex number or a pair", name))
@@ -75,7 +120,7 @@ normalize_fill <- function(name, value) {
     return(as.logical(value))
   }
   if (is.character(value)) return(value)
-  if (is.numeric(value) && name %in% c("int64", "uint64", "numpy.datetime64", "numpy.timedelta64") &&
+  if (is.numeric(value) && (kind %in% c("M", "m") || (kind %in% c("i", "u") && dtype_info(name)$size == 8)) &&
       is.finite(value)) {
     # JSON parsers hand large 64-bit values over as doubles: 2^64 - 1 rounds up
     if (name == "uint64" && value >= 18446744073709549568) return("18446744073709551615")
@@ -86,6 +131,7 @@ normalize_fill <- function(name, value) {
 }
 
 fill_json <- function(name, value) {
+  if (is.raw(value)) return(r_dtype_fill_json(name, value))
   if (is.list(value)) return(lapply(value, function(v) fill_json("float64", v)))
   if (is.character(value)) {
     if (!is_string_dtype(name) && grepl("^-?[0-9]+$", value)) return(structure(value, class = "json_literal"))
@@ -103,9 +149,13 @@ fill_json <- function(name, value) {
 #' A data type of a Zarr array, with the fill value that goes with it. The
 #' supported types are `bool`, `int8`, `int16`, `int32`, `int64`, `uint8`,
 #' `uint16`, `uint32`, `uint64`, `float16`, `float32`, `float64`, `complex64`
-#' and `complex128`. In R they appear as logical, integer, double (also for
-#' `uint32` and the floating point types), `bit64::integer64` (for the 64-bit
-#' integers, when \pkg{bit64} is installed) and complex.
+#' and `complex128`, the registered extensions `bfloat16`, `float8_e4m3`,
+#' `float8_e5m2`, `int4` and `uint4`, the string types and the numpy
+#' datetime types. In R they appear as logical, integer (also for `int4` and
+#' `uint4`), double (also for `uint32` and the floating point types),
+#' `bit64::integer64` (for the 64-bit integers, when \pkg{bit64} is
+#' installed) and complex. Packages can add data types implemented in R with
+#' [zarr_register_data_type()].
 #'
 #' @export
 zarr_data_type <- R6::R6Class("zarr_data_type",
@@ -162,6 +212,7 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     Rtype = function(value) {
       if (!missing(value)) zarr_abort("read_only", "Rtype is read-only")
       rt <- dtype_info(private$.name)$rtype
+      if (rt == "r") return(r_dtype_get(private$.name)$rtype)
       if (rt == "POSIXct" && time_unit_is_calendar(private$.config)) return("Date")
       if (rt == "integer64" && zarr_int64_mode() == "double") "double" else rt
     },
@@ -199,12 +250,15 @@ fill_bytes <- function(name, value) {
 
 # The element type the C engine stores, and the R type it produces.
 engine_dtype <- function(name) {
-  if (is_string_dtype(name)) return("string")
-  if (name %in% c("numpy.datetime64", "numpy.timedelta64")) return("int64")
+  i <- match(name, dtype_table$name)
+  if (!is.na(i)) return(dtype_table$engine[i])
+  rd <- r_dtype_get(name)
+  if (!is.null(rd)) return(paste0("r", rd$size * 8L))
   name
 }
 
 engine_rtype <- function(dt) {
+  if (identical(dtype_kind(dt$data_type), "r")) return("raw")
   rt <- dt$Rtype
   if (rt %in% c("POSIXct", "Date", "difftime")) "double" else rt
 }
@@ -216,6 +270,7 @@ fill_is_nan <- function(v) {
 }
 
 format_fill <- function(v) {
+  if (is.raw(v)) return(paste0("0x", paste(as.character(v), collapse = "")))
   if (is.list(v)) return(paste0("(", paste(vapply(v, format_fill, ""), collapse = ", "), ")"))
   if (is.character(v)) return(v)
   format(v, digits = 15)
@@ -226,4 +281,119 @@ r_storage <- function(x) {
   if (inherits(x, "integer64")) return("integer64")
   switch(typeof(x), logical = "logical", integer = "integer", double = "double",
          complex = "complex", typeof(x))
+}
+
+# ---- data types implemented in R ------------------------------------------
+
+r_dtypes <- new.env(parent = emptyenv())
+
+r_dtype_get <- function(name) {
+  if (!is.character(name) || length(name) != 1L || is.na(name)) return(NULL)
+  get0(name, envir = r_dtypes, inherits = FALSE)
+}
+
+#' Register a data type implemented in R
+#'
+#' Adds a data type that the C engine does not know, so that arrays of it can
+#' be created, read and written. The engine moves the elements' bytes (each
+#' `size` bytes, as the chunk stores them after the `bytes` codec, with no
+#' byte swapping) between chunks and a raw vector in R's element order, on its
+#' worker threads; `decode` and `encode` convert between those bytes and R
+#' values on the main thread, once per read or write call. This is the slow
+#' path: use it for types that are rare or that a package is prototyping.
+#'
+#' @param name The data type's name in the metadata (`data_type`), which must
+#'   not be one of the built-in types.
+#' @param size Bytes per element: 1, 2, 4, 8 or 16.
+#' @param decode A function of a raw vector (`n * size` bytes) and `n`,
+#'   returning an R vector of `n` values.
+#' @param encode A function of an R vector, returning a raw vector of
+#'   `length(x) * size` bytes.
+#' @param fill_value The default fill value as `size` raw bytes.
+#' @param rtype The R type `decode` returns, for printing (`"double"`,
+#'   `"integer"`, ...).
+#' @param fill_to_json,fill_from_json Optionally, functions converting a fill
+#'   value (raw bytes) to its metadata form and back. By default the metadata
+#'   holds the bytes as an array of integers from 0 to 255.
+#' @return `zarr_register_data_type()`: the name, invisibly.
+#'   `zarr_unregister_data_type()`: whether the type was registered, invisibly.
+#' @examples
+#' # a 16-bit fixed-point number with 8 fraction bits, little endian
+#' zarr_register_data_type("example.q8_8", 2,
+#'   decode = function(raw, n) readBin(raw, "integer", n, size = 2, endian = "little") / 256,
+#'   encode = function(x) writeBin(as.integer(round(x * 256)), raw(), size = 2, endian = "little"))
+#' z <- create_zarr() # in memory
+#' arr <- z$add_array("/", "q", define_array("example.q8_8", 4))
+#' arr$write(c(1.5, -2.25, 0, 100))
+#' arr$read()
+#' zarr_unregister_data_type("example.q8_8")
+#' @export
+zarr_register_data_type <- function(name, size, decode, encode, fill_value = as.raw(rep(0L, size)),
+                                    rtype = "double", fill_to_json = NULL, fill_from_json = NULL) {
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name))
+    zarr_abort("argument", "the name of a data type must be a single string")
+  if (name %in% dtype_table$name)
+    zarr_abort("argument", sprintf("'%s' is a built-in data type", name))
+  if (!is.numeric(size) || length(size) != 1L || !size %in% c(1, 2, 4, 8, 16))
+    zarr_abort("argument", "the size of a data type implemented in R must be 1, 2, 4, 8 or 16 bytes")
+  if (!is.function(decode) || !is.function(encode))
+    zarr_abort("argument", "decode and encode must be functions")
+  if (!is.raw(fill_value) || length(fill_value) != size)
+    zarr_abort("argument", sprintf("the fill value must be %d raw byte(s)", as.integer(size)))
+  assign(name, list(name = name, size = as.integer(size), decode = decode, encode = encode,
+                    fill = fill_value, rtype = rtype, fill_to_json = fill_to_json,
+                    fill_from_json = fill_from_json), envir = r_dtypes)
+  invisible(name)
+}
+
+#' @rdname zarr_register_data_type
+#' @export
+zarr_unregister_data_type <- function(name) {
+  found <- !is.null(r_dtype_get(name))
+  if (found) rm(list = name, envir = r_dtypes)
+  invisible(found)
+}
+
+# A fill value of an R data type: raw bytes (from R, or from the metadata).
+r_dtype_fill <- function(name, value) {
+  rd <- r_dtype_get(name)
+  if (!is.raw(value)) {
+    value <- if (is.function(rd$fill_from_json)) rd$fill_from_json(value)
+      else suppressWarnings(as.integer(unlist(value)))
+    if (!is.raw(value)) {
+      if (anyNA(value) || any(value < 0 | value > 255))
+        zarr_abort("fill_value", sprintf("the fill value of %s must be %d bytes", name, rd$size))
+      value <- as.raw(value)
+    }
+  }
+  if (length(value) != rd$size)
+    zarr_abort("fill_value", sprintf("the fill value of %s must be %d bytes", name, rd$size))
+  value
+}
+
+r_dtype_fill_json <- function(name, value) {
+  rd <- r_dtype_get(name)
+  if (!is.null(rd) && is.function(rd$fill_to_json)) return(rd$fill_to_json(value))
+  json_array(as.integer(value))
+}
+
+# R values -> the bytes the engine writes, checked.
+r_dtype_encode <- function(name, data, array = NULL) {
+  rd <- r_dtype_get(name)
+  raw <- rd$encode(data)
+  if (!is.raw(raw) || length(raw) != length(data) * rd$size)
+    zarr_abort("value", sprintf("the encoder of data type '%s' returned %s, not %s raw bytes", name,
+                                if (is.raw(raw)) length(raw) else typeof(raw), format(length(data) * rd$size)),
+               array = array)
+  raw
+}
+
+r_dtype_decode <- function(name, raw, array = NULL) {
+  rd <- r_dtype_get(name)
+  n <- length(raw) %/% rd$size
+  out <- rd$decode(raw, n)
+  if (length(out) != n)
+    zarr_abort("value", sprintf("the decoder of data type '%s' returned %s value(s), not %s", name,
+                                format(length(out)), format(n)), array = array)
+  out
 }

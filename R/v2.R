@@ -3,10 +3,8 @@
 # encoding, a transpose codec for order "F", a bytes codec for the dtype's
 # byte order and its filters and compressor as further codecs.
 
-v2_dtypes <- c(b1 = "bool", i1 = "int8", i2 = "int16", i4 = "int32", i8 = "int64",
-               u1 = "uint8", u2 = "uint16", u4 = "uint32", u8 = "uint64",
-               f2 = "float16", f4 = "float32", f8 = "float64",
-               c8 = "complex64", c16 = "complex128")
+# numpy dtype code -> data type, from the data type table (R/data_type.R)
+v2_dtypes <- stats::setNames(dtype_table$name, dtype_table$v2)[!is.na(dtype_table$v2)]
 
 # A v2 dtype as a v3 data type (a name, or a list for parametrised types).
 # Unsupported dtypes keep their v2 spelling, so that only reading that array
@@ -171,6 +169,8 @@ v2_from_v3 <- function(meta) {
   names_ <- vapply(codecs, function(cd) cd$name, "")
   ab <- match(TRUE, names_ %in% c("bytes", names(v2_object_codecs)))
   if (is.na(ab)) zarr_abort("unsupported", "this codec chain cannot be written as Zarr v2")
+  if (!identical(meta$chunk_grid$name, "regular"))
+    zarr_abort("unsupported", sprintf("Zarr v2 has only regular chunks, not a '%s' chunk grid", meta$chunk_grid$name))
   endian <- codecs[[ab]]$configuration$endian %||% "little"
   order <- "C"
   filters <- list()
@@ -208,7 +208,7 @@ v2_from_v3 <- function(meta) {
 v2_dtype_string <- function(name, config, endian) {
   e <- if (endian == "big") ">" else "<"
   code <- names(v2_dtypes)[match(name, v2_dtypes)]
-  if (!is.na(code)) return(paste0(if (code %in% c("b1", "i1", "u1")) "|" else e, code))
+  if (!is.na(code)) return(paste0(if (dtype_info(name)$size == 1L) "|" else e, code))
   switch(name,
     string = , variable_length_bytes = "|O",
     fixed_length_utf32 = paste0(e, "U", as.integer(config$length_bytes) / 4L),

@@ -36,26 +36,34 @@ typedef struct {
 
 /* A contiguous range c(start, count) (class "zarr_range" in R): per chunk
  * only where it starts, so selecting a whole extent costs no memory. */
-static void plan_range(double start, double count, int64_t extent, int64_t chunk, dimplan *p,
-                       const char *name) {
+static void plan_range(double start, double count, int64_t extent, int64_t chunk,
+                       const int64_t *edges, int64_t nedges, dimplan *p, const char *name) {
   if (!(start >= 0 && count >= 0 && start + count <= (double)extent))
     zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
   int64_t r0 = (int64_t)start, n = (int64_t)count;
   p->n = n;
   p->local = p->outpos = NULL;
-  int64_t c0 = n ? r0 / chunk : 0, c1 = n ? (r0 + n - 1) / chunk : -1;
+  int64_t c0, c1;
+  if (edges == NULL) {
+    c0 = n ? r0 / chunk : 0;
+    c1 = n ? (r0 + n - 1) / chunk : -1;
+  } else {
+    c0 = n ? grid_find(edges, nedges, r0) : 0;
+    c1 = n ? grid_find(edges, nedges, r0 + n - 1) : -1;
+  }
   p->nch = n ? c1 - c0 + 1 : 0;
   p->ch = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   p->start = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   p->cnt = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   p->l0 = (int64_t *)R_alloc((size_t)p->nch + 1, sizeof(int64_t));
   for (int64_t j = 0; j < p->nch; j++) {
-    int64_t c = c0 + j, lo = c * chunk > r0 ? c * chunk : r0;
-    int64_t hi = (c + 1) * chunk < r0 + n ? (c + 1) * chunk : r0 + n;
+    int64_t c = c0 + j;
+    int64_t cs = edges ? edges[c] : c * chunk, ce = edges ? edges[c + 1] : (c + 1) * chunk;
+    int64_t lo = cs > r0 ? cs : r0, hi = ce < r0 + n ? ce : r0 + n;
     p->ch[j] = c;
     p->start[j] = lo - r0;
     p->cnt[j] = hi - lo;
-    p->l0[j] = lo - c * chunk;
+    p->l0[j] = lo - cs;
   }
 }
 
@@ -70,11 +78,13 @@ static int cmp_triple(const void *a, const void *b) {
   return 0;
 }
 
-/* Group (0-based) indices by chunk. All memory comes from R_alloc, so an R
- * error anywhere in this .Call frees it. */
-static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const char *name) {
+/* Group (0-based) indices by chunk: chunks of `chunk` elements, or for a
+ * rectilinear grid, of `nedges` chunks between `edges`. All memory comes
+ * from R_alloc, so an R error anywhere in this .Call frees it. */
+static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, const int64_t *edges, int64_t nedges,
+                     dimplan *p, const char *name) {
   if (inherits(idx, "zarr_range") && XLENGTH(idx) == 2 && TYPEOF(idx) == REALSXP) {
-    plan_range(REAL(idx)[0], REAL(idx)[1], extent, chunk, p, name);
+    plan_range(REAL(idx)[0], REAL(idx)[1], extent, chunk, edges, nedges, p, name);
     return;
   }
   p->l0 = NULL;
@@ -89,8 +99,13 @@ static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, dimplan *p, const 
     if (!(v >= 0 && v < (double)extent))
       zarr_raise(ZE_VALUE, name, NULL, "index out of bounds in a selection");
     int64_t iv = (int64_t)v;
-    t[i].chunk = iv / chunk;
-    t[i].local = iv - t[i].chunk * chunk;
+    if (edges == NULL) {
+      t[i].chunk = iv / chunk;
+      t[i].local = iv - t[i].chunk * chunk;
+    } else {
+      t[i].chunk = grid_find(edges, nedges, iv);
+      t[i].local = iv - edges[t[i].chunk];
+    }
     t[i].outpos = i;
     if (i > 0 && t[i].chunk < t[i - 1].chunk) sorted = 0;
   }
@@ -256,11 +271,7 @@ static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
 static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s, int big) {
   const zarray *a = g->arr;
   if (g->na || big || a->dtype == DT_STRING) return NULL;
-  int same = (a->dtype == DT_FLOAT64 && a->rtype == RT_DOUBLE) ||
-             (a->dtype == DT_INT32 && a->rtype == RT_INTEGER) ||
-             (a->dtype == DT_INT64 && a->rtype == RT_INT64) ||
-             (a->dtype == DT_COMPLEX128 && a->rtype == RT_COMPLEX);
-  if (!same) return NULL;
+  if (dtype_def(a->dtype)->direct != (int)a->rtype) return NULL;
   int64_t cstride[ZARR_MAX_DIMS];
   chunk_strides(ch, cstride);
   int64_t off = 0;
@@ -272,7 +283,7 @@ static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s,
     if (m->cnt > 1 && cstride[d] != s->ostride[d]) return NULL;
     off += m->o0 * s->ostride[d];
   }
-  return g->rdata + off * (int64_t)rtype_size(a->rtype);
+  return g->rdata + off * (int64_t)elem_rsize(a->dtype, a->rtype);
 }
 
 /* ---- shards ------------------------------------------------------------------ */
@@ -501,14 +512,14 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
   if (res_n != expect)
     return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)res_n,
                     (double)expect);
-  if (ch->big_endian && a->elsize > 1) {
+  size_t unit = dtype_def(a->dtype)->swap;
+  if (ch->big_endian && unit > 1) {
     /* swap in a buffer we own; never in the caller's (maybe R's) memory */
     if (res == src && !writable) {
       if (zbuf_reserve(&tb->elem[depth], res_n, e)) return -1;
       memcpy(tb->elem[depth].data, res, res_n);
       res = tb->elem[depth].data;
     }
-    size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
     byteswap_inplace((uint8_t *)res, res_n / unit, unit);
   }
   return emit(g, ch, res, slab, dst_chunk, cv, e);
@@ -553,6 +564,16 @@ static int job_begin(engine *g, int64_t job, int64_t *jc, char *key, zslab *s) {
   return 0;
 }
 
+/* The chain of a job's chunk: the array's, or for a rectilinear grid a copy
+ * with that chunk's shape. */
+static const zchain *job_chain(const engine *g, const int64_t *jc, zchain *tmp) {
+  const zarray *a = g->arr;
+  if (!a->rectilinear) return &a->chain;
+  *tmp = a->chain;
+  for (int d = 0; d < g->ndim; d++) tmp->chunk_shape[d] = grid_len(a, d, g->dp[d].ch[jc[d]]);
+  return tmp;
+}
+
 static void conv_init(const engine *g, zconv *cv) {
   memset(cv, 0, sizeof *cv);
   cv->na = g->na;
@@ -562,8 +583,8 @@ static void conv_init(const engine *g, zconv *cv) {
 static int chunk_is_edge(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
   for (int d = 0; d < g->ndim; d++) {
-    int64_t cs = a->chain.chunk_shape[d];
-    if ((g->dp[d].ch[jc[d]] + 1) * cs > a->shape[d]) return 1;
+    int64_t c = g->dp[d].ch[jc[d]];
+    if (grid_start(a, d, c) + grid_len(a, d, c) > a->shape[d]) return 1;
   }
   return 0;
 }
@@ -573,7 +594,7 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
   for (int d = 0; d < g->ndim; d++) {
     const dimplan *p = &g->dp[d];
-    int64_t cs = a->chain.chunk_shape[d], c0 = p->ch[jc[d]] * cs;
+    int64_t cs = grid_len(a, d, p->ch[jc[d]]), c0 = grid_start(a, d, p->ch[jc[d]]);
     int64_t ext = a->shape[d] - c0 < cs ? a->shape[d] - c0 : cs;
     if (p->cnt[jc[d]] != ext) return 0;
     if (p->local == NULL) {
@@ -691,9 +712,11 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   int rc;
   if (sharded_read(g) && !missing)
     rc = shard_index_arrived(g, job, p, n, &s, tb, &cv, e);
-  else
-    rc = decode_into(g, &g->arr->chain, p, n, missing, writable, &s, tb, 0,
+  else {
+    zchain tmp;
+    rc = decode_into(g, job_chain(g, jc, &tmp), p, n, missing, writable, &s, tb, 0,
                      g->merged ? g->merged[job] : NULL, &cv, e);
+  }
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) engine_fail(g, e, key);
   progress_add(1);
@@ -788,12 +811,13 @@ static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es
 static void write_task(void *ctx, size_t task, int thread) {
   engine *g = ctx;
   const zarray *a = g->arr;
-  const zchain *ch = &a->chain;
   tbufs *tb = &g->tb[thread];
   int64_t jc[ZARR_MAX_DIMS];
   char key[KEY_CAP];
   zslab s;
   if (job_begin(g, task, jc, key, &s)) return;
+  zchain tmp;
+  const zchain *ch = job_chain(g, jc, &tmp);
   zerr e = {ZE_OK, ""};
   if (ch->ab == AB_SHARDING) {
     for (int d = 0; d < ch->ndim; d++)
@@ -845,8 +869,8 @@ static void write_task(void *ctx, size_t task, int thread) {
       }
       payload = tb->elem[0].data;
       payload_n = tb->elem[0].size;
-    } else if (ch->big_endian && a->elsize > 1) {
-      size_t unit = (a->dtype == DT_COMPLEX64) ? 4 : (a->dtype == DT_COMPLEX128 ? 8 : a->elsize);
+    } else if (ch->big_endian && dtype_def(a->dtype)->swap > 1) {
+      size_t unit = dtype_def(a->dtype)->swap;
       byteswap_inplace(cb->data, nbytes / unit, unit);
     }
     if (chain_encode_bytes(ch, payload, payload_n, &tb->a[0], &tb->b[0], &res, &res_n, &e)) {
@@ -883,7 +907,8 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   if (XLENGTH(sel) != a->ndim) zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
   g->njobs = 1;
   for (int d = 0; d < a->ndim; d++) {
-    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], &g->dp[d], a->name);
+    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], a->edges[d], a->nchunks[d],
+             &g->dp[d], a->name);
     g->njobs *= g->dp[d].nch;
   }
   int64_t acc = 1;
@@ -892,9 +917,8 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
     acc *= g->dp[d].n;
   }
   int fill_as_na = asLogical(list_get(opts, "fill_as_na")) != FALSE;
-  int is_float = a->dtype == DT_FLOAT16 || a->dtype == DT_FLOAT32 || a->dtype == DT_FLOAT64 ||
-                 a->dtype == DT_COMPLEX64 || a->dtype == DT_COMPLEX128;
-  g->na = fill_as_na && a->dtype != DT_BOOL && !(is_float && a->fill_is_nan);
+  char kind = dtype_def(a->dtype)->kind;
+  g->na = fill_as_na && kind != 'b' && kind != 'r' && !((kind == 'f' || kind == 'c') && a->fill_is_nan);
   int32_t f32;
   memcpy(&f32, a->fill, 4);
   if (a->dtype == DT_INT32 && a->rtype == RT_INTEGER && f32 == INT32_MIN) g->na = 0; /* already NA */
@@ -933,6 +957,7 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
   case RT_COMPLEX: return CPLXSXP;
   case RT_STRING: return STRSXP;
   case RT_RAWLIST: return VECSXP;
+  case RT_RAW: return RAWSXP;
   default: return REALSXP;
   }
 }
@@ -1020,13 +1045,16 @@ static void prefault(uint8_t *p, size_t n, int nthreads) {
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   zarray a;
   spec_parse(spec, &a);
+  grid_parse(spec, &a);
   if (!kernel_supported(a.dtype, a.rtype, 0))
     zarr_raise(ZE_CODEC, a.name, NULL, "reading this data type is not supported");
   engine g;
   engine_init(&g, &a, sel, store, opts);
   int64_t total = 1;
   for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
-  SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), (R_xlen_t)total));
+  /* raw bits: as many bytes per element as the data type has */
+  R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
+  SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), rlen));
   if (total == 0) {
     UNPROTECT(1);
     return out;
@@ -1036,7 +1064,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   g.tb = tbufs_new(g.nthreads);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
   if (!strings && getenv("ZARR_NO_PREFAULT") == NULL)
-    prefault(g.rdata, (size_t)total * rtype_size(a.rtype), g.nthreads);
+    prefault(g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
   progress_total(g.njobs);
   engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) {
@@ -1050,7 +1078,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */
   if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
-  if (a.ndim > 1) { /* here too: R copies the result to set its dim once R code has seen it */
+  if (a.ndim > 1 && a.rtype != RT_RAW) { /* here too: R copies the result to set its dim once R code has seen it */
     SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
     for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;
     setAttrib(out, R_DimSymbol, dim);
@@ -1063,6 +1091,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
 SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   zarray a;
   spec_parse(spec, &a);
+  grid_parse(spec, &a);
   if (!kernel_supported(a.dtype, a.rtype, 1))
     zarr_raise(ZE_VALUE, a.name, NULL, "these R values cannot be written to this data type");
   engine g;
@@ -1074,16 +1103,17 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   if (total == 0) return R_NilValue;
   if ((SEXPTYPE)TYPEOF(data) != rtype_sexp(a.rtype))
     zarr_raise(ZE_VALUE, a.name, NULL, "internal: data has the wrong R type");
-  if (XLENGTH(data) == 1 && total > 1) {
+  R_xlen_t ndata = XLENGTH(data) / (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
+  if (ndata == 1 && total > 1) {
     for (int d = 0; d < a.ndim; d++) g.ostride[d] = 0; /* recycle one value */
-  } else if (XLENGTH(data) != total) {
+  } else if (ndata != total || (a.rtype == RT_RAW && XLENGTH(data) % (R_xlen_t)a.elsize)) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
   zstr fill;
   memcpy(&fill, a.fill, sizeof fill);
   g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data, &fill) : (uint8_t *)DATAPTR(data);
   int64_t first = -1;
-  int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, XLENGTH(data), &first);
+  int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, ndata, &first);
   if (bad > 0) {
     char msg[ZARR_MSG_LEN];
     snprintf(msg, sizeof msg,

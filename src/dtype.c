@@ -1,23 +1,684 @@
-/* Data type names and sizes shared by the engine and the R-facing helpers. */
+/* The data type table: one row per data type the engine reads and writes,
+ * with its size, byte-swap unit, kind and the kernels that convert between
+ * its stored elements and each R type it maps to (see zdtype_def in
+ * zarr_core.h). Adding a data type is one enum value, its kernels here and
+ * one row in `dtypes` (plus one row in R's dtype_table, R/data_type.R, for
+ * its metadata name, R type and v2 spelling). */
+#include <math.h>
 #include <string.h>
+#include <limits.h>
 #include "zarr_core.h"
 
-static const char *dt_names[DT_COUNT] = {
-    "bool",   "int8",   "int16",   "int32",   "int64",     "uint8",     "uint16",
-    "uint32", "uint64", "float16", "float32", "float64", "complex64", "complex128", "string"};
-static const size_t dt_sizes[DT_COUNT] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 8, 16, sizeof(zstr)};
+static const uint64_t R_NA_BITS = 0x7FF00000000007A2ULL;
+
+static inline double na_real(void) {
+  double d;
+  memcpy(&d, &R_NA_BITS, 8);
+  return d;
+}
+
+static inline int is_r_na(double x) {
+  uint64_t b;
+  memcpy(&b, &x, 8);
+  /* R's NA: a NaN whose low word is 1954 (sign and quiet bit may vary) */
+  return isnan(x) && (uint32_t)b == 1954u;
+}
+
+/* IEEE half precision <-> double */
+static double half_to_double(uint16_t h) {
+  int s = h >> 15, ex = (h >> 10) & 0x1F, m = h & 0x3FF;
+  double v;
+  if (ex == 0) v = ldexp((double)m, -24);
+  else if (ex == 31) v = m ? NAN : INFINITY;
+  else v = ldexp((double)(m | 0x400), ex - 25);
+  return s ? -v : v;
+}
+
+static uint16_t double_to_half(double d) {
+  float f = (float)d;
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+  uint32_t ex = (x >> 23) & 0xFF, m = x & 0x7FFFFF;
+  if (ex == 0xFF) return sign | 0x7C00 | (m ? 0x200 : 0);
+  int e = (int)ex - 127 + 15;
+  if (e >= 31) return sign | 0x7C00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    m |= 0x800000;
+    int shift = 14 - e;
+    uint32_t hm = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (hm & 1))) hm++;
+    return sign | (uint16_t)hm;
+  }
+  uint32_t hm = m >> 13, rem = m & 0x1FFF;
+  uint16_t r = sign | (uint16_t)(e << 10) | (uint16_t)hm;
+  if (rem > 0x1000 || (rem == 0x1000 && (hm & 1))) r++; /* may carry into exponent */
+  return r;
+}
+
+
+/* ---- decode kernels: stored element -> R element ---------------------------- */
+
+#define DEC_TO_INT(NAME, T)                                                          \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    T f;                                                                             \
+    memcpy(&f, cv->fill, sizeof(T));                                                 \
+    const int na = cv->na;                                                           \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      T v;                                                                           \
+      memcpy(&v, s, sizeof(T));                                                      \
+      int r = (na && v == f) ? INT_MIN : (int)v;                                     \
+      memcpy(d, &r, sizeof r);                                                       \
+    }                                                                                \
+  }
+DEC_TO_INT(dec_i8_int, int8_t)
+DEC_TO_INT(dec_i16_int, int16_t)
+DEC_TO_INT(dec_i32_int_slow, int32_t)
+
+static void dec_i32_int(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  if (!cv->na && ds == 4 && ss == 4) memcpy(d, s, (size_t)n * 4);
+  else dec_i32_int_slow(d, ds, s, ss, n, cv);
+}
+DEC_TO_INT(dec_u8_int, uint8_t)
+DEC_TO_INT(dec_u16_int, uint16_t)
+
+static void dec_bool_lgl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                         zconv *cv) {
+  (void)cv;
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    int r = *s ? 1 : 0;
+    memcpy(d, &r, sizeof r);
+  }
+}
+
+#define DEC_TO_DBL(NAME, T, CHECK_LOST)                                              \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    T f;                                                                             \
+    memcpy(&f, cv->fill, sizeof(T));                                                 \
+    const int na = cv->na;                                                           \
+    const double nar = na_real();                                                    \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      T v;                                                                           \
+      memcpy(&v, s, sizeof(T));                                                      \
+      double r = (na && v == f) ? nar : (double)v;                                   \
+      if (CHECK_LOST && !(na && v == f) && (r > 9007199254740992.0 || r < -9007199254740992.0)) \
+        cv->lost++;                                                                  \
+      memcpy(d, &r, sizeof r);                                                       \
+    }                                                                                \
+  }
+DEC_TO_DBL(dec_i8_dbl, int8_t, 0)
+DEC_TO_DBL(dec_i16_dbl, int16_t, 0)
+DEC_TO_DBL(dec_i32_dbl, int32_t, 0)
+DEC_TO_DBL(dec_u8_dbl, uint8_t, 0)
+DEC_TO_DBL(dec_u16_dbl, uint16_t, 0)
+DEC_TO_DBL(dec_u32_dbl, uint32_t, 0)
+DEC_TO_DBL(dec_i64_dbl, int64_t, 1)
+DEC_TO_DBL(dec_u64_dbl, uint64_t, 1)
+
+static void dec_f64_dbl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  uint64_t f;
+  memcpy(&f, cv->fill, 8);
+  if (!cv->na && ds == 8 && ss == 8) {
+    memcpy(d, s, (size_t)n * 8);
+    return;
+  }
+  const double nar = na_real();
+  const int na = cv->na;
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    uint64_t b;
+    memcpy(&b, s, 8);
+    if (na && b == f) memcpy(d, &nar, 8);
+    else memcpy(d, &b, 8);
+  }
+}
+
+static void dec_f32_dbl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  uint32_t f;
+  memcpy(&f, cv->fill, 4);
+  const double nar = na_real();
+  const int na = cv->na;
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    uint32_t b;
+    memcpy(&b, s, 4);
+    double r;
+    if (b == ZARR_NA_FLOAT32_BITS || (na && b == f)) r = nar;
+    else {
+      float x;
+      memcpy(&x, &b, 4);
+      r = (double)x;
+    }
+    memcpy(d, &r, 8);
+  }
+}
+
+static void dec_f16_dbl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  uint16_t f;
+  memcpy(&f, cv->fill, 2);
+  const double nar = na_real();
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    uint16_t b;
+    memcpy(&b, s, 2);
+    double r = (cv->na && b == f) ? nar : half_to_double(b);
+    memcpy(d, &r, 8);
+  }
+}
+
+static void dec_i64_i64(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  int64_t f;
+  memcpy(&f, cv->fill, 8);
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    int64_t v;
+    memcpy(&v, s, 8);
+    if (cv->na && v == f) v = INT64_MIN;
+    memcpy(d, &v, 8);
+  }
+}
+
+static void dec_u64_i64(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  uint64_t f;
+  memcpy(&f, cv->fill, 8);
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    uint64_t v;
+    memcpy(&v, s, 8);
+    int64_t r;
+    if (cv->na && v == f) r = INT64_MIN;
+    else if (v > (uint64_t)INT64_MAX) { r = INT64_MIN; cv->lost++; }
+    else r = (int64_t)v;
+    memcpy(d, &r, 8);
+  }
+}
+
+#define DEC_TO_CPLX(NAME, T)                                                         \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    const double nar = na_real();                                                    \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      T v[2];                                                                        \
+      memcpy(v, s, sizeof v);                                                        \
+      double r[2] = {(double)v[0], (double)v[1]};                                    \
+      if (cv->na && memcmp(s, cv->fill, sizeof v) == 0) r[0] = r[1] = nar;           \
+      memcpy(d, r, sizeof r);                                                        \
+    }                                                                                \
+  }
+DEC_TO_CPLX(dec_c64_cplx, float)
+DEC_TO_CPLX(dec_c128_cplx, double)
+
+/* ---- encode kernels: R element -> stored element ---------------------------- */
+
+/* from R integer / logical (int, NA = INT_MIN) */
+#define ENC_INT_TO(NAME, T, LO, HI)                                                  \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      int v;                                                                         \
+      memcpy(&v, s, sizeof v);                                                       \
+      if (v == INT_MIN) memcpy(d, cv->fill, sizeof(T));                              \
+      else if ((double)v < (double)(LO) || (double)v > (double)(HI)) {               \
+        cv->bad++;                                                                   \
+        memcpy(d, cv->fill, sizeof(T));                                              \
+      } else {                                                                       \
+        T t = (T)v;                                                                  \
+        memcpy(d, &t, sizeof(T));                                                    \
+      }                                                                              \
+    }                                                                                \
+  }
+ENC_INT_TO(enc_int_i8, int8_t, -128, 127)
+ENC_INT_TO(enc_int_i16, int16_t, -32768, 32767)
+ENC_INT_TO(enc_int_i32, int32_t, INT_MIN, INT_MAX)
+ENC_INT_TO(enc_int_i64, int64_t, INT_MIN, INT_MAX)
+ENC_INT_TO(enc_int_u8, uint8_t, 0, 255)
+ENC_INT_TO(enc_int_u16, uint16_t, 0, 65535)
+ENC_INT_TO(enc_int_u32, uint32_t, 0, INT_MAX)
+ENC_INT_TO(enc_int_u64, uint64_t, 0, INT_MAX)
+ENC_INT_TO(enc_int_f64, double, INT_MIN, INT_MAX)
+
+static void enc_int_f32(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    int v;
+    memcpy(&v, s, sizeof v);
+    if (v == INT_MIN) memcpy(d, cv->fill, 4);
+    else {
+      float t = (float)v;
+      memcpy(d, &t, 4);
+    }
+  }
+}
+
+static void enc_int_f16(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    int v;
+    memcpy(&v, s, sizeof v);
+    if (v == INT_MIN) memcpy(d, cv->fill, 2);
+    else {
+      uint16_t t = double_to_half((double)v);
+      memcpy(d, &t, 2);
+    }
+  }
+}
+
+static void enc_lgl_bool(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                         zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    int v;
+    memcpy(&v, s, sizeof v);
+    *d = v == INT_MIN ? cv->fill[0] : (uint8_t)(v != 0);
+  }
+}
+
+/* from R double. Integer targets accept only whole numbers in range. */
+#define ENC_DBL_TO_INT(NAME, T, LO, HI_EXCL)                                         \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      double v;                                                                      \
+      memcpy(&v, s, 8);                                                              \
+      if (isnan(v)) {                                                                \
+        if (!is_r_na(v)) cv->bad++;                                                  \
+        memcpy(d, cv->fill, sizeof(T));                                              \
+      } else if (v < (LO) || v >= (HI_EXCL) || v != floor(v)) {                      \
+        cv->bad++;                                                                   \
+        memcpy(d, cv->fill, sizeof(T));                                              \
+      } else {                                                                       \
+        T t = (T)v;                                                                  \
+        memcpy(d, &t, sizeof(T));                                                    \
+      }                                                                              \
+    }                                                                                \
+  }
+ENC_DBL_TO_INT(enc_dbl_i8, int8_t, -128.0, 128.0)
+ENC_DBL_TO_INT(enc_dbl_i16, int16_t, -32768.0, 32768.0)
+ENC_DBL_TO_INT(enc_dbl_i32, int32_t, -2147483648.0, 2147483648.0)
+ENC_DBL_TO_INT(enc_dbl_i64, int64_t, -9223372036854775808.0, 9223372036854775808.0)
+ENC_DBL_TO_INT(enc_dbl_u8, uint8_t, 0.0, 256.0)
+ENC_DBL_TO_INT(enc_dbl_u16, uint16_t, 0.0, 65536.0)
+ENC_DBL_TO_INT(enc_dbl_u32, uint32_t, 0.0, 4294967296.0)
+ENC_DBL_TO_INT(enc_dbl_u64, uint64_t, 0.0, 18446744073709551616.0)
+
+static void enc_dbl_bool(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                         zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double v;
+    memcpy(&v, s, 8);
+    *d = isnan(v) ? cv->fill[0] : (uint8_t)(v != 0);
+  }
+}
+
+static void enc_int_i32_fast(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                             zconv *cv) {
+  /* R's NA is INT_MIN: with that fill value every int is stored as it is */
+  int32_t f;
+  memcpy(&f, cv->fill, 4);
+  if (f == INT_MIN && ds == 4 && ss == 4) memcpy(d, s, (size_t)n * 4);
+  else enc_int_i32(d, ds, s, ss, n, cv);
+}
+
+static void enc_dbl_f64(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  /* A NaN fill keeps R's NA bits as they are (other readers see a NaN); any
+   * other fill value stands in for NA. */
+  if (cv->na == 0 && ds == 8 && ss == 8) {
+    memcpy(d, s, (size_t)n * 8);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double v;
+    memcpy(&v, s, 8);
+    if (cv->na && is_r_na(v)) memcpy(d, cv->fill, 8);
+    else memcpy(d, &v, 8);
+  }
+}
+
+static void enc_dbl_f32(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  const uint32_t nabits = ZARR_NA_FLOAT32_BITS;
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double v;
+    memcpy(&v, s, 8);
+    if (is_r_na(v)) memcpy(d, cv->na ? cv->fill : (const uint8_t *)&nabits, 4);
+    else {
+      float t = (float)v;
+      memcpy(d, &t, 4);
+    }
+  }
+}
+
+static void enc_dbl_f16(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                        zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double v;
+    memcpy(&v, s, 8);
+    if (is_r_na(v)) memcpy(d, cv->fill, 2);
+    else {
+      uint16_t t = double_to_half(v);
+      memcpy(d, &t, 2);
+    }
+  }
+}
+
+/* from bit64::integer64 (int64 bits, NA = INT64_MIN) */
+#define ENC_I64_TO(NAME, T, LO, HI)                                                  \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      int64_t v;                                                                     \
+      memcpy(&v, s, 8);                                                              \
+      if (v == INT64_MIN) memcpy(d, cv->fill, sizeof(T));                            \
+      else if (v < (int64_t)(LO) || v > (int64_t)(HI)) {                             \
+        cv->bad++;                                                                   \
+        memcpy(d, cv->fill, sizeof(T));                                              \
+      } else {                                                                       \
+        T t = (T)v;                                                                  \
+        memcpy(d, &t, sizeof(T));                                                    \
+      }                                                                              \
+    }                                                                                \
+  }
+ENC_I64_TO(enc_i64_i8, int8_t, -128, 127)
+ENC_I64_TO(enc_i64_i16, int16_t, -32768, 32767)
+ENC_I64_TO(enc_i64_i32, int32_t, INT_MIN, INT_MAX)
+ENC_I64_TO(enc_i64_i64, int64_t, INT64_MIN + 1, INT64_MAX)
+ENC_I64_TO(enc_i64_u8, uint8_t, 0, 255)
+ENC_I64_TO(enc_i64_u16, uint16_t, 0, 65535)
+ENC_I64_TO(enc_i64_u32, uint32_t, 0, 4294967295LL)
+ENC_I64_TO(enc_i64_u64, uint64_t, 0, INT64_MAX)
+ENC_I64_TO(enc_i64_f64, double, INT64_MIN + 1, INT64_MAX)
+ENC_I64_TO(enc_i64_f32, float, INT64_MIN + 1, INT64_MAX)
+
+#define ENC_CPLX_TO(NAME, T)                                                         \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      double v[2];                                                                   \
+      memcpy(v, s, sizeof v);                                                        \
+      if (cv->na && (is_r_na(v[0]) || is_r_na(v[1]))) memcpy(d, cv->fill, 2 * sizeof(T)); \
+      else {                                                                         \
+        T t[2] = {(T)v[0], (T)v[1]};                                                 \
+        memcpy(d, t, sizeof t);                                                      \
+      }                                                                              \
+    }                                                                                \
+  }
+ENC_CPLX_TO(enc_cplx_c64, float)
+ENC_CPLX_TO(enc_cplx_c128, double)
+
+/* string handles move as they are */
+static void copy_str(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n, zconv *cv) {
+  (void)cv;
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) memcpy(d, s, sizeof(zstr));
+}
+
+
+/* ---- small floating point formats ---------------------------------------- */
+
+/* A binary floating point format of `eb` exponent and `mb` mantissa bits with
+ * IEEE 754 semantics (subnormals, infinities, NaN): bfloat16 and the float8
+ * types. Decoding is exact; encoding rounds to nearest, ties to even, and
+ * overflows to infinity. */
+static double mini_to_double(uint32_t b, int eb, int mb) {
+  int bias = (1 << (eb - 1)) - 1;
+  uint32_t m = b & ((1u << mb) - 1), ex = (b >> mb) & ((1u << eb) - 1);
+  double v;
+  if (ex == 0) v = ldexp((double)m, 1 - bias - mb);
+  else if (ex == (1u << eb) - 1) v = m ? NAN : INFINITY;
+  else v = ldexp((double)(m | (1u << mb)), (int)ex - bias - mb);
+  return (b >> (eb + mb)) & 1 ? -v : v;
+}
+
+static uint32_t double_to_mini(double x, int eb, int mb) {
+  uint32_t sign = signbit(x) ? 1u << (eb + mb) : 0, emask = ((1u << eb) - 1) << mb;
+  if (isnan(x)) return sign | emask | (1u << (mb - 1));
+  double a = fabs(x);
+  int bias = (1 << (eb - 1)) - 1, emin = 1 - bias, emax = bias;
+  if (isinf(a)) return sign | emask;
+  if (a == 0) return sign;
+  int e;
+  frexp(a, &e);
+  e -= 1; /* a = 1.f * 2^e */
+  if (e < emin) { /* subnormal: q quanta of 2^(emin - mb); q = 2^mb is the smallest normal */
+    double q = nearbyint(ldexp(a, mb - emin));
+    return sign | (uint32_t)q;
+  }
+  double q = nearbyint(ldexp(a, mb - e)); /* in [2^mb, 2^(mb+1)] */
+  if (q >= ldexp(1, mb + 1)) {
+    q = ldexp(1, mb);
+    e++;
+  }
+  if (e > emax) return sign | emask;
+  return sign | ((uint32_t)(e + bias) << mb) | ((uint32_t)q - (1u << mb));
+}
+
+static double bf16_to_double(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return (double)f;
+}
+
+/* the 256 values of each float8 format, filled at load time (dtype_init) */
+static double f8_e4m3[256], f8_e5m2[256];
+
+#define DEC_MINI_DBL(NAME, T, CONV)                                                  \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    T f;                                                                             \
+    memcpy(&f, cv->fill, sizeof(T));                                                 \
+    const double nar = na_real();                                                    \
+    const int na = cv->na;                                                           \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      T b;                                                                           \
+      memcpy(&b, s, sizeof(T));                                                      \
+      double r = (na && b == f) ? nar : CONV(b);                                     \
+      memcpy(d, &r, 8);                                                              \
+    }                                                                                \
+  }
+#define F8_E4M3(b) f8_e4m3[b]
+#define F8_E5M2(b) f8_e5m2[b]
+DEC_MINI_DBL(dec_bf16_dbl, uint16_t, bf16_to_double)
+DEC_MINI_DBL(dec_e4m3_dbl, uint8_t, F8_E4M3)
+DEC_MINI_DBL(dec_e5m2_dbl, uint8_t, F8_E5M2)
+
+/* R NA becomes the fill value (as for float16); any other double is rounded */
+#define ENC_DBL_MINI(NAME, T, EB, MB)                                                \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      double v;                                                                      \
+      memcpy(&v, s, 8);                                                              \
+      if (is_r_na(v)) memcpy(d, cv->fill, sizeof(T));                                \
+      else {                                                                         \
+        T t = (T)double_to_mini(v, EB, MB);                                          \
+        memcpy(d, &t, sizeof(T));                                                    \
+      }                                                                              \
+    }                                                                                \
+  }
+ENC_DBL_MINI(enc_dbl_bf16, uint16_t, 8, 7)
+ENC_DBL_MINI(enc_dbl_e4m3, uint8_t, 4, 3)
+ENC_DBL_MINI(enc_dbl_e5m2, uint8_t, 5, 2)
+
+/* ---- 4-bit integers: one per byte, in the low nibble ----------------------- */
+
+static inline int nib_i4(uint8_t b) { return (int)(b & 0x0F) - ((b & 0x08) ? 16 : 0); }
+static inline int nib_u4(uint8_t b) { return (int)(b & 0x0F); }
+
+#define DEC_NIB(NAME, RT, CONV, NAV)                                                 \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    const int f = CONV(cv->fill[0]), na = cv->na;                                    \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      int v = CONV(*s);                                                              \
+      RT r = (na && v == f) ? (NAV) : (RT)v;                                         \
+      memcpy(d, &r, sizeof r);                                                       \
+    }                                                                                \
+  }
+DEC_NIB(dec_i4_int, int, nib_i4, INT_MIN)
+DEC_NIB(dec_u4_int, int, nib_u4, INT_MIN)
+DEC_NIB(dec_i4_dbl, double, nib_i4, na_real())
+DEC_NIB(dec_u4_dbl, double, nib_u4, na_real())
+
+/* The upper nibble is written as zero, the value in the lower one. */
+#define ENC_INT_NIB(NAME, LO, HI)                                                    \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      int v;                                                                         \
+      memcpy(&v, s, sizeof v);                                                       \
+      if (v == INT_MIN) *d = cv->fill[0];                                            \
+      else if (v < (LO) || v > (HI)) {                                               \
+        cv->bad++;                                                                   \
+        *d = cv->fill[0];                                                            \
+      } else *d = (uint8_t)(v & 0x0F);                                               \
+    }                                                                                \
+  }
+ENC_INT_NIB(enc_int_i4, -8, 7)
+ENC_INT_NIB(enc_int_u4, 0, 15)
+
+#define ENC_DBL_NIB(NAME, LO, HI)                                                    \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      double v;                                                                      \
+      memcpy(&v, s, 8);                                                              \
+      if (isnan(v)) {                                                                \
+        if (!is_r_na(v)) cv->bad++;                                                  \
+        *d = cv->fill[0];                                                            \
+      } else if (v < (LO) || v > (HI) || v != floor(v)) {                            \
+        cv->bad++;                                                                   \
+        *d = cv->fill[0];                                                            \
+      } else *d = (uint8_t)((int)v & 0x0F);                                          \
+    }                                                                                \
+  }
+ENC_DBL_NIB(enc_dbl_i4, -8.0, 7.0)
+ENC_DBL_NIB(enc_dbl_u4, 0.0, 15.0)
+
+#define ENC_I64_NIB(NAME, LO, HI)                                                    \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
+      int64_t v;                                                                     \
+      memcpy(&v, s, 8);                                                              \
+      if (v == INT64_MIN) *d = cv->fill[0];                                          \
+      else if (v < (LO) || v > (HI)) {                                               \
+        cv->bad++;                                                                   \
+        *d = cv->fill[0];                                                            \
+      } else *d = (uint8_t)(v & 0x0F);                                               \
+    }                                                                                \
+  }
+ENC_I64_NIB(enc_i64_i4, -8, 7)
+ENC_I64_NIB(enc_i64_u4, 0, 15)
+
+/* ---- raw bits: copied as they are ------------------------------------------- */
+
+#define COPY_BYTES(NAME, N)                                                          \
+  static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
+                   zconv *cv) {                                                      \
+    (void)cv;                                                                        \
+    if (ds == (N) && ss == (N)) {                                                    \
+      memcpy(d, s, (size_t)n * (N));                                                 \
+      return;                                                                        \
+    }                                                                                \
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss) memcpy(d, s, (N));             \
+  }
+COPY_BYTES(copy_r8, 1)
+COPY_BYTES(copy_r16, 2)
+COPY_BYTES(copy_r32, 4)
+COPY_BYTES(copy_r64, 8)
+COPY_BYTES(copy_r128, 16)
+
+/* ---- the table -------------------------------------------------------------- */
+
+/* integer types take R integer, logical, double and integer64 values */
+#define INT_ENC(T) \
+  {[RT_INTEGER] = enc_int_##T, [RT_LOGICAL] = enc_int_##T, [RT_DOUBLE] = enc_dbl_##T, \
+   [RT_INT64] = enc_i64_##T}
+#define RAW_ROW(NAME, N, FN) \
+  {NAME, N, 0, 'r', -1, RT_RAW, {[RT_RAW] = FN}, {[RT_RAW] = FN}}
+
+static const zdtype_def dtypes[DT_COUNT] = {
+    [DT_BOOL] = {"bool", 1, 0, 'b', -1, -1, {[RT_LOGICAL] = dec_bool_lgl},
+                 {[RT_LOGICAL] = enc_lgl_bool, [RT_INTEGER] = enc_lgl_bool, [RT_DOUBLE] = enc_dbl_bool}},
+    [DT_INT8] = {"int8", 1, 0, 'i', -1, -1, {[RT_INTEGER] = dec_i8_int, [RT_DOUBLE] = dec_i8_dbl},
+                 INT_ENC(i8)},
+    [DT_INT16] = {"int16", 2, 2, 'i', -1, -1, {[RT_INTEGER] = dec_i16_int, [RT_DOUBLE] = dec_i16_dbl},
+                  INT_ENC(i16)},
+    [DT_INT32] = {"int32", 4, 4, 'i', -1, RT_INTEGER,
+                  {[RT_INTEGER] = dec_i32_int, [RT_DOUBLE] = dec_i32_dbl},
+                  {[RT_INTEGER] = enc_int_i32_fast, [RT_LOGICAL] = enc_int_i32,
+                   [RT_DOUBLE] = enc_dbl_i32, [RT_INT64] = enc_i64_i32}},
+    [DT_INT64] = {"int64", 8, 8, 'i', -1, RT_INT64, {[RT_DOUBLE] = dec_i64_dbl, [RT_INT64] = dec_i64_i64},
+                  INT_ENC(i64)},
+    [DT_UINT8] = {"uint8", 1, 0, 'u', -1, -1, {[RT_INTEGER] = dec_u8_int, [RT_DOUBLE] = dec_u8_dbl},
+                  INT_ENC(u8)},
+    [DT_UINT16] = {"uint16", 2, 2, 'u', -1, -1,
+                   {[RT_INTEGER] = dec_u16_int, [RT_DOUBLE] = dec_u16_dbl}, INT_ENC(u16)},
+    [DT_UINT32] = {"uint32", 4, 4, 'u', -1, -1, {[RT_DOUBLE] = dec_u32_dbl}, INT_ENC(u32)},
+    [DT_UINT64] = {"uint64", 8, 8, 'u', -1, -1, {[RT_DOUBLE] = dec_u64_dbl, [RT_INT64] = dec_u64_i64},
+                   INT_ENC(u64)},
+    [DT_FLOAT16] = {"float16", 2, 2, 'f', -1, -1, {[RT_DOUBLE] = dec_f16_dbl},
+                    {[RT_INTEGER] = enc_int_f16, [RT_LOGICAL] = enc_int_f16, [RT_DOUBLE] = enc_dbl_f16}},
+    [DT_FLOAT32] = {"float32", 4, 4, 'f', -1, -1, {[RT_DOUBLE] = dec_f32_dbl},
+                    {[RT_INTEGER] = enc_int_f32, [RT_LOGICAL] = enc_int_f32, [RT_DOUBLE] = enc_dbl_f32,
+                     [RT_INT64] = enc_i64_f32}},
+    [DT_FLOAT64] = {"float64", 8, 8, 'f', -1, RT_DOUBLE, {[RT_DOUBLE] = dec_f64_dbl},
+                    {[RT_INTEGER] = enc_int_f64, [RT_LOGICAL] = enc_int_f64, [RT_DOUBLE] = enc_dbl_f64,
+                     [RT_INT64] = enc_i64_f64}},
+    [DT_COMPLEX64] = {"complex64", 8, 4, 'c', DT_FLOAT32, -1, {[RT_COMPLEX] = dec_c64_cplx},
+                      {[RT_COMPLEX] = enc_cplx_c64}},
+    [DT_COMPLEX128] = {"complex128", 16, 8, 'c', DT_FLOAT64, RT_COMPLEX, {[RT_COMPLEX] = dec_c128_cplx},
+                       {[RT_COMPLEX] = enc_cplx_c128}},
+    [DT_STRING] = {"string", sizeof(zstr), 0, 's', -1, -1,
+                   {[RT_STRING] = copy_str, [RT_RAWLIST] = copy_str},
+                   {[RT_STRING] = copy_str, [RT_RAWLIST] = copy_str}},
+    [DT_BFLOAT16] = {"bfloat16", 2, 2, 'f', -1, -1, {[RT_DOUBLE] = dec_bf16_dbl},
+                     {[RT_DOUBLE] = enc_dbl_bf16}},
+    [DT_FLOAT8_E4M3] = {"float8_e4m3", 1, 0, 'f', -1, -1, {[RT_DOUBLE] = dec_e4m3_dbl},
+                        {[RT_DOUBLE] = enc_dbl_e4m3}},
+    [DT_FLOAT8_E5M2] = {"float8_e5m2", 1, 0, 'f', -1, -1, {[RT_DOUBLE] = dec_e5m2_dbl},
+                        {[RT_DOUBLE] = enc_dbl_e5m2}},
+    [DT_INT4] = {"int4", 1, 0, 'i', -1, -1, {[RT_INTEGER] = dec_i4_int, [RT_DOUBLE] = dec_i4_dbl},
+                 INT_ENC(i4)},
+    [DT_UINT4] = {"uint4", 1, 0, 'u', -1, -1, {[RT_INTEGER] = dec_u4_int, [RT_DOUBLE] = dec_u4_dbl},
+                  INT_ENC(u4)},
+    [DT_R8] = RAW_ROW("r8", 1, copy_r8),
+    [DT_R16] = RAW_ROW("r16", 2, copy_r16),
+    [DT_R32] = RAW_ROW("r32", 4, copy_r32),
+    [DT_R64] = RAW_ROW("r64", 8, copy_r64),
+    [DT_R128] = RAW_ROW("r128", 16, copy_r128),
+};
+
+const zdtype_def *dtype_def(zdtype t) { return &dtypes[t]; }
+
+int kernel_supported(zdtype dt, zrtype rt, int encode) {
+  return (encode ? dtypes[dt].enc[rt] : dtypes[dt].dec[rt]) != NULL;
+}
+
+/* Tables computed once, before any thread runs (called from R_init_zarr). */
+void slab_init(void) {
+  for (int i = 0; i < 256; i++) {
+    f8_e4m3[i] = mini_to_double((uint32_t)i, 4, 3);
+    f8_e5m2[i] = mini_to_double((uint32_t)i, 5, 2);
+  }
+}
 
 int dtype_from_name(const char *name) {
   for (int i = 0; i < DT_COUNT; i++)
-    if (strcmp(name, dt_names[i]) == 0) return i;
+    if (strcmp(name, dtypes[i].name) == 0) return i;
   return -1;
 }
 
-size_t dtype_size(zdtype t) { return dt_sizes[t]; }
+size_t dtype_size(zdtype t) { return dtypes[t].size; }
 
 static const char *rt_names[RT_COUNT] = {"logical", "integer", "double", "integer64", "complex",
-                                         "character", "list"};
-static const size_t rt_sizes[RT_COUNT] = {4, 4, 8, 8, 16, sizeof(zstr), sizeof(zstr)};
+                                         "character", "list", "raw"};
+static const size_t rt_sizes[RT_COUNT] = {4, 4, 8, 8, 16, sizeof(zstr), sizeof(zstr), 1};
 
 int rtype_from_name(const char *name) {
   for (int i = 0; i < RT_COUNT; i++)
@@ -26,3 +687,5 @@ int rtype_from_name(const char *name) {
 }
 
 size_t rtype_size(zrtype t) { return rt_sizes[t]; }
+
+size_t elem_rsize(zdtype dt, zrtype rt) { return rt == RT_RAW ? dtypes[dt].size : rt_sizes[rt]; }

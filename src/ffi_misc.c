@@ -79,6 +79,7 @@ static void one_dim_slab(zslab *s, int64_t n, int64_t *idx) {
 static zrtype rtype_of(SEXP x) {
   if (inherits(x, "integer64")) return RT_INT64;
   switch (TYPEOF(x)) {
+  case RAWSXP: return RT_RAW;
   case LGLSXP: return RT_LOGICAL;
   case INTSXP: return RT_INTEGER;
   case CPLXSXP: return RT_COMPLEX;
@@ -92,8 +93,8 @@ SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill) {
   zrtype rt = rtype_of(data);
   if (!kernel_supported((zdtype)dt, rt, 1))
     zarr_raise(ZE_VALUE, NULL, NULL, "these R values cannot be stored in this data type");
-  int64_t n = XLENGTH(data);
   size_t es = dtype_size((zdtype)dt);
+  int64_t n = rt == RT_RAW ? XLENGTH(data) / (int64_t)es : XLENGTH(data);
   int64_t first;
   if (slab_validate((zdtype)dt, rt, DATAPTR(data), n, &first) > 0)
     zarr_raise(ZE_VALUE, NULL, NULL, "values cannot be stored in this data type");
@@ -106,7 +107,8 @@ SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill) {
   memcpy(cv.fill, RAW(fill), es);
   cv.na = 1;
   slab_encode(&s, (zdtype)dt, rt, DATAPTR(data), RAW(out), &cv);
-  if (asLogical(big_endian) == TRUE) byteswap_inplace(RAW(out), (size_t)n, es);
+  size_t unit = dtype_def((zdtype)dt)->swap;
+  if (asLogical(big_endian) == TRUE && unit > 1) byteswap_inplace(RAW(out), (size_t)n * es / unit, unit);
   UNPROTECT(1);
   return out;
 }
@@ -121,9 +123,11 @@ SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP
     zarr_raise(ZE_CORRUPT, NULL, NULL, "byte count is not a multiple of the element size");
   int64_t n = XLENGTH(raw) / (int64_t)es;
   SEXP tmp = PROTECT(duplicate(raw));
-  if (asLogical(big_endian) == TRUE) byteswap_inplace(RAW(tmp), (size_t)n, es);
-  SEXPTYPE st = rt == RT_LOGICAL ? LGLSXP : rt == RT_INTEGER ? INTSXP : rt == RT_COMPLEX ? CPLXSXP : REALSXP;
-  SEXP out = PROTECT(allocVector(st, (R_xlen_t)n));
+  size_t unit = dtype_def((zdtype)dt)->swap;
+  if (asLogical(big_endian) == TRUE && unit > 1) byteswap_inplace(RAW(tmp), (size_t)n * es / unit, unit);
+  SEXPTYPE st = rt == RT_LOGICAL ? LGLSXP : rt == RT_INTEGER ? INTSXP : rt == RT_COMPLEX ? CPLXSXP
+              : rt == RT_RAW ? RAWSXP : REALSXP;
+  SEXP out = PROTECT(allocVector(st, (R_xlen_t)(rt == RT_RAW ? n * (int64_t)es : n)));
   int64_t *idx = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
   zslab s;
   one_dim_slab(&s, n, idx);
@@ -139,9 +143,12 @@ SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP
 /* ---- fill values ---------------------------------------------------------- */
 
 /* Parse one fill value component (a number, a JSON special, or "0x" bits) into
- * `out` as data type `dt` (native byte order). Returns 0 on success. */
+ * `out` as data type `dt` (native byte order), through the row's encoder from
+ * R doubles (so every numeric type of the table parses its fill the same
+ * way). Returns 0 on success. */
 static int fill_component(SEXP v, zdtype dt, uint8_t *out) {
-  size_t es = dtype_size(dt);
+  const zdtype_def *def = dtype_def(dt);
+  size_t es = def->size;
   const char *s = NULL;
   double x = NA_REAL;
   if (TYPEOF(v) == STRSXP) s = CHAR(STRING_ELT(v, 0));
@@ -158,21 +165,22 @@ static int fill_component(SEXP v, zdtype dt, uint8_t *out) {
     }
     return 0;
   }
-  int is_int = !(dt == DT_FLOAT16 || dt == DT_FLOAT32 || dt == DT_FLOAT64 ||
-                 dt == DT_COMPLEX64 || dt == DT_COMPLEX128);
+  int is_int = def->kind == 'b' || def->kind == 'i' || def->kind == 'u';
   if (s != NULL) {
     if (is_int) { /* 64-bit integers arrive as strings to keep every digit */
       errno = 0;
       char *end;
-      if (dt == DT_UINT64) {
+      if (def->kind == 'u' && es == 8) {
+        if (strchr(s, '-') != NULL) return -1;
         unsigned long long u = strtoull(s, &end, 10);
         if (*end || errno) return -1;
-        memcpy(out, &u, 8);
+        uint64_t t = u;
+        memcpy(out, &t, 8);
         return 0;
       }
       long long l = strtoll(s, &end, 10);
       if (*end || errno) return -1;
-      if (dt == DT_INT64) {
+      if (def->kind == 'i' && es == 8) {
         int64_t t = l;
         memcpy(out, &t, 8);
         return 0;
@@ -188,52 +196,37 @@ static int fill_component(SEXP v, zdtype dt, uint8_t *out) {
     }
   }
   if (is_int && (isnan(x) || x != floor(x))) return -1;
-  switch (dt) {
-  case DT_BOOL: out[0] = x != 0; return 0;
-  case DT_INT8: if (x < -128 || x > 127) return -1; { int8_t t = (int8_t)x; memcpy(out, &t, 1); } return 0;
-  case DT_UINT8: if (x < 0 || x > 255) return -1; { uint8_t t = (uint8_t)x; memcpy(out, &t, 1); } return 0;
-  case DT_INT16: if (x < -32768 || x > 32767) return -1; { int16_t t = (int16_t)x; memcpy(out, &t, 2); } return 0;
-  case DT_UINT16: if (x < 0 || x > 65535) return -1; { uint16_t t = (uint16_t)x; memcpy(out, &t, 2); } return 0;
-  case DT_INT32: if (x < -2147483648.0 || x > 2147483647.0) return -1; { int32_t t = (int32_t)x; memcpy(out, &t, 4); } return 0;
-  case DT_UINT32: if (x < 0 || x > 4294967295.0) return -1; { uint32_t t = (uint32_t)x; memcpy(out, &t, 4); } return 0;
-  case DT_INT64: if (x < -9223372036854775808.0 || x >= 9223372036854775808.0) return -1; { int64_t t = (int64_t)x; memcpy(out, &t, 8); } return 0;
-  case DT_UINT64: if (x < 0 || x >= 18446744073709551616.0) return -1; { uint64_t t = (uint64_t)x; memcpy(out, &t, 8); } return 0;
-  case DT_FLOAT32:
-  case DT_COMPLEX64: { float t = (float)x; memcpy(out, &t, 4); } return 0;
-  case DT_FLOAT64:
-  case DT_COMPLEX128: memcpy(out, &x, 8); return 0;
-  case DT_FLOAT16: {
-    /* reuse the encoder through a one-element slab */
-    int64_t i0 = 0;
-    zslab sl;
-    memset(&sl, 0, sizeof sl);
-    sl.ndim = 1;
-    sl.dim[0].cnt = 1;
-    sl.dim[0].local = &i0;
-    sl.dim[0].outpos = &i0;
-    zconv cv;
-    memset(&cv, 0, sizeof cv);
-    slab_encode(&sl, DT_FLOAT16, RT_DOUBLE, &x, out, &cv);
+  if (def->kind == 'b') {
+    out[0] = x != 0;
     return 0;
   }
-  default: return -1;
-  }
+  zkern k = def->enc[RT_DOUBLE];
+  if (k == NULL || def->kind == 'c') return -1;
+  zconv cv;
+  memset(&cv, 0, sizeof cv);
+  k(out, 0, (const uint8_t *)&x, 0, 1, &cv);
+  return cv.bad ? -1 : 0;
 }
 
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value) {
   int dt = dtype_from_name(CHAR(STRING_ELT(dtype, 0)));
   if (dt < 0) zarr_raise(ZE_VALUE, NULL, NULL, "unknown data type");
-  size_t es = dtype_size((zdtype)dt);
+  const zdtype_def *def = dtype_def((zdtype)dt);
+  size_t es = def->size;
   SEXP out = PROTECT(allocVector(RAWSXP, (R_xlen_t)es));
   memset(RAW(out), 0, es);
   int ok;
-  if (dt == DT_COMPLEX64 || dt == DT_COMPLEX128) {
+  if (def->kind == 'c') {
     if (XLENGTH(value) != 2) zarr_raise(ZE_VALUE, NULL, NULL, "a complex fill value needs two parts");
-    zdtype part = dt == DT_COMPLEX64 ? DT_FLOAT32 : DT_FLOAT64;
+    zdtype part = (zdtype)def->part;
     SEXP re = PROTECT(TYPEOF(value) == VECSXP ? VECTOR_ELT(value, 0) : ScalarReal(REAL(coerceVector(value, REALSXP))[0]));
     SEXP im = PROTECT(TYPEOF(value) == VECSXP ? VECTOR_ELT(value, 1) : ScalarReal(REAL(coerceVector(value, REALSXP))[1]));
     ok = fill_component(re, part, RAW(out)) == 0 && fill_component(im, part, RAW(out) + es / 2) == 0;
     UNPROTECT(2);
+  } else if (def->kind == 'r') {
+    /* raw bits: the bytes themselves */
+    ok = TYPEOF(value) == RAWSXP && (size_t)XLENGTH(value) == es;
+    if (ok) memcpy(RAW(out), RAW(value), es);
   } else {
     if (XLENGTH(value) != 1) zarr_raise(ZE_VALUE, NULL, NULL, "a fill value must be a single value");
     ok = fill_component(value, (zdtype)dt, RAW(out)) == 0;

@@ -1,4 +1,5 @@
-/* Chunk key encoding (v3 "default" and "v2") and key safety checks. */
+/* Chunk key encoding (v3 "default" and "v2"), key safety checks, and where
+ * the chunks of a rectilinear grid lie. */
 #include <stdio.h>
 #include <string.h>
 #include "zarr_core.h"
@@ -40,4 +41,39 @@ int key_is_safe(const char *key) {
     }
   }
   return 1;
+}
+
+/* ---- rectilinear chunk grids ---- */
+
+int64_t grid_find(const int64_t *edges, int64_t n, int64_t i) {
+  int64_t lo = 0, hi = n - 1; /* the last k with edges[k] <= i */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (edges[mid] <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+int grid_edges_build(const double *len, int64_t n, int64_t extent, int64_t max_len,
+                     int64_t *edges, int64_t *used, zerr *e) {
+  edges[0] = 0;
+  *used = 0;
+  int64_t k = 0;
+  while (edges[k] < extent) {
+    if (k >= n)
+      return zerr_set(e, ZE_METADATA, "the chunk edges cover %.0f of %.0f elements", (double)edges[k],
+                      (double)extent);
+    double x = len[k];
+    /* 2^53: exact as a double, and no sum of them overflows before the extent */
+    if (!(x >= 1 && x <= 9007199254740992.0) || x != (double)(int64_t)x)
+      return zerr_set(e, ZE_METADATA, "chunk edge length %g is not a whole number >= 1", x);
+    if (max_len > 0 && (int64_t)x > max_len)
+      return zerr_set(e, ZE_METADATA, "chunk edge length %.0f exceeds the largest chunk (%.0f)", x,
+                      (double)max_len);
+    edges[k + 1] = edges[k] + (int64_t)x;
+    k++;
+  }
+  *used = k;
+  return 0;
 }

@@ -76,8 +76,8 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
       continue;
     }
     *empty = 0;
-    if (in->big_endian && es > 1) {
-      size_t unit = a->dtype == DT_COMPLEX64 ? 4 : a->dtype == DT_COMPLEX128 ? 8 : es;
+    if (in->big_endian && dtype_def(a->dtype)->swap > 1) {
+      size_t unit = dtype_def(a->dtype)->swap;
       byteswap_inplace(inner->data, (size_t)ine * es / unit, unit);
     }
     const uint8_t *res;

@@ -25,6 +25,9 @@ void zarr_raise_err(const zerr *e, const char *array, const char *key)
 
 /* Build a zarray from the list made by chunk_grid_regular's c_spec(); raises R errors. */
 void spec_parse(SEXP spec, zarray *a);
+/* The chunk edges of a rectilinear grid ("chunk_edges" in the spec; none for
+ * a regular grid) into a->edges (R_alloc'd); raises R errors. */
+void grid_parse(SEXP spec, zarray *a);
 const char *list_str(SEXP list, const char *name, const char *dflt);
 SEXP list_get(SEXP list, const char *name);
 void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype);

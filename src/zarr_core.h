@@ -57,19 +57,26 @@ void zbuf_free(zbuf *b);
 
 /* ---- data types ------------------------------------------------------------ */
 
+/* The engine's data types: each is one row of the table in dtype.c (size,
+ * byte-swap unit, kind, conversion kernels); this enum only names the rows. */
 typedef enum {
   DT_BOOL, DT_INT8, DT_INT16, DT_INT32, DT_INT64,
   DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64,
   DT_FLOAT16, DT_FLOAT32, DT_FLOAT64,
   DT_COMPLEX64, DT_COMPLEX128,
   DT_STRING, /* in memory: a zstr handle; see strings.c */
+  DT_BFLOAT16, DT_FLOAT8_E4M3, DT_FLOAT8_E5M2, DT_INT4, DT_UINT4,
+  /* raw bits of 1 to 16 bytes, read to and written from R raw vectors: the
+   * carriers of data types implemented in R (R/data_type.R) */
+  DT_R8, DT_R16, DT_R32, DT_R64, DT_R128,
   DT_COUNT
 } zdtype;
 
 /* How elements look on the R side. RT_INT64 is bit64::integer64: an R double
- * vector whose 8 bytes hold an int64_t. */
+ * vector whose 8 bytes hold an int64_t. RT_RAW: the element's bytes as they
+ * are, in a raw vector (as many bytes per element as the data type has). */
 typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_STRING, RT_RAWLIST,
-               RT_COUNT } zrtype;
+               RT_RAW, RT_COUNT } zrtype;
 
 /* A string element while it travels through the engine: UTF-8 text (or raw
  * bytes) that lives in a job's pool; ptr == NULL is a missing value. */
@@ -93,6 +100,8 @@ int dtype_from_name(const char *name);        /* -1 when unknown */
 size_t dtype_size(zdtype t);
 int rtype_from_name(const char *name);         /* -1 when unknown */
 size_t rtype_size(zrtype t);
+/* Bytes per element on the R side of a conversion (RT_RAW: the data type's size). */
+size_t elem_rsize(zdtype dt, zrtype rt);
 
 /* Bit pattern R uses for NA in a float32 store: a quiet NaN whose payload is
  * R's NA payload (1954), so NA and NaN stay distinct through float32. */
@@ -168,7 +177,32 @@ typedef struct {
   /* sharding keeps its nested chains here so they live as long as the spec */
   zchain pool[8];
   int pool_used;
+  /* a rectilinear chunk grid: chunk k of dimension d holds the elements
+   * [edges[d][k], edges[d][k + 1]), and chain.chunk_shape is the largest
+   * chunk; NULL for a regular grid (chunk k starts at k * chunk_shape[d]) */
+  const int64_t *edges[ZARR_MAX_DIMS];
+  int64_t nchunks[ZARR_MAX_DIMS];
+  int rectilinear;
 } zarray;
+
+/* ---- chunk grids (keys.c) ------------------------------------------------------ */
+
+/* First element and extent of chunk c along dimension d. */
+static inline int64_t grid_start(const zarray *a, int d, int64_t c) {
+  return a->edges[d] ? a->edges[d][c] : c * a->chain.chunk_shape[d];
+}
+static inline int64_t grid_len(const zarray *a, int d, int64_t c) {
+  return a->edges[d] ? a->edges[d][c + 1] - a->edges[d][c] : a->chain.chunk_shape[d];
+}
+/* The chunk (0 <= k < n) whose edges [edges[k], edges[k + 1]) hold element i. */
+int64_t grid_find(const int64_t *edges, int64_t n, int64_t i);
+/* Chunk edges of one dimension from n chunk lengths (doubles, as R gives
+ * them): edges[0] = 0 and edges[k + 1] = edges[k] + len[k], up to the first
+ * chunk that reaches `extent` (*used chunks; later ones hold no element).
+ * Lengths must be whole numbers >= 1 (and at most max_len when > 0) that
+ * cover the extent. `edges` has room for n + 1 values. */
+int grid_edges_build(const double *len, int64_t n, int64_t extent, int64_t max_len,
+                     int64_t *edges, int64_t *used, zerr *e);
 
 
 /* bytes -> bytes codecs (codec_*.c). `limit` bounds the decoded size (0: no
@@ -257,6 +291,28 @@ typedef struct {
   int64_t bad;         /* elements not representable (write) */
   int64_t first_bad;   /* index of first bad element in the R data */
 } zconv;
+
+/* A conversion kernel: n elements from s (stride ss bytes) to d (stride ds). */
+typedef void (*zkern)(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                      zconv *cv);
+
+/* One row of the data type table (dtype.c): everything the engine knows
+ * about a data type. Fill values are parsed through `enc[RT_DOUBLE]` (and the
+ * 64-bit integers from their digits), so a new type needs no other code. */
+typedef struct {
+  const char *name;   /* as R's dtype_table names it (column `engine`) */
+  size_t size;        /* bytes per element in a decoded chunk */
+  size_t swap;        /* unit the bytes codec swaps for big endian (<= 1: none) */
+  char kind;          /* 'b' bool, 'i' signed, 'u' unsigned integer, 'f' float,
+                       * 'c' complex, 's' string, 'r' raw bits */
+  int part;           /* complex: the data type of each half (else -1) */
+  int direct;         /* the R type whose bytes equal the stored ones, so that
+                       * whole chunks decode straight into the result (else -1) */
+  zkern dec[RT_COUNT]; /* stored -> R, per R type (NULL: no such conversion) */
+  zkern enc[RT_COUNT]; /* R -> stored; counts values it cannot hold in zconv.bad */
+} zdtype_def;
+
+const zdtype_def *dtype_def(zdtype t);
 
 /* chunk (dtype, native order) -> R vector (rtype) */
 int slab_decode(const zslab *s, zdtype dt, zrtype rt, const uint8_t *chunk,

@@ -33,9 +33,10 @@ static int setup(geom *g, const uint8_t *d) {
   int nd = 1 + d[0] % 3;
   a->name = "/fuzz";
   a->ndim = nd;
-  static const size_t sizes[] = {1, 2, 4, 8};
-  a->dtype = DT_UINT8;
-  a->elsize = sizes[d[1] & 3];
+  /* the element size is the data type's, as spec_parse() makes it */
+  static const zdtype types[] = {DT_UINT8, DT_UINT16, DT_UINT32, DT_UINT64};
+  a->dtype = types[d[1] & 3];
+  a->elsize = dtype_size(a->dtype);
   zchain *sh = &a->chain, *in = &a->pool[0], *ix = &a->pool[1];
   a->pool_used = 2;
   sh->ndim = nd;

@@ -1,0 +1,26 @@
+/* The chunk grid of an array as R describes it (chunk_grid_rectilinear's
+ * c_spec() in R/chunk_grid.R): per dimension, the lengths of its chunks. A
+ * regular grid has none, and the engine keeps its plain arithmetic. */
+#include "zarr.h"
+
+void grid_parse(SEXP spec, zarray *a) {
+  SEXP ed = list_get(spec, "chunk_edges");
+  if (isNull(ed)) return;
+  if (TYPEOF(ed) != VECSXP || XLENGTH(ed) != a->ndim)
+    zarr_raise(ZE_METADATA, a->name, NULL, "the chunk edges need one vector per dimension");
+  if (a->chain.ab == AB_SHARDING)
+    zarr_raise(ZE_CODEC, a->name, NULL, "sharding is not supported with a rectilinear chunk grid");
+  for (int d = 0; d < a->ndim; d++) {
+    SEXP v = VECTOR_ELT(ed, d);
+    if (TYPEOF(v) != REALSXP)
+      zarr_raise(ZE_METADATA, a->name, NULL, "chunk edge lengths must be numbers");
+    int64_t n = XLENGTH(v), used = 0;
+    int64_t *edges = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+    zerr e = {ZE_OK, ""};
+    if (grid_edges_build(REAL(v), n, a->shape[d], a->chain.chunk_shape[d], edges, &used, &e))
+      zarr_raise_err(&e, a->name, NULL);
+    a->edges[d] = edges;
+    a->nchunks[d] = used;
+  }
+  a->rectilinear = 1;
+}
