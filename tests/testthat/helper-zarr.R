@@ -135,3 +135,8 @@ expect_same_values <- function(object, expected) {
     testthat::expect_identical(object, expected)
   }
 }
+
+# $read() and $write() take each selection element as a range (c(5, 1) is
+# 1..5); tests that pick scattered indices pass them through this to mean
+# exactly those indices, as `[` does.
+exact_sel <- function(arr, sel) if (is.null(sel)) NULL else zarr:::resolved_selection(sel, arr$shape, arr$path)

@@ -155,7 +155,7 @@ test_that("a data type implemented in R reads and writes through the engine", {
   x <- matrix(seq(-7.5, by = 0.5, length.out = 30), 5, 6)
   arr$write(x)
   expect_identical(arr$read(), x)
-  expect_identical(arr$read(list(c(5, 1), c(2, 6, 2))), x[c(5, 1), c(2, 6, 2)])
+  expect_identical(arr$read(exact_sel(arr, list(c(5, 1), c(2, 6, 2)))), x[c(5, 1), c(2, 6, 2)])
   arr$write(c(1.25, 2.5), list(3, 5:6))
   x[3, 5:6] <- c(1.25, 2.5)
   expect_identical(arr$read(), x)

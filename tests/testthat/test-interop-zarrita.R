@@ -331,7 +331,7 @@ zi_r_write <- function(z, name, cs) {
   if (!is.null(cs$patch)) {
     y <- zi_to_r(cs$patch$vals, cs$dtype)
     if (length(cs$shape) > 1L) dim(y) <- lengths(cs$patch$sel)
-    arr$write(y, cs$patch$sel)
+    arr$write(y, exact_sel(arr, cs$patch$sel))
   }
   invisible(arr)
 }
@@ -448,7 +448,7 @@ zi_check_r_read <- function(z, path, cs, what, fill_as_na = TRUE) {
     arr <- z[[path]]
     x <- arr$read()
     sel <- cs$read_sel
-    xs <- if (is.null(sel)) NULL else arr$read(sel)
+    xs <- if (is.null(sel)) NULL else arr$read(exact_sel(arr, sel))
     list(x = x, xs = xs)
   }, sprintf("%s\n  R could not read it", what))
   if (!g$ok) return(invisible())
