@@ -108,6 +108,8 @@ map_block_shape <- function(block_shape, shape, chunk, path) {
 #' environment): only the locations, the block coordinates, `fun`, the
 #' arguments in `...` and the results cross the wire, never the array.
 #' Arrays in memory, zip files or references are processed in this session.
+#' On daemons, consecutive blocks go out in batches, about 8 per connected
+#' daemon, as a mirai task costs about a millisecond of its own.
 #'
 #' Each call of `fun` gets the values of its block as an R array (a vector
 #' for 1-d arrays) with the array's dimension names, and two attributes:
@@ -348,14 +350,37 @@ map_sequential <- function(items, array, out, fun, args) {
   results
 }
 
+# Blocks consecutive in grid order, one batch per task: a mirai task costs a
+# millisecond or more of dispatch and daemon clean-up (its `cleanup` runs
+# after every task), as much as a small block's work. About 8 tasks per
+# connected daemon keep the daemons evenly busy and a failure cancels soon.
+map_batches <- function(n) {
+  conn <- tryCatch(as.integer(mirai::status()$connections), error = function(e) NA_integer_)
+  ntask <- min(n, 8L * max(1L, if (length(conn) == 1L && !is.na(conn)) conn else 1L))
+  split(seq_len(n), cut(seq_len(n), ntask, labels = FALSE))
+}
+
+# One task on a daemon: its blocks in order, stopping at the first failure.
+map_batch_task <- function(batch, src, dst, fun, args) {
+  out <- vector("list", length(batch))
+  for (k in seq_along(batch)) {
+    v <- map_block_task(batch[[k]], src, dst, fun, args)
+    if (inherits(v, "zarr_map_failure")) return(v)
+    if (!is.null(v)) out[[k]] <- v
+  }
+  out
+}
+
 map_on_daemons <- function(items, src, dst, fun, args, path) {
   n <- length(items)
-  m <- mirai::mirai_map(items, map_block_task, .args = list(src = src, dst = dst, fun = fun, args = args))
+  batches <- map_batches(n)
+  m <- mirai::mirai_map(lapply(batches, function(b) items[b]), map_batch_task,
+                        .args = list(src = src, dst = dst, fun = fun, args = args))
   tasks <- unclass(m)
   finished <- FALSE
   on.exit(if (!finished) mirai::stop_mirai(tasks), add = TRUE)
   results <- vector("list", n)
-  done <- logical(n)
+  done <- logical(length(tasks))
   pb <- if (map_progress(n)) cli::cli_progress_bar("Blocks", total = n, .envir = environment())
   repeat {
     for (i in which(!done)) {
@@ -368,11 +393,11 @@ map_on_daemons <- function(items, src, dst, fun, args, path) {
         e <- structure(class = if (length(cls)) cls else c("error", "condition"),
                        list(message = if (mirai::is_mirai_error(v)) as.character(v) else
                               sprintf("the daemon failed (%s)", format(v)), call = NULL))
-        map_raise(structure(list(item = items[[i]], condition = e), class = "zarr_map_failure"), path)
+        map_raise(structure(list(item = items[[batches[[i]][1L]]], condition = e), class = "zarr_map_failure"), path)
       }
-      if (!is.null(v)) results[[i]] <- v
+      results[batches[[i]]] <- v
     }
-    if (!is.null(pb)) cli::cli_progress_update(id = pb, set = sum(done), .envir = environment())
+    if (!is.null(pb)) cli::cli_progress_update(id = pb, set = sum(lengths(batches)[done]), .envir = environment())
     if (all(done)) break
     mirai::race_mirai(tasks[!done])
   }
