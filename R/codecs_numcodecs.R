@@ -9,18 +9,18 @@ numcodecs_modes <- c(
   delta = "array", fixedscaleoffset = "array", bitround = "array", quantize = "array", astype = "array"
 )
 
-# A numeric element type for the C filters: list(kind, size, big).
+# A numeric element type for the C filters, as numpy writes it: "<f8".
 num_spec <- function(type, big_default = FALSE) {
   if (is.null(type)) return(NULL)
   if (type %in% dtype_table$name) {
     info <- dtype_info(type)
     kind <- if (grepl("^float", type)) "f" else if (grepl("^uint", type)) "u" else "i"
-    return(list(kind, info$size, big_default))
+    return(sprintf("%s%s%d", if (big_default) ">" else "<", kind, info$size))
   }
   m <- regmatches(type, regexec("^([<>|=]?)([iuf])([1248])$", type))[[1L]]
   if (!length(m)) zarr_abort("codec", sprintf("unsupported filter data type '%s'", type))
   big <- if (m[2L] == ">") TRUE else if (m[2L] == "<") FALSE else big_default
-  list(m[3L], as.integer(m[4L]), big)
+  sprintf("%s%s%s", if (big) ">" else "<", m[3L], m[4L])
 }
 
 #' @noRd
@@ -46,6 +46,7 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
     .id = NULL, .dt = NULL,
     c_spec = function(big = FALSE) {
       cfg <- private$.config
+      cfg <- c(cfg, codec_defaults[[private$.id]][setdiff(names(codec_defaults[[private$.id]]), names(cfg))])
       out <- c(list(name = private$.id), cfg[setdiff(names(cfg), c("id", "dtype", "astype"))])
       if (private$.id == "astype") { # decode_dtype: the array's; encode_dtype: stored
         dt <- cfg[["decode_dtype"]] %||% (if (!is.null(private$.dt)) private$.dt$data_type)
@@ -69,8 +70,9 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
         out$astype <- num_spec(cfg[["astype"]] %||% dt, big)
       }
       if (identical(private$.id, "blosc")) {
-        out$shuffle <- if (is.character(cfg[["shuffle"]])) match(cfg[["shuffle"]], blosc_shuffles) - 1L else cfg[["shuffle"]] %||% 1L
         out$typesize <- cfg[["typesize"]] %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
+        sh <- if (is.null(cfg[["shuffle"]])) "shuffle" else blosc_shuffle_name(cfg[["shuffle"]], out$typesize)
+        out$shuffle <- match(sh, blosc_shuffles) - 1L
       }
       out
     }

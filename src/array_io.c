@@ -290,8 +290,9 @@ static int64_t shard_grid(const zchain *ch, int64_t *cps) {
 static size_t shard_index_size(const zchain *ch, int64_t ninner) {
   size_t enc_n = (size_t)ninner * 16;
   for (int i = 0; i < ch->index->n_bb; i++) {
-    if (ch->index->bb[i].kind != BB_CRC32C) return 0;
-    enc_n += 4;
+    int over = ch->index->bb[i].vt->overhead; /* a fixed size: checksums */
+    if (over < 0) return 0;
+    enc_n += (size_t)over;
   }
   return enc_n;
 }

@@ -5,6 +5,17 @@
 #include <string.h>
 #include "zarr_core.h"
 
+extern const zcodec_vt zc_shuffle, zc_delta, zc_fixedscaleoffset, zc_bitround, zc_quantize,
+    zc_astype;
+#define IS(c, x) ((c)->vt == &zc_##x)
+
+typedef struct {
+  znum dtype, astype;   /* the decoded and the stored element type */
+  double scale, offset; /* fixedscaleoffset; quantize: scale */
+  int keepbits;         /* bitround */
+  int elementsize;      /* shuffle */
+} filt_cfg;
+
 static inline int host_big(void) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   return 1;
@@ -104,8 +115,8 @@ static void convert_one(const uint8_t *p, znum from, uint8_t *q, znum to) {
   else put_f(q, to, get_f(p, from));
 }
 
-static int shuffle_run(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, int enc, zerr *e) {
-  size_t es = c->typesize > 0 ? (size_t)c->typesize : 1;
+static int shuffle_run(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, int enc, zerr *e) {
+  size_t es = (size_t)ZCODEC_CFG(c, const filt_cfg)->elementsize;
   if (zbuf_reserve(out, n ? n : 1, e)) return -1;
   size_t count = n / es;
   for (size_t i = 0; i < count; i++)
@@ -118,21 +129,24 @@ static int shuffle_run(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *o
   return 0;
 }
 
-int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
-  if (c->kind == BB_SHUFFLE) return shuffle_run(c, src, n, out, 0, e);
-  if (c->kind == BB_BITROUND) { /* rounding is lossy: decoding is a copy */
+static int filter_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
+                         zerr *e) {
+  (void)limit;
+  const filt_cfg *k = ZCODEC_CFG(c, const filt_cfg);
+  if (IS(c, shuffle)) return shuffle_run(c, src, n, out, 0, e);
+  if (IS(c, bitround)) { /* rounding is lossy: decoding is a copy */
     if (zbuf_reserve(out, n ? n : 1, e)) return -1;
     memcpy(out->data, src, n);
     out->size = n;
     return 0;
   }
-  znum dt = c->dtype, as = c->astype;
+  znum dt = k->dtype, as = k->astype;
   if (!valid_num(dt) || !valid_num(as)) return zerr_set(e, ZE_CODEC, "unsupported filter data type");
   if (n % (size_t)as.size) return zerr_set(e, ZE_CORRUPT, "filtered data is not a whole number of elements");
   size_t count = n / (size_t)as.size;
   if (zbuf_reserve(out, count * (size_t)dt.size + 1, e)) return -1;
   uint8_t *o = out->data;
-  if (c->kind == BB_DELTA) {
+  if (IS(c, delta)) {
     if (dt.kind == 'f') {
       double acc = 0;
       float accf = 0;
@@ -149,14 +163,14 @@ int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
         put_u(o + i * (size_t)dt.size, dt, acc);
       }
     }
-  } else if (c->kind == BB_QUANTIZE || c->kind == BB_ASTYPE) { /* a cast back */
+  } else if (IS(c, quantize) || IS(c, astype)) { /* a cast back */
     for (size_t i = 0; i < count; i++)
       convert_one(src + i * (size_t)as.size, as, o + i * (size_t)dt.size, dt);
-  } else if (c->kind == BB_FIXEDSCALEOFFSET) {
+  } else if (IS(c, fixedscaleoffset)) {
     for (size_t i = 0; i < count; i++) {
-      double v = get_f(src + i * (size_t)as.size, as) / c->scale;
-      if (dt.kind == 'f' && dt.size == 4) v = (double)((float)v + (float)c->offset);
-      else v += c->offset;
+      double v = get_f(src + i * (size_t)as.size, as) / k->scale;
+      if (dt.kind == 'f' && dt.size == 4) v = (double)((float)v + (float)k->offset);
+      else v += k->offset;
       put_f(o + i * (size_t)dt.size, dt, v);
     }
   } else {
@@ -166,18 +180,19 @@ int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
   return 0;
 }
 
-int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
-  if (c->kind == BB_SHUFFLE) return shuffle_run(c, src, n, out, 1, e);
-  znum dt = c->dtype, as = c->astype;
+static int filter_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  const filt_cfg *k = ZCODEC_CFG(c, const filt_cfg);
+  if (IS(c, shuffle)) return shuffle_run(c, src, n, out, 1, e);
+  znum dt = k->dtype, as = k->astype;
   if (!valid_num(dt) || !valid_num(as)) return zerr_set(e, ZE_CODEC, "unsupported filter data type");
   if (n % (size_t)dt.size) return zerr_set(e, ZE_CODEC, "data is not a whole number of elements");
   size_t count = n / (size_t)dt.size;
-  if (zbuf_reserve(out, count * (size_t)(c->kind == BB_BITROUND ? dt.size : as.size) + 1, e)) return -1;
+  if (zbuf_reserve(out, count * (size_t)(IS(c, bitround) ? dt.size : as.size) + 1, e)) return -1;
   uint8_t *o = out->data;
-  if (c->kind == BB_BITROUND) {
+  if (IS(c, bitround)) {
     if (dt.kind != 'f') return zerr_set(e, ZE_CODEC, "bitround works on floating point data only");
     int mant = dt.size == 4 ? 23 : 52;
-    int maskbits = c->keepbits < 0 ? mant : c->keepbits > mant ? 0 : mant - c->keepbits;
+    int maskbits = k->keepbits < 0 ? mant : k->keepbits > mant ? 0 : mant - k->keepbits;
     for (size_t i = 0; i < count; i++) {
       uint8_t b[8] = {0};
       load_bytes(b, src + i * (size_t)dt.size, dt);
@@ -195,7 +210,7 @@ int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
     out->size = n;
     return 0;
   }
-  if (c->kind == BB_DELTA) {
+  if (IS(c, delta)) {
     for (size_t i = 0; i < count; i++) {
       const uint8_t *p = src + i * (size_t)dt.size;
       uint8_t *q = o + i * (size_t)as.size;
@@ -207,24 +222,24 @@ int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
         put_u(q, as, cur - prev);
       }
     }
-  } else if (c->kind == BB_ASTYPE) {
+  } else if (IS(c, astype)) {
     for (size_t i = 0; i < count; i++)
       convert_one(src + i * (size_t)dt.size, dt, o + i * (size_t)as.size, as);
-  } else if (c->kind == BB_QUANTIZE) { /* keep the bits that `digits` decimals need */
+  } else if (IS(c, quantize)) { /* keep the bits that `digits` decimals need */
     if (dt.kind != 'f' || as.kind != 'f') return zerr_set(e, ZE_CODEC, "quantize works on floating point data only");
     for (size_t i = 0; i < count; i++) {
       double v = get_f(src + i * (size_t)dt.size, dt);
       if (dt.size == 4) { /* numpy computes in the element type */
-        float s = (float)c->scale;
+        float s = (float)k->scale;
         v = (double)(nearbyintf(s * (float)v) / s);
       } else {
-        v = nearbyint(c->scale * v) / c->scale;
+        v = nearbyint(k->scale * v) / k->scale;
       }
       put_f(o + i * (size_t)as.size, as, v);
     }
-  } else if (c->kind == BB_FIXEDSCALEOFFSET) {
+  } else if (IS(c, fixedscaleoffset)) {
     for (size_t i = 0; i < count; i++) {
-      double v = nearbyint((get_f(src + i * (size_t)dt.size, dt) - c->offset) * c->scale);
+      double v = nearbyint((get_f(src + i * (size_t)dt.size, dt) - k->offset) * k->scale);
       put_f(o + i * (size_t)as.size, as, v);
     }
   } else {
@@ -233,3 +248,43 @@ int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, z
   out->size = count * (size_t)as.size;
   return 0;
 }
+
+/* ---- exported element access (for codecs in other files) ---- */
+
+double znum_get_f(const uint8_t *p, znum t) { return get_f(p, t); }
+uint64_t znum_get_u(const uint8_t *p, znum t) { return get_u(p, t); }
+void znum_put_f(uint8_t *p, znum t, double v) { put_f(p, t, v); }
+void znum_put_u(uint8_t *p, znum t, uint64_t v) { put_u(p, t, v); }
+int znum_valid(znum t) { return valid_num(t); }
+
+/* ---- table rows ---- */
+
+static int shuffle_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  return cfg_int(cfg, "shuffle", "elementsize", 1, 1 << 20,
+                 &ZCODEC_CFG(c, filt_cfg)->elementsize, e);
+}
+
+static int types_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  filt_cfg *k = ZCODEC_CFG(c, filt_cfg);
+  const char *n = c->vt->name;
+  if (cfg_num_type(cfg, n, "dtype", &k->dtype, e)) return -1;
+  if (IS(c, bitround)) {
+    k->astype = k->dtype;
+    return cfg_int(cfg, n, "keepbits", 0, 64, &k->keepbits, e);
+  }
+  if (cfg_num_type(cfg, n, "astype", &k->astype, e)) return -1;
+  if ((IS(c, fixedscaleoffset) || IS(c, quantize)) && cfg_dbl(cfg, n, "scale", &k->scale, e))
+    return -1;
+  if (IS(c, fixedscaleoffset) && cfg_dbl(cfg, n, "offset", &k->offset, e)) return -1;
+  return 0;
+}
+
+#define FILTER_ROW(x, parser)                                                          \
+  const zcodec_vt zc_##x = {.name = #x, .parse = parser, .decode = filter_decode,      \
+                            .encode = filter_encode, .overhead = -1}
+FILTER_ROW(shuffle, shuffle_parse);
+FILTER_ROW(delta, types_parse);
+FILTER_ROW(fixedscaleoffset, types_parse);
+FILTER_ROW(bitround, types_parse);
+FILTER_ROW(quantize, types_parse);
+FILTER_ROW(astype, types_parse);

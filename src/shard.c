@@ -92,11 +92,12 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
   if (rc == 0 && !*empty) {
     size_t index_n = (size_t)ninner * 16, enc_n = index_n;
     for (int i = 0; i < ch->index->n_bb; i++) {
-      if (ch->index->bb[i].kind != BB_CRC32C) {
-        rc = zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
+      if (ch->index->bb[i].vt->overhead < 0) {
+        rc = zerr_set(e, ZE_CODEC, "shard index codec '%s' does not keep the index's size",
+                      ch->index->bb[i].vt->name);
         break;
       }
-      enc_n += 4;
+      enc_n += (size_t)ch->index->bb[i].vt->overhead;
     }
     if (rc == 0 && !ch->index_at_end)
       for (int64_t k = 0; k < ninner; k++)

@@ -46,12 +46,6 @@ const char *list_str(SEXP list, const char *name, const char *dflt) {
   return CHAR(STRING_ELT(v, 0));
 }
 
-static int list_int(SEXP list, const char *name, int dflt) {
-  SEXP v = list_get(list, name);
-  if (!isNumeric(v) && !isLogical(v)) return dflt;
-  if (XLENGTH(v) < 1) return dflt;
-  return asInteger(v);
-}
 
 static int parse_dims(SEXP v, int64_t *out, int max, const char *what) {
   if (!isNumeric(v) || isLogical(v)) spec_fail(ZE_METADATA, "the %s is not numeric", what);
@@ -93,74 +87,31 @@ static void check_chunk_bytes(int64_t ne, size_t es, const char *what) {
 
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
                         zarray *a, zdtype dtype);
-
-/* c(kind, size, big) as built by R's num_spec() */
-static znum parse_num(SEXP v) {
-  znum t = {'f', 8, 0};
-  if (TYPEOF(v) == VECSXP && XLENGTH(v) == 3) {
-    t.kind = CHAR(STRING_ELT(VECTOR_ELT(v, 0), 0))[0];
-    t.size = asInteger(VECTOR_ELT(v, 1));
-    t.big = asLogical(VECTOR_ELT(v, 2)) == TRUE;
-  }
-  return t;
+/* A codec's flat description as the codec table's parse() reads it. */
+static int rcfg_num(const zcfg *c, const char *key, double *out) {
+  SEXP v = list_get((SEXP)c->ctx, key);
+  if ((!isNumeric(v) && !isLogical(v)) || XLENGTH(v) < 1) return 0;
+  double x = asReal(v);
+  if (ISNAN(x)) return 0;
+  *out = x;
+  return 1;
 }
 
-void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype) {
-  memset(bb, 0, sizeof *bb);
-  if (strcmp(name, "gzip") == 0) {
-    bb->kind = BB_GZIP;
-    bb->level = list_int(cd, "level", 5);
-  } else if (strcmp(name, "zlib") == 0) {
-    bb->kind = BB_ZLIB;
-    bb->level = list_int(cd, "level", 5);
-  } else if (strcmp(name, "zstd") == 0) {
-    bb->kind = BB_ZSTD;
-    bb->level = list_int(cd, "level", 0);
-    bb->checksum = list_int(cd, "checksum", 0);
-  } else if (strcmp(name, "blosc") == 0) {
-    bb->kind = BB_BLOSC;
-    bb->level = list_int(cd, "clevel", 5);
-    bb->shuffle = list_int(cd, "shuffle", 0);
-    bb->typesize = list_int(cd, "typesize", (int)dtype_size(dtype));
-    bb->blocksize = list_int(cd, "blocksize", 0);
-    const char *cname = list_str(cd, "cname", "lz4");
-    snprintf(bb->cname, sizeof bb->cname, "%s", cname);
-  } else if (strcmp(name, "crc32c") == 0) {
-    bb->kind = BB_CRC32C;
-  } else if (strcmp(name, "lz4") == 0) {
-    bb->kind = BB_LZ4;
-    bb->level = list_int(cd, "acceleration", 1);
-  } else if (strcmp(name, "bz2") == 0) {
-    bb->kind = BB_BZ2;
-    bb->level = list_int(cd, "level", 9);
-  } else if (strcmp(name, "adler32") == 0) {
-    bb->kind = BB_ADLER32;
-    bb->at_end = strcmp(list_str(cd, "location", "start"), "end") == 0;
-  } else if (strcmp(name, "fletcher32") == 0) {
-    bb->kind = BB_FLETCHER32;
-  } else if (strcmp(name, "shuffle") == 0) {
-    bb->kind = BB_SHUFFLE;
-    bb->typesize = list_int(cd, "elementsize", 1);
-  } else if (strcmp(name, "delta") == 0 || strcmp(name, "fixedscaleoffset") == 0 ||
-             strcmp(name, "bitround") == 0) {
-    bb->kind = name[0] == 'd' ? BB_DELTA : name[0] == 'f' ? BB_FIXEDSCALEOFFSET : BB_BITROUND;
-    bb->dtype = parse_num(list_get(cd, "dtype"));
-    bb->astype = parse_num(list_get(cd, "astype"));
-    SEXP sc = list_get(cd, "scale"), of = list_get(cd, "offset");
-    bb->scale = isNull(sc) ? 1 : asReal(sc);
-    bb->offset = isNull(of) ? 0 : asReal(of);
-    bb->keepbits = list_int(cd, "keepbits", 52);
-  } else if (strcmp(name, "quantize") == 0 || strcmp(name, "astype") == 0) {
-    /* R gives the decoded type as dtype, the stored one as astype, and
-     * quantize's scale (a power of two computed from digits) */
-    bb->kind = name[0] == 'q' ? BB_QUANTIZE : BB_ASTYPE;
-    bb->dtype = parse_num(list_get(cd, "dtype"));
-    bb->astype = parse_num(list_get(cd, "astype"));
-    SEXP sc = list_get(cd, "scale");
-    bb->scale = isNull(sc) ? 1 : asReal(sc);
-  } else {
-    spec_fail(ZE_CODEC, "codec '%s' has no C implementation", name);
-  }
+static const char *rcfg_str(const zcfg *c, const char *key) {
+  SEXP v = list_get((SEXP)c->ctx, key);
+  if (TYPEOF(v) != STRSXP || XLENGTH(v) < 1 || STRING_ELT(v, 0) == NA_STRING) return NULL;
+  return CHAR(STRING_ELT(v, 0));
+}
+
+static void *rcfg_obj(const zcfg *c, const char *key) {
+  SEXP v = list_get((SEXP)c->ctx, key);
+  return isNull(v) ? NULL : (void *)v;
+}
+
+void parse_bb(SEXP cd, zcodec *bb) {
+  zcfg cfg = {(const void *)cd, rcfg_num, rcfg_str, rcfg_obj};
+  zerr e = {ZE_OK, ""};
+  if (zcodec_init(bb, list_str(cd, "name", ""), &cfg, &e)) spec_fail(e.kind, "%s", e.msg);
 }
 
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
@@ -228,7 +179,7 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
       if (!seen_ab) spec_fail(ZE_CODEC, "bytes-to-bytes codec '%s' before the array codec", name);
       if (c->n_bb >= ZARR_MAX_CODECS)
         spec_fail(ZE_CODEC, "more than %d bytes-to-bytes codecs", ZARR_MAX_CODECS);
-      parse_bb(cd, name, &c->bb[c->n_bb++], dtype);
+      parse_bb(cd, &c->bb[c->n_bb++]);
     }
   }
 }

@@ -27,7 +27,7 @@ void zarr_raise_err(const zerr *e, const char *array, const char *key)
 void spec_parse(SEXP spec, zarray *a);
 const char *list_str(SEXP list, const char *name, const char *dflt);
 SEXP list_get(SEXP list, const char *name);
-void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype);
+void parse_bb(SEXP cd, zcodec *bb);
 
 /* Main thread: the index behind an external pointer from ffi_zip_open(). */
 const zipidx *zip_index_from(SEXP ptr);
