@@ -582,7 +582,14 @@ zarr_codec_sharding <- R6::R6Class("zarr_codec_sharding",
 register_codec("sharding_indexed", function(config, data_type, chunk_shape)
   zarr_codec_sharding$new(data_type, chunk_shape, config))
 
-codec_c_spec <- function(codec) codec$.__enclos_env__$private$c_spec()
+# A codec's flat description for C; element filters take the byte order of
+# the elements they see (`big`).
+codec_c_spec <- function(codec, big = FALSE) {
+  f <- codec$.__enclos_env__$private$c_spec
+  if ("big" %in% names(formals(f))) f(big) else f()
+}
+
+codec_is_elementwise <- function(codec) isTRUE(codec$.__enclos_env__$private$.elementwise)
 
 # Variable-length strings and bytes: the array -> bytes codecs of string arrays.
 zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",

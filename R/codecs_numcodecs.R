@@ -36,6 +36,7 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
       private$.dt <- data_type
       private$.from <- numcodecs_modes[[id]]
       private$.to <- numcodecs_modes[[id]]
+      private$.elementwise <- numcodecs_modes[[id]] == "array"
     },
     copy = function() zarr_codec_numcodecs$new(private$.id, private$.config, private$.dt),
     encode = function(data) private$bb_encode(data),
@@ -43,7 +44,7 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
   ),
   active = list(id = function(value) private$.id),
   private = list(
-    .id = NULL, .dt = NULL,
+    .id = NULL, .dt = NULL, .elementwise = FALSE,
     c_spec = function(big = FALSE) {
       cfg <- private$.config
       cfg <- c(cfg, codec_defaults[[private$.id]][setdiff(names(codec_defaults[[private$.id]]), names(cfg))])
@@ -87,25 +88,29 @@ for (id in names(numcodecs_modes)) local({
 register_codec("zlib", function(config, data_type, chunk_shape)
   zarr_codec_numcodecs$new("zlib", config, data_type))
 
-# The C description of a codec chain. Array -> array numcodecs filters act on
-# element values, so applying them to the elements before the bytes codec is
-# the same as applying them to the serialised elements right after it, in the
-# bytes codec's byte order: that is where the C chain runs them.
+# The C description of a codec chain. Array -> array codecs that act on each
+# element alone (numcodecs filters, bitround, scale_offset, cast_value) give
+# the same result applied to the serialised elements right after the array ->
+# bytes codec's first step, in its byte order: that is where the C chain runs
+# them, in their encoding order. An array -> bytes codec may describe itself
+# as several steps (packbits: bytes, then the packing).
 chain_c_spec <- function(codecs) {
   specs <- list()
   moved <- list()
-  big <- FALSE
   for (cd in codecs) {
-    if (inherits(cd, "zarr_codec_numcodecs") && cd$from == "array") {
+    if (codec_is_elementwise(cd)) {
       moved[[length(moved) + 1L]] <- cd
       next
     }
     if (length(moved) && identical(cd$name, "transpose"))
-      zarr_abort("unsupported", "a numcodecs filter before a transpose codec is not supported")
-    if (identical(cd$name, "bytes")) {
+      zarr_abort("unsupported", "an element filter before a transpose codec is not supported")
+    if (identical(cd$from, "array") && identical(cd$to, "bytes")) {
+      if (length(moved) && cd$name %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2"))
+        zarr_abort("unsupported", sprintf("an element filter before '%s' is not supported", cd$name))
       big <- identical(cd$endian, "big")
-      specs[[length(specs) + 1L]] <- codec_c_spec(cd)
-      for (m in rev(moved)) specs[[length(specs) + 1L]] <- m$.__enclos_env__$private$c_spec(big)
+      sp <- codec_c_spec(cd)
+      if (!is.null(names(sp))) sp <- list(sp)
+      specs <- c(specs, sp[1L], lapply(moved, codec_c_spec, big = big), sp[-1L])
       moved <- list()
       next
     }

@@ -129,6 +129,44 @@ static int shuffle_run(const zcodec *c, const uint8_t *src, size_t n, zbuf *out,
   return 0;
 }
 
+/* bitround on integers: keep `keepbits` bits from the highest set bit of the
+ * magnitude, rounding the rest half to even; a rounding that would leave the
+ * type's range keeps the truncated value instead. */
+static uint64_t round_magnitude(uint64_t mag, int keepbits, uint64_t max) {
+  if (mag == 0) return 0;
+  int msb = 63 - __builtin_clzll(mag);
+  int drop = msb + 1 - keepbits;
+  if (drop <= 0) return mag;
+  uint64_t mask = ~0ULL << drop, half = 1ULL << (drop - 1);
+  uint64_t kept = mag & mask, low = mag & ~mask;
+  if (low > half || (low == half && ((kept >> drop) & 1))) {
+    uint64_t up = kept + (1ULL << drop);
+    if (up > kept && up <= max) return up;
+  }
+  return kept;
+}
+
+static int bitround_ints(const filt_cfg *k, const uint8_t *src, size_t count, uint8_t *o,
+                         size_t n, zbuf *out, zerr *e) {
+  znum dt = k->dtype;
+  if (k->keepbits < 1) return zerr_set(e, ZE_CODEC, "bitround needs keepbits of at least 1");
+  int bits = dt.size * 8;
+  uint64_t max = dt.kind == 'u' ? (bits == 64 ? UINT64_MAX : (1ULL << bits) - 1)
+                                : (1ULL << (bits - 1)) - 1;
+  for (size_t i = 0; i < count; i++) {
+    uint64_t v = get_u(src + i * (size_t)dt.size, dt);
+    if (dt.kind == 'i' && (int64_t)v < 0) {
+      uint64_t mag = round_magnitude(0 - v, k->keepbits, max + 1);
+      v = 0 - mag;
+    } else {
+      v = round_magnitude(v, k->keepbits, max);
+    }
+    put_u(o + i * (size_t)dt.size, dt, v);
+  }
+  out->size = n;
+  return 0;
+}
+
 static int filter_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
                          zerr *e) {
   (void)limit;
@@ -190,7 +228,7 @@ static int filter_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *ou
   if (zbuf_reserve(out, count * (size_t)(IS(c, bitround) ? dt.size : as.size) + 1, e)) return -1;
   uint8_t *o = out->data;
   if (IS(c, bitround)) {
-    if (dt.kind != 'f') return zerr_set(e, ZE_CODEC, "bitround works on floating point data only");
+    if (dt.kind != 'f') return bitround_ints(k, src, count, o, n, out, e);
     int mant = dt.size == 4 ? 23 : 52;
     int maskbits = k->keepbits < 0 ? mant : k->keepbits > mant ? 0 : mant - k->keepbits;
     for (size_t i = 0; i < count; i++) {

@@ -1,20 +1,20 @@
 /* The codec table: every codec the C core knows, one row each. A row is a
  * zcodec_vt filled in the codec's own file (codec_<name>.c); adding a codec
- * is that file plus one line here. The chain (codec_chain.c), the engine and
+ * is that file plus one line in codec_list.h. The chain (codec_chain.c), the engine and
  * spec.c only ever call through these rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "zarr_core.h"
 
-extern const zcodec_vt zc_gzip, zc_zlib, zc_zstd, zc_blosc, zc_crc32c, zc_lz4, zc_bz2,
-    zc_adler32, zc_fletcher32, zc_shuffle, zc_delta, zc_fixedscaleoffset, zc_bitround,
-    zc_quantize, zc_astype;
+#define ZCODEC(x) extern const zcodec_vt zc_##x;
+#include "codec_list.h"
+#undef ZCODEC
 
 static const zcodec_vt *const builtin[] = {
-  &zc_gzip, &zc_zlib, &zc_zstd, &zc_blosc, &zc_crc32c, &zc_lz4, &zc_bz2,
-  &zc_adler32, &zc_fletcher32,
-  &zc_shuffle, &zc_delta, &zc_fixedscaleoffset, &zc_bitround, &zc_quantize, &zc_astype,
+#define ZCODEC(x) &zc_##x,
+#include "codec_list.h"
+#undef ZCODEC
 };
 
 /* rows added when the package loads (before any worker thread runs) */
