@@ -16,7 +16,8 @@ codec_defaults <- list(
   lz4 = list(acceleration = 1L),
   bz2 = list(level = 1L),
   adler32 = list(location = "start"),
-  shuffle = list(elementsize = 4L)
+  shuffle = list(elementsize = 4L),
+  packbits = list(padding_encoding = "none")
 )
 
 codec_default <- function(codec, key) codec_defaults[[codec]][[key]]

@@ -52,3 +52,40 @@ test_that("C codecs take every configuration key from R's one table of defaults"
   # a v2 document without a level reads as the same default
   expect_identical(zarr:::v2_codec(list(id = "gzip"))$configuration$level, zarr:::codec_defaults$gzip$level)
 })
+
+test_that("packbits packs bits least significant first, with its padding byte (hand-checked)", {
+  bits <- c(TRUE, FALSE, TRUE, TRUE, FALSE, FALSE, FALSE, FALSE, TRUE, TRUE)
+  r <- reg_roundtrip("bool", bits, list(list(name = "packbits")), fill = FALSE)
+  expect_identical(r$bytes, as.raw(c(0x0D, 0x03)))
+  expect_identical(r$read, bits)
+  r <- reg_roundtrip("bool", bits, list(list(name = "packbits", configuration = list(padding_encoding = "first_byte"))),
+                     fill = FALSE)
+  expect_identical(r$bytes, as.raw(c(0x06, 0x0D, 0x03)))
+  expect_identical(r$read, bits)
+  r <- reg_roundtrip("bool", bits, list(list(name = "packbits", configuration = list(padding_encoding = "last_byte")),
+                                        list(name = "crc32c")), fill = FALSE)
+  expect_identical(r$bytes[1:3], as.raw(c(0x0D, 0x03, 0x06)))
+  expect_identical(r$read, bits)
+  # 4-bit signed integers: bits 0..3 of int8, sign-extended when read
+  r <- reg_roundtrip("int8", c(-8L, -1L, 0L, 7L, 3L),
+                     list(list(name = "packbits", configuration = list(first_bit = 0L, last_bit = 3L))),
+                     fill = 5L)
+  expect_identical(r$bytes, as.raw(c(0xF8, 0x70, 0x03)))
+  expect_identical(r$read, c(-8L, -1L, 0L, 7L, 3L))
+  # bits 4..11 of uint16: the rest reads as zero
+  r <- reg_roundtrip("uint16", c(0x0ABC, 0x1230),
+                     list(list(name = "packbits", configuration = list(first_bit = 4L, last_bit = 11L))))
+  expect_identical(r$bytes, as.raw(c(0xAB, 0x23)))
+  expect_identical(r$read, c(0x0AB0L, 0x0230L))
+  # full-width types are the little-endian bytes; with a compressor after it
+  r <- reg_roundtrip("float64", c(1.5, -2, NaN), list(list(name = "packbits"), list(name = "zstd", configuration = list(level = 3L))))
+  expect_identical(r$read, c(1.5, -2, NaN))
+  # the codec object runs the same C path
+  cd <- zarr_codec_packbits$new("int8", list(first_bit = 0L, last_bit = 3L))
+  expect_identical(cd$encode(as.raw(c(0xF8, 0xFF, 0, 7, 3))), as.raw(c(0xF8, 0x70, 0x03)))
+  expect_identical(cd$decode(as.raw(c(0xF8, 0x70, 0x03))), as.raw(c(0xF8, 0xFF, 0, 7, 3, 0)))
+  expect_identical(cd$metadata_fragment(),
+                   list(name = "packbits", configuration = list(padding_encoding = "none", first_bit = 0L, last_bit = 3L)))
+  expect_error(zarr_codec_packbits$new("int8", list(first_bit = 5L, last_bit = 3L)), class = "zarr_error_codec")
+  expect_error(zarr_codec_packbits$new("complex64"), class = "zarr_error_codec")
+})
