@@ -17,7 +17,9 @@ codec_defaults <- list(
   bz2 = list(level = 1L),
   adler32 = list(location = "start"),
   shuffle = list(elementsize = 4L),
-  packbits = list(padding_encoding = "none")
+  packbits = list(padding_encoding = "none"),
+  scale_offset = list(offset = 0, scale = 1),
+  cast_value = list(rounding = "nearest-even", out_of_range = "none")
 )
 
 codec_default <- function(codec, key) codec_defaults[[codec]][[key]]
@@ -46,6 +48,8 @@ codecs_from_metadata <- function(entries, data_type, chunk_shape, array = NULL) 
     cd <- codec_from_metadata(fragment, data_type, shape, array)
     if (inherits(cd, "zarr_codec_transpose") && length(cd$order) == length(shape))
       shape <<- shape[cd$order + 1L]
+    if (inherits(cd, "zarr_codec_cast_value")) # the codecs after it see the new type
+      data_type <<- zarr_data_type$new(cd$data_type)
     cd
   })
 }

@@ -64,3 +64,206 @@ zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
   )
 )
 register_codec("packbits", function(config, data_type, chunk_shape) zarr_codec_packbits$new(data_type, config))
+
+# Array -> array codecs that act on each element alone. The C chain runs them
+# on the serialised elements right after the bytes codec (chain_c_spec()), so
+# their encode() and decode() take and give little-endian element bytes.
+#' @noRd
+zarr_codec_elementwise <- R6::R6Class("zarr_codec_elementwise",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create the codec (for subclasses).
+    #' @param name The codec's name.
+    #' @param data_type The [zarr_data_type] the codec takes when encoding.
+    #' @param types Names of the data types it supports.
+    #' @return An instance of this class.
+    initialize = function(name, data_type, types) {
+      super$initialize(name, list())
+      dt <- as_data_type(data_type)
+      if (!is.character(dt$data_type) || !dt$data_type %in% types)
+        zarr_abort("codec", sprintf("%s does not support data type '%s'", name,
+                                    paste(format(dt$data_type), collapse = " ")))
+      private$.dt <- dt
+      private$.from <- "array"
+      private$.to <- "array"
+    },
+    #' @description Encode elements given as little-endian bytes.
+    #' @param data A raw vector.
+    #' @return A raw vector.
+    encode = function(data) .Call(ffi_codec_encode, private$c_spec(FALSE), data),
+    #' @description Decode into little-endian element bytes.
+    #' @param data A raw vector.
+    #' @return A raw vector.
+    decode = function(data) .Call(ffi_codec_decode, private$c_spec(FALSE), data, NULL)
+  ),
+  private = list(.dt = NULL, .elementwise = TRUE)
+)
+
+element_int_types <- c("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+element_num_types <- c(element_int_types, "float32", "float64")
+
+# A scalar in the fill-value encoding of JSON: a number or NaN/Infinity/-Infinity.
+json_scalar_num <- function(v, what) {
+  if (is.list(v) && length(v) == 1L) v <- v[[1L]]
+  if (is.numeric(v) && length(v) == 1L && !is.na(v)) return(as.numeric(v))
+  if (is_json_string(v) && v %in% c("NaN", "Infinity", "-Infinity"))
+    return(switch(v, "NaN" = NaN, "Infinity" = Inf, -Inf))
+  zarr_abort("codec", sprintf("%s must be a number", what))
+}
+
+#' The bitround codec
+#'
+#' An array -> array codec (a registered Zarr extension; `numcodecs.bitround`
+#' is its older name) that rounds each value to `keepbits` significant bits:
+#' of the mantissa for floating point types, from the highest set bit for
+#' integers. The rounding is lossy; it makes data compress better.
+#'
+#' @export
+zarr_codec_bitround <- R6::R6Class("zarr_codec_bitround",
+  inherit = zarr_codec_elementwise,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a bitround codec.
+    #' @param data_type The [zarr_data_type] of the array.
+    #' @param configuration A list with `keepbits`, at least 1.
+    #' @return An instance of this class.
+    initialize = function(data_type, configuration = NULL) {
+      super$initialize("bitround", data_type, element_num_types)
+      if (is.null(configuration[["keepbits"]])) zarr_abort("codec", "bitround needs keepbits")
+      private$.keepbits <- cfg_int(configuration, "keepbits", 1L, 1, private$.dt$size * 8, "bitround")
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_bitround`.
+    copy = function() zarr_codec_bitround$new(private$.dt, private$config_list())
+  ),
+  private = list(
+    .keepbits = NULL,
+    config_list = function() list(keepbits = private$.keepbits),
+    c_spec = function(big = FALSE)
+      list(name = "bitround", dtype = num_spec(private$.dt$data_type, big), keepbits = private$.keepbits)
+  )
+)
+register_codec("bitround", function(config, data_type, chunk_shape) zarr_codec_bitround$new(data_type, config))
+
+#' The scale_offset codec
+#'
+#' An array -> array codec (a registered Zarr extension) that stores
+#' `(x - offset) * scale` and reads `x / scale + offset`, in the arithmetic of
+#' the array's data type. Often followed by `cast_value` to store floating
+#' point data as small integers.
+#'
+#' @export
+zarr_codec_scale_offset <- R6::R6Class("zarr_codec_scale_offset",
+  inherit = zarr_codec_elementwise,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a scale_offset codec.
+    #' @param data_type The [zarr_data_type] of the array.
+    #' @param configuration Optional list with `offset` (default 0) and
+    #'   `scale` (default 1).
+    #' @return An instance of this class.
+    initialize = function(data_type, configuration = NULL) {
+      super$initialize("scale_offset", data_type, element_num_types)
+      extra <- setdiff(names(configuration), c("offset", "scale"))
+      if (length(extra)) zarr_abort("codec", sprintf("scale_offset: unknown key '%s'", extra[1L]))
+      private$.offset <- json_scalar_num(configuration[["offset"]] %||% codec_default("scale_offset", "offset"),
+                                         "scale_offset offset")
+      private$.scale <- json_scalar_num(configuration[["scale"]] %||% codec_default("scale_offset", "scale"),
+                                        "scale_offset scale")
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_scale_offset`.
+    copy = function() zarr_codec_scale_offset$new(private$.dt, private$config_list())
+  ),
+  private = list(
+    .offset = 0, .scale = 1,
+    config_list = function() list(offset = private$.offset, scale = private$.scale),
+    c_spec = function(big = FALSE)
+      list(name = "scale_offset", dtype = num_spec(private$.dt$data_type, big),
+           scale = private$.scale, offset = private$.offset)
+  )
+)
+register_codec("scale_offset", function(config, data_type, chunk_shape) zarr_codec_scale_offset$new(data_type, config))
+
+cast_roundings <- c("nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away")
+
+#' The cast_value codec
+#'
+#' An array -> array codec (a registered Zarr extension) that stores each
+#' value converted to another numeric data type, rounding as `rounding` says
+#' and handling values beyond the target's range as `out_of_range` says
+#' ("clamp" or "wrap"; by default such a value is an error). `scalar_map`
+#' maps chosen values (such as NaN) explicitly.
+#'
+#' @export
+zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
+  inherit = zarr_codec_elementwise,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a cast_value codec.
+    #' @param data_type The [zarr_data_type] of the array.
+    #' @param configuration A list with `data_type` (the stored type) and
+    #'   optionally `rounding`, `out_of_range` and `scalar_map`.
+    #' @return An instance of this class.
+    initialize = function(data_type, configuration = NULL) {
+      super$initialize("cast_value", data_type, element_num_types)
+      extra <- setdiff(names(configuration), c("data_type", "rounding", "out_of_range", "scalar_map"))
+      if (length(extra)) zarr_abort("codec", sprintf("cast_value: unknown key '%s'", extra[1L]))
+      target <- configuration[["data_type"]]
+      if (!is_json_string(target) || !target %in% element_num_types)
+        zarr_abort("codec", "cast_value: data_type must name an integer or float32/float64 type")
+      private$.target <- target
+      rounding <- configuration[["rounding"]] %||% codec_default("cast_value", "rounding")
+      if (!is_json_string(rounding) || !rounding %in% cast_roundings)
+        zarr_abort("codec", sprintf("cast_value: rounding must be one of %s", paste(cast_roundings, collapse = ", ")))
+      private$.rounding <- rounding
+      oor <- configuration[["out_of_range"]] %||% codec_default("cast_value", "out_of_range")
+      if (!is_json_string(oor) || !oor %in% c("none", "clamp", "wrap") ||
+          (oor == "wrap" && !target %in% element_int_types))
+        zarr_abort("codec", "cast_value: out_of_range must be \"clamp\", or \"wrap\" for an integer type")
+      private$.oor <- oor
+      sm <- configuration[["scalar_map"]]
+      for (dir in c("encode", "decode")) {
+        pairs <- sm[[dir]] %||% list()
+        if (length(pairs) > 3L) zarr_abort("unsupported", "cast_value: at most 3 scalar_map pairs each way")
+        private$.map[[dir]] <- lapply(pairs, function(p) {
+          if (length(p) != 2L) zarr_abort("codec", "cast_value: a scalar_map entry is a pair")
+          c(json_scalar_num(p[[1L]], "a scalar_map value"), json_scalar_num(p[[2L]], "a scalar_map value"))
+        })
+      }
+      private$.sm <- sm
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_cast_value`.
+    copy = function() zarr_codec_cast_value$new(private$.dt, private$config_list())
+  ),
+  active = list(
+    #' @field data_type (read-only) The name of the stored data type.
+    data_type = function(value) private$.target
+  ),
+  private = list(
+    .target = NULL, .rounding = NULL, .oor = NULL, .sm = NULL, .map = list(),
+    config_list = function() {
+      c(list(data_type = private$.target, rounding = private$.rounding),
+        if (private$.oor != "none") list(out_of_range = private$.oor),
+        if (!is.null(private$.sm)) list(scalar_map = private$.sm))
+    },
+    c_spec = function(big = FALSE) {
+      out <- list(name = "cast_value", dtype = num_spec(private$.dt$data_type, big),
+                  astype = num_spec(private$.target, big), rounding = private$.rounding,
+                  out_of_range = private$.oor)
+      for (dir in c("encode", "decode")) {
+        pre <- substr(dir, 1L, 3L)
+        m <- private$.map[[dir]]
+        out[[paste0(pre, "_n")]] <- length(m)
+        for (i in seq_along(m)) {
+          out[[sprintf("%s_from%d", pre, i)]] <- m[[i]][1L]
+          out[[sprintf("%s_to%d", pre, i)]] <- m[[i]][2L]
+        }
+      }
+      out
+    }
+  )
+)
+register_codec("cast_value", function(config, data_type, chunk_shape) zarr_codec_cast_value$new(data_type, config))

@@ -92,7 +92,7 @@ static int rcfg_num(const zcfg *c, const char *key, double *out) {
   SEXP v = list_get((SEXP)c->ctx, key);
   if ((!isNumeric(v) && !isLogical(v)) || XLENGTH(v) < 1) return 0;
   double x = asReal(v);
-  if (ISNAN(x)) return 0;
+  if (R_IsNA(x)) return 0; /* NaN is a value (cast_value's scalar map) */
   *out = x;
   return 1;
 }

@@ -118,7 +118,7 @@ struct zcfg {
   void *(*obj)(const zcfg *c, const char *key);            /* an R object (R codecs) */
 };
 
-#define ZCODEC_CFG_BYTES 96
+#define ZCODEC_CFG_BYTES 160
 
 typedef struct zcodec_vt zcodec_vt;
 

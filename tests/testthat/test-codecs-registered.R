@@ -89,3 +89,75 @@ test_that("packbits packs bits least significant first, with its padding byte (h
   expect_error(zarr_codec_packbits$new("int8", list(first_bit = 5L, last_bit = 3L)), class = "zarr_error_codec")
   expect_error(zarr_codec_packbits$new("complex64"), class = "zarr_error_codec")
 })
+
+test_that("bitround under its registered name matches the registry's sample data", {
+  # zarr-extensions codecs/bitround/sample_data, keepbits 3: uint8 and float32
+  u8 <- c(0L, 1L, 10L, 11L, 100L, 123L, 200L, 208L, 209L, 255L)
+  r <- reg_roundtrip("uint8", u8, list(list(name = "bitround", configuration = list(keepbits = 3L)),
+                                       list(name = "bytes")), fill = 300 - 300)
+  expect_identical(r$bytes, as.raw(c(0x00, 0x01, 0x0a, 0x0c, 0x60, 0x80, 0xc0, 0xc0, 0xe0, 0xe0)))
+  f32 <- c(0, 0.1, 1.2, 12.3, 123.4, 1234.5, NaN, Inf, -Inf)
+  r <- reg_roundtrip("float32", f32, list(list(name = "bitround", configuration = list(keepbits = 3L)),
+                                          list(name = "bytes", configuration = list(endian = "little"))),
+                     fill = 7)
+  expect_identical(r$bytes, as.raw(c(0, 0, 0, 0, 0, 0, 0xd0, 0x3d, 0, 0, 0xa0, 0x3f, 0, 0, 0x40, 0x41,
+                                     0, 0, 0xf0, 0x42, 0, 0, 0xa0, 0x44, 0, 0, 0xc0, 0x7f,
+                                     0, 0, 0x80, 0x7f, 0, 0, 0x80, 0xff)))
+  expect_equal(r$read, c(0, 0.1015625, 1.25, 12, 120, 1280, NaN, Inf, -Inf))
+  # big-endian bytes codec after it: the same values, bytes reversed
+  r2 <- reg_roundtrip("float32", f32, list(list(name = "bitround", configuration = list(keepbits = 3L)),
+                                           list(name = "bytes", configuration = list(endian = "big"))), fill = 7)
+  expect_identical(r2$bytes[5:8], as.raw(c(0x3d, 0xd0, 0, 0)))
+  expect_identical(r2$read, r$read)
+  # signed integers round their magnitude
+  cd <- zarr_codec_bitround$new("int16", list(keepbits = 2L))
+  expect_identical(readBin(cd$encode(writeBin(c(-7L, 7L, 100L), raw(), size = 2L, endian = "little")),
+                           "integer", n = 3L, size = 2L, endian = "little"), c(-8L, 8L, 96L))
+  expect_error(zarr_codec_bitround$new("float32", list()), class = "zarr_error_codec")
+})
+
+test_that("scale_offset and cast_value store floats as small integers (spec examples, hand-checked)", {
+  codecs <- list(list(name = "scale_offset", configuration = list(offset = -10, scale = 0.1)),
+                 list(name = "cast_value", configuration = list(
+                   data_type = "uint8", rounding = "nearest-even",
+                   scalar_map = list(encode = list(list("NaN", 0L)), decode = list(list(0L, "NaN"))))),
+                 list(name = "bytes"))
+  r <- reg_roundtrip("float64", c(NaN, 0, 2540, 5), codecs, fill = "NaN")
+  expect_identical(r$bytes, as.raw(c(0x00, 0x01, 0xff, 0x02)))
+  expect_equal(r$read, c(NaN, 0, 2540, 10))
+  # uint16 range reduction: offset 1000, then uint8; big-endian bytes make no difference
+  codecs <- list(list(name = "scale_offset", configuration = list(offset = 1000L)),
+                 list(name = "cast_value", configuration = list(data_type = "uint8")),
+                 list(name = "bytes", configuration = list(endian = "big")), list(name = "crc32c"))
+  r <- reg_roundtrip("uint16", c(1000L, 1001L, 1255L), codecs, fill = 1000L)
+  expect_identical(r$bytes[1:3], as.raw(c(0, 1, 255)))
+  expect_identical(r$read, c(NA, 1001L, 1255L)) # 1000 is the fill value: NA in R
+  # scale_offset alone keeps the type: float64 (x - 5) * 0.1
+  r <- reg_roundtrip("float64", c(15, 5), list(list(name = "scale_offset", configuration = list(offset = 5, scale = 0.1)),
+                                               list(name = "bytes")), fill = 1)
+  expect_identical(readBin(r$bytes, "double", n = 2L), c(1, 0))
+  expect_equal(r$read, c(15, 5))
+  expect_identical(zarr_codec_cast_value$new("int16", list(data_type = "int8"))$data_type, "int8")
+})
+
+test_that("cast_value refuses, clamps or wraps values beyond the target (hand-checked)", {
+  enc16 <- function(x) writeBin(as.integer(x), raw(), size = 2L, endian = "little")
+  cd <- zarr_codec_cast_value$new("int16", list(data_type = "int8"))
+  expect_identical(cd$encode(enc16(c(-5, 100))), as.raw(c(0xfb, 0x64)))
+  expect_error(cd$encode(enc16(300)), class = "zarr_error_value", regexp = "out of the range")
+  cd <- zarr_codec_cast_value$new("int16", list(data_type = "int8", out_of_range = "clamp"))
+  expect_identical(cd$encode(enc16(c(300, -300))), as.raw(c(0x7f, 0x80)))
+  cd <- zarr_codec_cast_value$new("int16", list(data_type = "int8", out_of_range = "wrap"))
+  expect_identical(cd$encode(enc16(c(300, -129))), as.raw(c(44, 127)))
+  f64 <- function(x) writeBin(as.double(x), raw(), size = 8L, endian = "little")
+  cd <- zarr_codec_cast_value$new("float64", list(data_type = "int8", rounding = "towards-zero"))
+  expect_identical(cd$encode(f64(c(2.7, -2.7))), as.raw(c(2, 0xfe)))
+  cd <- zarr_codec_cast_value$new("float64", list(data_type = "int8"))
+  expect_identical(cd$encode(f64(c(2.5, 3.5, -2.5))), as.raw(c(2, 4, 0xfe))) # ties to even
+  expect_error(cd$encode(f64(NaN)), class = "zarr_error_value", regexp = "scalar_map")
+  expect_identical(readBin(cd$decode(as.raw(c(0xfe, 5))), "double", n = 2L), c(-2, 5))
+  expect_error(zarr_codec_cast_value$new("float64", list(data_type = "float32", out_of_range = "wrap")),
+               class = "zarr_error_codec")
+  expect_error(zarr_codec_cast_value$new("float64", list(data_type = "uint8", colour = 1)),
+               class = "zarr_error_codec")
+})
