@@ -267,3 +267,67 @@ zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
   )
 )
 register_codec("cast_value", function(config, data_type, chunk_shape) zarr_codec_cast_value$new(data_type, config))
+
+#' Register a codec written in R
+#'
+#' Makes a bytes -> bytes codec implemented by two R functions known to the
+#' package under `name`: arrays whose metadata names it can be read and
+#' written, and [array_builder]'s `add_codec(name, configuration)` adds it to
+#' new arrays. The engine calls the functions once per chunk, on the R thread
+#' (a chain holding such a codec is not decoded in parallel), so this is the
+#' slow path; C codecs are listed in the package's codec table
+#' (`src/codec_list.h`). An error in a function becomes a classed error of
+#' the chunk (`zarr_error_codec` when encoding, `zarr_error_corrupt_chunk`
+#' when decoding).
+#'
+#' @param name The codec's name, as it appears in the metadata (`"name"` in
+#'   Zarr v3, `"id"` in Zarr v2). The names of built-in codecs are refused.
+#' @param encode A function `(data, configuration)` taking a raw vector and
+#'   the codec's configuration (a list) and returning the encoded raw vector.
+#' @param decode A function `(data, configuration)` undoing `encode`.
+#' @return The name, invisibly.
+#' @examples
+#' xor_bytes <- function(data, configuration) xor(data, as.raw(configuration$key))
+#' register_zarr_codec("example.xor", xor_bytes, xor_bytes)
+#' def <- define_array("int32", 10)
+#' def$add_codec("example.xor", list(key = 42L))
+#' z <- create_zarr()
+#' a <- z$add_array("/", "x", def)
+#' a[] <- 1:10
+#' a[]
+#' @export
+register_zarr_codec <- function(name, encode, decode) {
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name))
+    zarr_abort("argument", "name must be a single non-empty string")
+  if (!is.function(encode) || !is.function(decode))
+    zarr_abort("argument", "encode and decode must be functions (data, configuration)")
+  known <- codec_registry[[name]]
+  if (!is.null(known) && is.null(attr(known, "r_codec")))
+    zarr_abort("argument", sprintf("'%s' is a built-in codec", name))
+  ctor <- function(config, data_type, chunk_shape) zarr_codec_r$new(name, config, encode, decode)
+  attr(ctor, "r_codec") <- TRUE
+  register_codec(name, ctor)
+  invisible(name)
+}
+
+# A bytes -> bytes codec written in R (register_zarr_codec()); C runs it
+# through the codec table's "r_codec" row.
+zarr_codec_r <- R6::R6Class("zarr_codec_r",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(name, configuration, encode, decode) {
+      super$initialize(name, configuration %||% list())
+      private$.encode <- encode
+      private$.decode <- decode
+    },
+    copy = function() zarr_codec_r$new(self$name, private$.config, private$.encode, private$.decode),
+    encode = function(data) private$bb_encode(data),
+    decode = function(data) private$bb_decode(data)
+  ),
+  private = list(
+    .encode = NULL, .decode = NULL,
+    c_spec = function() list(name = "r_codec", codec = self$name, encode = private$.encode,
+                             decode = private$.decode, configuration = private$.config)
+  )
+)

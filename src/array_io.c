@@ -906,6 +906,7 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   /* little to decode: starting and joining threads costs more than it saves */
   double work = (double)g->njobs * (double)chain_nelem(&a->chain) * (double)a->elsize;
   if (work < ZARR_SMALL_WORK) nt = 1;
+  if (chain_main_thread(&a->chain)) nt = 1; /* a codec written in R */
   g->nthreads = nt;
 }
 

@@ -122,6 +122,13 @@ int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst,
   return bb_decode_to(&c->bb[0], cur, cur_n, dst, dst_n, e);
 }
 
+int chain_main_thread(const zchain *c) {
+  if (c == NULL) return 0;
+  for (int i = 0; i < c->n_bb; i++)
+    if (c->bb[i].vt->main_thread) return 1;
+  return chain_main_thread(c->inner) || chain_main_thread(c->index);
+}
+
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e) {
   const uint8_t *cur = src;

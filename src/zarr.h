@@ -43,6 +43,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts);
 SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts);
 SEXP ffi_chunk_keys(SEXP spec, SEXP coords);
 SEXP ffi_codec_encode(SEXP codec, SEXP data);
+void codec_r_init(void); /* adds the row of codecs written in R */
 SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect);
 SEXP ffi_crc32c(SEXP data);
 SEXP ffi_file_read(SEXP path, SEXP range);

@@ -246,6 +246,8 @@ int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t exp
  * chain cannot (the caller then decodes into a buffer and copies). */
 int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
                     zbuf *a, zbuf *b, zerr *e);
+/* 1 when a codec of the chain (or of a shard's chains) must run on the R thread. */
+int chain_main_thread(const zchain *c);
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
 
