@@ -48,6 +48,7 @@ codecs_from_metadata <- function(entries, data_type, chunk_shape, array = NULL) 
     cd <- codec_from_metadata(fragment, data_type, shape, array)
     if (inherits(cd, "zarr_codec_transpose") && length(cd$order) == length(shape))
       shape <<- shape[cd$order + 1L]
+    if (inherits(cd, "zarr_codec_reshape")) shape <<- cd$output_shape
     if (inherits(cd, "zarr_codec_cast_value")) # the codecs after it see the new type
       data_type <<- zarr_data_type$new(cd$data_type)
     cd

@@ -331,3 +331,94 @@ zarr_codec_r <- R6::R6Class("zarr_codec_r",
                              decode = private$.decode, configuration = private$.config)
   )
 )
+
+#' The reshape codec
+#'
+#' An array -> array codec (a registered Zarr extension) that gives a chunk
+#' another shape with the same elements in the same C order. It moves no
+#' bytes, so the engine needs nothing from it; only codecs that depend on the
+#' shape could tell, and a `transpose` or `sharding_indexed` codec after it
+#' is not supported.
+#'
+#' @export
+zarr_codec_reshape <- R6::R6Class("zarr_codec_reshape",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a reshape codec.
+    #' @param chunk_shape The shape of its input (the chunk, after any codec
+    #'   before it).
+    #' @param configuration A list with `shape`: per output dimension a
+    #'   positive size, a list of input dimensions (0-based) whose sizes
+    #'   multiply, or -1 (at most once) for the rest.
+    #' @return An instance of this class.
+    initialize = function(chunk_shape, configuration) {
+      super$initialize("reshape", list())
+      spec <- configuration[["shape"]]
+      if (!is.list(spec) || !length(spec) || !is.null(names(spec)))
+        zarr_abort("codec", "reshape needs 'shape', an array")
+      a <- as.numeric(chunk_shape)
+      out <- numeric(length(spec))
+      dims <- list()
+      auto <- NA_integer_
+      for (i in seq_along(spec)) {
+        s <- spec[[i]]
+        if (is.list(s) || length(s) > 1L) {
+          d <- suppressWarnings(as.integer(unlist(s)))
+          if (anyNA(d) || any(d < 0 | d >= length(a)))
+            zarr_abort("codec", "reshape: input dimensions out of range")
+          dims[[i]] <- d
+          out[i] <- prod(a[d + 1L])
+        } else if (is.numeric(s) && length(s) == 1L && s == -1 && is.na(auto)) {
+          auto <- i
+        } else if (is.numeric(s) && length(s) == 1L && s >= 1 && s == trunc(s)) {
+          out[i] <- s
+        } else {
+          zarr_abort("codec", "reshape: each entry of 'shape' is a positive size, a list of input dimensions or -1")
+        }
+      }
+      flat <- unlist(dims)
+      if (length(flat) > 1L && any(diff(flat) <= 0))
+        zarr_abort("codec", "reshape: input dimensions must be in increasing order")
+      if (!is.na(auto)) {
+        rest <- prod(a) / prod(out[-auto])
+        if (rest != trunc(rest) || rest < 1) zarr_abort("codec", "reshape: the sizes do not divide the chunk")
+        out[auto] <- rest
+      }
+      if (prod(out) != prod(a)) zarr_abort("codec", "reshape: the output must hold as many elements as the input")
+      for (i in seq_along(dims)) {
+        d <- dims[[i]]
+        if (is.null(d) || !length(d)) next
+        if (prod(out[seq_len(i - 1L)]) != prod(a[seq_len(d[1L])]) ||
+            prod(out[-seq_len(i)]) != prod(a[-seq_len(d[length(d)] + 1L)]))
+          zarr_abort("codec", "reshape: input dimensions do not line up with the output")
+      }
+      private$.spec <- spec
+      private$.in <- a
+      private$.out <- out
+      private$.from <- "array"
+      private$.to <- "array"
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_reshape`.
+    copy = function() zarr_codec_reshape$new(private$.in, list(shape = private$.spec)),
+    #' @description Give data the output shape.
+    #' @param data A vector of the chunk's elements in C order.
+    #' @return The same vector (C order does not change).
+    encode = function(data) data,
+    #' @description Give data the input shape.
+    #' @param data A vector of the chunk's elements in C order.
+    #' @return The same vector.
+    decode = function(data) data
+  ),
+  active = list(
+    #' @field output_shape (read-only) The shape of its output.
+    output_shape = function(value) private$.out
+  ),
+  private = list(
+    .spec = NULL, .in = NULL, .out = NULL,
+    config_list = function() list(shape = private$.spec),
+    c_spec = function() NULL
+  )
+)
+register_codec("reshape", function(config, data_type, chunk_shape) zarr_codec_reshape$new(chunk_shape, config))

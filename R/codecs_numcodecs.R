@@ -97,7 +97,14 @@ register_codec("zlib", function(config, data_type, chunk_shape)
 chain_c_spec <- function(codecs) {
   specs <- list()
   moved <- list()
+  reshaped <- FALSE
   for (cd in codecs) {
+    if (inherits(cd, "zarr_codec_reshape")) { # C order is unchanged: nothing to do
+      reshaped <- TRUE
+      next
+    }
+    if (reshaped && cd$name %in% c("transpose", "sharding_indexed"))
+      zarr_abort("unsupported", sprintf("a '%s' codec after reshape is not supported", cd$name))
     if (codec_is_elementwise(cd)) {
       moved[[length(moved) + 1L]] <- cd
       next

@@ -200,3 +200,39 @@ test_that("a codec written in R round-trips through a real store (register_zarr_
   expect_error(open_zarr(path)[["/x"]][1] <- 5L, class = "zarr_error_codec", regexp = "raw vector")
   expect_error(register_zarr_codec("gzip", xor_bytes, xor_bytes), class = "zarr_error_argument")
 })
+
+test_that("reshape keeps the elements' C order (hand-checked) and checks its shape", {
+  m <- matrix(1:12, 3, 4) # a 3 x 4 array in one chunk
+  reg_roundtrip_2d <- function(codecs) {
+    path <- local_store_path(parent.frame())
+    z <- create_zarr(path)
+    meta <- list(zarr_format = 3L, node_type = "array", shape = list(3L, 4L), data_type = "int16",
+                 chunk_grid = list(name = "regular", configuration = list(chunk_shape = list(3L, 4L))),
+                 chunk_key_encoding = list(name = "default", configuration = list(separator = "/")),
+                 fill_value = 0L, codecs = codecs)
+    dir.create(file.path(path, "a"))
+    writeLines(zarr:::json_write(meta), file.path(path, "a", "zarr.json"))
+    a <- open_zarr(path)[["/a"]]
+    a[] <- m
+    f <- file.path(path, "a", "c", "0", "0")
+    list(bytes = readBin(f, "raw", file.size(f)), read = open_zarr(path)[["/a"]][])
+  }
+  ref <- reg_roundtrip_2d(list(list(name = "bytes")))
+  # C order of the 3 x 4 array: row by row
+  expect_identical(readBin(ref$bytes, "integer", n = 12L, size = 2L), as.integer(t(m)))
+  for (shape in list(list(list(0L, 1L)), list(-1L), list(2L, 6L), list(list(0L), list(1L)), list(3L, 2L, 2L))) {
+    r <- reg_roundtrip_2d(list(list(name = "reshape", configuration = list(shape = shape)),
+                               list(name = "bytes"), list(name = "gzip", configuration = list(level = 1L))))
+    expect_identical(r$read, m)
+    r <- reg_roundtrip_2d(list(list(name = "reshape", configuration = list(shape = shape)), list(name = "bytes")))
+    expect_identical(r$bytes, ref$bytes)
+  }
+  cd <- zarr_codec_reshape$new(c(3, 4), list(shape = list(-1L, 2L)))
+  expect_identical(cd$output_shape, c(6, 2))
+  expect_error(zarr_codec_reshape$new(c(3, 4), list(shape = list(5L, -1L))), class = "zarr_error_codec")
+  expect_error(zarr_codec_reshape$new(c(3, 4), list(shape = list(list(1L), list(0L)))), class = "zarr_error_codec")
+  expect_error(zarr_codec_reshape$new(c(3, 4), list(shape = list(2L, list(1L)))), class = "zarr_error_codec")
+  expect_error(reg_roundtrip_2d(list(list(name = "reshape", configuration = list(shape = list(12L))),
+                                     list(name = "transpose", configuration = list(order = list(0L))),
+                                     list(name = "bytes"))), class = "zarr_error_unsupported")
+})
