@@ -19,6 +19,9 @@ static zcodec cdx(const char *name, const char *dtype, const char *astype, doubl
                     {"cname", "lz4", 0},       {"acceleration", NULL, 1}, {"location", "start", 0},
                     {"elementsize", NULL, 4},  {"dtype", dtype, 0},      {"astype", astype, 0},
                     {"scale", NULL, scale},    {"offset", NULL, 0},      {"keepbits", NULL, 10},
+                    {"bits", NULL, 8},         {"first_bit", NULL, 0},   {"last_bit", NULL, 3},
+                    {"padding", "first_byte", 0}, {"rounding", "nearest-even", 0},
+                    {"out_of_range", "clamp", 0}, {"enc_n", NULL, 0},    {"dec_n", NULL, 0},
                     {NULL, NULL, 0}};
   zcfg cfg = zcfg_kv(kv);
   zcodec c;
@@ -58,11 +61,14 @@ static int config(unsigned k, zchain *ch) {
            b[1] = cd("bz2"); ch->n_bb = 2; break;
   case 17: b[0] = cdx("delta", "<i4", ">f4", 1); ch->n_bb = 1; break; /* float deltas into integers */
   case 18: b[0] = cdx("fixedscaleoffset", "<u2", "<f8", 1e-300); ch->n_bb = 1; break;
+  case 19: b[0] = cdx("packbits", "<i1", "<i1", 1); ch->n_bb = 1; break;
+  case 20: b[0] = cdx("scale_offset", "<f8", "<f8", 0.1); b[1] = cd("zstd"); ch->n_bb = 2; break;
+  case 21: b[0] = cdx("cast_value", "<f8", "<u1", 1); ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 19
+#define NCONF 22
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
