@@ -52,8 +52,12 @@ zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
   ),
   private = list(
     .dt = NULL, .bits = 8L, .pad = "none", .first = 0L, .last = 7L,
-    config_list = function() list(padding_encoding = private$.pad, first_bit = private$.first,
-                                  last_bit = private$.last),
+    # the defaults are left out, as other implementations write them
+    config_list = function() {
+      c(if (private$.pad != "none") list(padding_encoding = private$.pad),
+        if (private$.first != 0L) list(first_bit = private$.first),
+        if (private$.last != private$.bits - 1L) list(last_bit = private$.last))
+    },
     c_spec = function() {
       signed <- grepl("^int", private$.dt$data_type)
       list(list(name = "bytes", endian = "little"),

@@ -85,7 +85,8 @@ test_that("packbits packs bits least significant first, with its padding byte (h
   expect_identical(cd$encode(as.raw(c(0xF8, 0xFF, 0, 7, 3))), as.raw(c(0xF8, 0x70, 0x03)))
   expect_identical(cd$decode(as.raw(c(0xF8, 0x70, 0x03))), as.raw(c(0xF8, 0xFF, 0, 7, 3, 0)))
   expect_identical(cd$metadata_fragment(),
-                   list(name = "packbits", configuration = list(padding_encoding = "none", first_bit = 0L, last_bit = 3L)))
+                   list(name = "packbits", configuration = list(last_bit = 3L)))
+  expect_identical(zarr_codec_packbits$new("bool")$metadata_fragment(), list(name = "packbits"))
   expect_error(zarr_codec_packbits$new("int8", list(first_bit = 5L, last_bit = 3L)), class = "zarr_error_codec")
   expect_error(zarr_codec_packbits$new("complex64"), class = "zarr_error_codec")
 })
