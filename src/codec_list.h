@@ -1,6 +1,13 @@
 /* The codec table's rows, one line per codec: ZCODEC(x) names the row
- * `const zcodec_vt zc_x` that src/codec_<file>.c defines. codec_table.c
+ * `const zcodec_vt zc_x` that src/codec_<file>.c defines (its `name` is
+ * the codec's name in R's flat description). codec_table.c
  * includes this list; nothing else switches on codecs. */
+ZCODEC(transpose)
+ZCODEC(bytes)
+ZCODEC(vlen_utf8)
+ZCODEC(vlen_bytes)
+ZCODEC(json2)
+ZCODEC(sharding_indexed)
 ZCODEC(gzip)
 ZCODEC(zlib)
 ZCODEC(zstd)

@@ -110,6 +110,6 @@ static const char *kv_str(const zcfg *c, const char *key) {
 }
 
 zcfg zcfg_kv(const zkv *kv) {
-  zcfg c = {kv, kv_num, kv_str, NULL};
+  zcfg c = {kv, kv_num, kv_str, NULL, NULL, NULL};
   return c;
 }

@@ -111,11 +111,17 @@ typedef struct {
 /* A codec's configuration as the codec's parse() reads it, without R: the
  * flat description R builds (R fills every default; C has none). */
 typedef struct zcfg zcfg;
+typedef struct zchain zchain;
 struct zcfg {
   const void *ctx;
   int (*num)(const zcfg *c, const char *key, double *out); /* 1: found, a number */
   const char *(*str)(const zcfg *c, const char *key);      /* NULL: absent */
   void *(*obj)(const zcfg *c, const char *key);            /* an R object (R codecs) */
+  /* array codecs only (NULL elsewhere): whole numbers (their count, at most
+   * max), and a nested chain (sharding: its inner chunks, or its index) */
+  int (*dims)(const zcfg *c, const char *key, int64_t *out, int max, zerr *e);
+  zchain *(*sub_chain)(const zcfg *c, const char *key, int ndim, const int64_t *shape,
+                       int is_index, zerr *e);
 };
 
 #define ZCODEC_CFG_BYTES 160
@@ -140,8 +146,16 @@ typedef struct {
  * `limit` bounds the decoded size (0: no bound): a decoder stops as soon as
  * its output would exceed it and reports corrupt data. Output goes to `out`
  * (resized as needed). Optional entries are NULL. */
+/* What a row is. Array codecs (transpose, bytes, the string codecs,
+ * sharding) configure the chain's layout (configure()); the engine does their
+ * work. Bytes codecs, and element filters R places after the bytes codec,
+ * transform bytes (decode(), encode()). */
+typedef enum { ZC_BYTES_BYTES = 0, ZC_ARRAY_ARRAY, ZC_ARRAY_BYTES } zcodec_kind;
+
 struct zcodec_vt {
   const char *name; /* as in R's flat description */
+  zcodec_kind kind;
+  int (*configure)(zchain *c, const zcfg *cfg, zerr *e); /* array codecs */
   int (*parse)(zcodec *c, const zcfg *cfg, zerr *e);
   int (*decode)(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
   int (*encode)(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
@@ -191,7 +205,6 @@ int znum_valid(znum t);
 
 typedef enum { AB_BYTES, AB_SHARDING, AB_VLEN } zab_kind;
 
-typedef struct zchain zchain;
 struct zchain {
   int ndim;
   int64_t chunk_shape[ZARR_MAX_DIMS];  /* logical (Zarr order) chunk shape */

@@ -1,4 +1,4 @@
-/* Writing shards (sharding_indexed): the shard's elements, in C order over
+/* sharding_indexed (array -> bytes). Writing shards: the shard's elements, in C order over
  * the shard's dimensions, are cut into inner chunks; each is encoded with the
  * inner codec chain, and an index of (offset, length) pairs, itself encoded
  * with the index codecs, goes at the end (or start) of the shard. Inner chunks
@@ -122,3 +122,30 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
   free(index);
   return rc;
 }
+
+/* ---- table row: the shard's layout, its inner chain and its index chain ---- */
+
+static int sharding_configure(zchain *c, const zcfg *cfg, zerr *e) {
+  int64_t inner[ZARR_MAX_DIMS], index_shape[ZARR_MAX_DIMS + 1];
+  const char *loc;
+  int n = cfg->dims(cfg, "chunk_shape", inner, ZARR_MAX_DIMS, e);
+  if (n < 0) return -1;
+  if (n != c->ndim)
+    return zerr_set(e, ZE_CODEC, "the inner chunk shape has %d dimensions, the array %d", n, c->ndim);
+  for (int d = 0; d < n; d++)
+    if (inner[d] < 1 || c->chunk_shape[d] % inner[d] != 0)
+      return zerr_set(e, ZE_CODEC, "the inner chunk shape does not divide the shard shape");
+  if (cfg_str(cfg, "sharding_indexed", "index_location", &loc, e)) return -1;
+  if (strcmp(loc, "start") != 0 && strcmp(loc, "end") != 0)
+    return zerr_set(e, ZE_CODEC, "sharding: index_location must be \"start\" or \"end\"");
+  for (int d = 0; d < n; d++) index_shape[d] = c->chunk_shape[d] / inner[d];
+  index_shape[n] = 2; /* (offset, length) per inner chunk */
+  c->ab = AB_SHARDING;
+  c->index_at_end = strcmp(loc, "end") == 0;
+  if ((c->inner = cfg->sub_chain(cfg, "codecs", n, inner, 0, e)) == NULL) return -1;
+  if ((c->index = cfg->sub_chain(cfg, "index_codecs", n + 1, index_shape, 1, e)) == NULL) return -1;
+  return 0;
+}
+
+const zcodec_vt zc_sharding_indexed = {.name = "sharding_indexed", .kind = ZC_ARRAY_BYTES,
+                                       .configure = sharding_configure};
