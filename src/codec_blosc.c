@@ -47,6 +47,7 @@ typedef struct {
   int clevel, shuffle, typesize, blocksize;
   char cname[16];
 } blosc_cfg;
+ZCODEC_CFG_FITS(blosc_cfg);
 
 static int blosc_parse(zcodec *c, const zcfg *cfg, zerr *e) {
   blosc_cfg *k = ZCODEC_CFG(c, blosc_cfg);

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "zarr_core.h"
+#include "codec_elements.h"
 
 #define CAST_MAP 3
 
@@ -26,6 +26,7 @@ typedef struct {
   int n_enc, n_dec;
   double enc[CAST_MAP][2], dec[CAST_MAP][2];
 } cast_cfg;
+ZCODEC_CFG_FITS(cast_cfg);
 
 static const char *roundings[] = {"nearest-even", "towards-zero", "towards-positive",
                                   "towards-negative", "nearest-away"};

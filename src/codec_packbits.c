@@ -15,6 +15,7 @@ typedef struct {
   znum t;
   int bits, first, last, pad; /* pad: 0 none, 1 first byte, 2 last byte */
 } packbits_cfg;
+ZCODEC_CFG_FITS(packbits_cfg);
 
 static int packbits_parse(zcodec *c, const zcfg *cfg, zerr *e) {
   packbits_cfg *k = ZCODEC_CFG(c, packbits_cfg);

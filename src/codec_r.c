@@ -13,6 +13,7 @@ typedef struct {
   SEXP encode, decode, config; /* kept alive by the flat description */
   char name[64];
 } rcodec_cfg;
+ZCODEC_CFG_FITS(rcodec_cfg);
 
 typedef struct {
   SEXP fn, config;

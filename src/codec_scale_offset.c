@@ -4,7 +4,7 @@
  * 64 bits). A result the type cannot hold is an error. R's flat description
  * runs it on serialised elements: "dtype" ("<f4", ">i2"), "scale", "offset". */
 #include <math.h>
-#include "zarr_core.h"
+#include "codec_elements.h"
 
 typedef struct {
   znum t;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "zarr_core.h"
+#include "codec_elements.h"
 
 #define ZCODEC(x) extern const zcodec_vt zc_##x;
 #include "codec_list.h"

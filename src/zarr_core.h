@@ -141,6 +141,9 @@ typedef struct {
 } zcodec;
 
 #define ZCODEC_CFG(c, type) ((type *)(void *)(c)->cfg.b)
+/* in a codec's file, after its configuration struct */
+#define ZCODEC_CFG_FITS(type) \
+  _Static_assert(sizeof(type) <= ZCODEC_CFG_BYTES, #type " exceeds ZCODEC_CFG_BYTES")
 
 /* A row of the codec table: one per codec, filled in the codec's file.
  * `limit` bounds the decoded size (0: no bound): a decoder stops as soon as
@@ -195,13 +198,6 @@ typedef struct {
   double num;
 } zkv;
 zcfg zcfg_kv(const zkv *kv);
-
-/* Element access shared by the element filters (codec_filters.c). */
-double znum_get_f(const uint8_t *p, znum t);
-uint64_t znum_get_u(const uint8_t *p, znum t);
-void znum_put_f(uint8_t *p, znum t, double v);
-void znum_put_u(uint8_t *p, znum t, uint64_t v);
-int znum_valid(znum t);
 
 typedef enum { AB_BYTES, AB_SHARDING, AB_VLEN } zab_kind;
 
