@@ -206,7 +206,8 @@ zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
   cloneable = FALSE,
   public = list(
     #' @description Create a cast_value codec.
-    #' @param data_type The [zarr_data_type] of the array.
+    #' @param data_type The [zarr_data_type] of the array (its fill value
+    #'   must survive the cast), or the name of a data type.
     #' @param configuration A list with `data_type` (the stored type) and
     #'   optionally `rounding`, `out_of_range` and `scalar_map`.
     #' @return An instance of this class.
@@ -237,6 +238,13 @@ zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
         })
       }
       private$.sm <- sm
+      # the fill value of an array must survive the cast: NaN or an infinity
+      # only through the map (a codec made from a type name has no fill value)
+      fill <- if (inherits(data_type, "zarr_data_type")) suppressWarnings(as.numeric(data_type$fill_value))
+      if (length(fill) == 1L && !is.finite(fill) && target %in% element_int_types &&
+          !any(vapply(private$.map$encode, function(p) identical(is.nan(p[1L]), is.nan(fill)) && (is.nan(fill) || p[1L] == fill), TRUE)))
+        zarr_abort("codec", sprintf("cast_value: the fill value %s has no %s value; map it in scalar_map",
+                                    format(fill), target))
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_cast_value`.
