@@ -57,7 +57,11 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
     ninner *= cps[d];
     ine *= in->chunk_shape[d];
   }
-  if (in->ab != AB_BYTES) return zerr_set(e, ZE_CODEC, "nested sharding cannot be written");
+  if (in->ab != AB_BYTES && in->ab != AB_SHARDING)
+    return zerr_set(e, ZE_CODEC, "only fixed-size elements can be written in shards");
+  for (int d = 0; d < nd; d++)
+    if (in->ab == AB_SHARDING && in->order[d] != d)
+      return zerr_set(e, ZE_CODEC, "a transpose before nested sharding cannot be written");
   uint64_t *index = malloc((size_t)ninner * 16);
   if (index == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
   zbuf data = {0};
@@ -76,18 +80,32 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
       continue;
     }
     *empty = 0;
-    if (in->big_endian && es > 1) {
+    const uint8_t *payload = inner->data;
+    size_t payload_n = (size_t)ine * es;
+    zbuf sub = {0}, sub_in = {0}, s1 = {0}, s2 = {0};
+    if (in->ab == AB_SHARDING) { /* nested sharding: the inner chunk is a shard itself */
+      int sub_empty;
+      rc = shard_encode(a, in, inner->data, &sub, &sub_in, &s1, &s2, &sub_empty, e);
+      payload = sub.data;
+      payload_n = sub.size;
+    } else if (in->big_endian && es > 1) {
       size_t unit = a->dtype == DT_COMPLEX64 ? 4 : a->dtype == DT_COMPLEX128 ? 8 : es;
       byteswap_inplace(inner->data, (size_t)ine * es / unit, unit);
     }
-    const uint8_t *res;
-    size_t res_n;
-    if ((rc = chain_encode_bytes(in, inner->data, (size_t)ine * es, t1, t2, &res, &res_n, e))) break;
-    if ((rc = zbuf_reserve(&data, data.size + res_n + 1, e))) break;
-    memcpy(data.data + data.size, res, res_n);
-    index[2 * k] = data.size;
-    index[2 * k + 1] = res_n;
-    data.size += res_n;
+    const uint8_t *res = NULL;
+    size_t res_n = 0;
+    if (rc == 0) rc = chain_encode_bytes(in, payload, payload_n, t1, t2, &res, &res_n, e);
+    if (rc == 0) rc = zbuf_reserve(&data, data.size + res_n + 1, e);
+    if (rc == 0) { /* res may point into sub: copy before freeing it */
+      memcpy(data.data + data.size, res, res_n);
+      index[2 * k] = data.size;
+      index[2 * k + 1] = res_n;
+      data.size += res_n;
+    }
+    zbuf_free(&sub);
+    zbuf_free(&sub_in);
+    zbuf_free(&s1);
+    zbuf_free(&s2);
   }
   if (rc == 0 && !*empty) {
     size_t index_n = (size_t)ninner * 16, enc_n = index_n;

@@ -247,3 +247,36 @@ test_that("cast_value refuses a fill value it cannot cast", {
                                             list(data_type = "uint8", scalar_map = list(encode = list(list("NaN", 0L))))),
                   "zarr_codec_cast_value")
 })
+
+test_that("nested sharding is written and read back (hand-checked bytes)", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  le <- list(name = "bytes", configuration = list(endian = "little"))
+  inner <- list(name = "sharding_indexed", configuration = list(
+    chunk_shape = list(2L, 2L), codecs = list(le, list(name = "gzip", configuration = list(level = 1L))),
+    index_codecs = list(le, list(name = "crc32c")), index_location = "end"))
+  d <- define_array("int32", c(8, 8))
+  d$portable <- TRUE # C order, no transpose
+  d$chunk_shape <- c(8, 8)
+  d$remove_codec("zstd")
+  suppressWarnings(d$remove_codec("bytes")) # the sharding codec takes its place
+  d$add_codec("sharding_indexed", list(chunk_shape = list(4L, 4L), codecs = list(inner),
+                                       index_codecs = list(le, list(name = "crc32c")), index_location = "start"))
+  a <- z$add_array("/", "n", d)
+  m <- matrix(1:64, 8, 8)
+  m[5:8, 1:4] <- NA # inner shard (1, 0) holds only the fill value
+  a[] <- m
+  expect_identical(open_zarr(path)[["/n"]][], m)
+  expect_identical(open_zarr(path)[["/n"]][6:7, 3:6], m[6:7, 3:6])
+  f <- file.path(path, "n", "c.0.0")
+  b <- readBin(f, "raw", file.size(f))
+  u32 <- function(r) readBin(r, "integer", n = length(r) / 4L, size = 4L, endian = "little")
+  outer <- matrix(u32(b[1:64]), 4) # (offset lo, hi, length lo, hi) per inner shard, C order
+  expect_identical(outer[, 3], rep(-1L, 4)) # absent: 2^64 - 1
+  expect_identical(outer[1, 1], 68L) # after the 64-byte index and its crc32c
+  s <- b[outer[1, 1] + seq_len(outer[3, 1])] # inner shard (0, 0), its index at the end
+  ii <- matrix(u32(s[length(s) - 67:4]), 4)
+  first <- s[ii[1, 1] + seq_len(ii[3, 1])]
+  # innermost chunk (0, 0): rows 1-2, columns 1-2 of m in C order
+  expect_identical(u32(memDecompress(first, type = "gzip")), c(1L, 9L, 2L, 10L))
+})
