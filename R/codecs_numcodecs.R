@@ -1,6 +1,6 @@
 # The numcodecs family: v2 compressors and filters, and the same codecs under
 # their "numcodecs.<id>" names in v3. All run in C (src/codec_lz4.c,
-# codec_bz2.c, codec_checksum.c, codec_filters.c, codec_gzip.c, ...).
+# codec_bz2.c, codec_checksum.c, codec_delta.c, codec_gzip.c, ...).
 
 # id -> what the codec does; array -> array filters act on typed elements.
 numcodecs_modes <- c(

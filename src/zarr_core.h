@@ -267,7 +267,7 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
 int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int big, zbuf *out,
                    zerr *e);
 
-/* sharded chunks (shard.c) */
+/* sharded chunks (codec_sharding.c) */
 void shard_inner_copy(const zchain *shard, const int64_t *ic, uint8_t *shardbuf,
                       uint8_t *innerbuf, size_t es, int to_inner);
 int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out, zbuf *inner,
