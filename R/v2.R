@@ -60,7 +60,9 @@ v2_codec <- function(comp, key = NULL, typesize = 1L) {
     zstd = list(name = "zstd", configuration = list(level = cfg[["level"]] %||% codec_default("zstd", "level"),
                                                      checksum = isTRUE(cfg[["checksum"]]))),
     crc32c = list(name = "crc32c"),
-    list(name = paste0("numcodecs.", id), configuration = cfg)
+    # a codec written in R (register_zarr_codec()) keeps its name
+    if (isTRUE(attr(codec_registry[[id]], "r_codec"))) list(name = id, configuration = cfg)
+    else list(name = paste0("numcodecs.", id), configuration = cfg)
   )
 }
 

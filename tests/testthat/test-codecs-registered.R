@@ -280,3 +280,21 @@ test_that("nested sharding is written and read back (hand-checked bytes)", {
   # innermost chunk (0, 0): rows 1-2, columns 1-2 of m in C order
   expect_identical(u32(memDecompress(first, type = "gzip")), c(1L, 9L, 2L, 10L))
 })
+
+test_that("a codec written in R works in Zarr v2 too (as the compressor)", {
+  rev_bytes <- function(data, configuration) rev(data)
+  register_zarr_codec("test.reverse", rev_bytes, rev_bytes)
+  withr::local_options(zarr.format = 2L)
+  path <- local_store_path()
+  z <- create_zarr(path)
+  d <- define_array("int16", 6)
+  d$remove_codec("zstd")
+  d$add_codec("test.reverse")
+  a <- z$add_array("/", "r", d)
+  a[] <- 1:6
+  doc <- jsonlite::fromJSON(file.path(path, "r", ".zarray"), simplifyVector = FALSE)
+  expect_identical(doc$compressor$id, "test.reverse")
+  f <- file.path(path, "r", "0")
+  expect_identical(readBin(f, "raw", 12L), rev(writeBin(1:6, raw(), size = 2L, endian = "little")))
+  expect_identical(open_zarr(path)[["/r"]][], 1:6)
+})
