@@ -16,6 +16,8 @@ array_builder <- R6::R6Class("array_builder",
     #'   existing array, used as a template. It is not modified.
     #' @return An instance of this class.
     initialize = function(metadata = NULL) {
+      private$.codecs <- list(list(name = "bytes", configuration = list(endian = "little")),
+                              list(name = "zstd", configuration = codec_defaults$zstd))
       if (is.null(metadata)) return(invisible(self))
       if (is.character(metadata)) metadata <- json_parse(metadata, "array metadata")
       fmt <- as.integer(metadata$zarr_format %||% 3L)
@@ -256,8 +258,7 @@ array_builder <- R6::R6Class("array_builder",
   private = list(
     # .format NULL: the array takes the format of the group it goes into
     .format = NULL, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL, .edges = NULL,
-    .codecs = list(list(name = "bytes", configuration = list(endian = "little")),
-                   list(name = "zstd", configuration = list(level = 1L, checksum = FALSE))),
+    .codecs = NULL, # bytes and zstd (set by initialize)
     .attributes = NULL, .dimnames = NULL, .encoding = NULL,
     chunk_or_default = function() private$.chunk %||% pmax(1, pmin(private$.shape, 100)),
     instantiate = function(entries) {

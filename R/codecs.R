@@ -4,6 +4,26 @@
 
 codec_registry <- new.env(parent = emptyenv())
 
+# The default configuration of each codec: the one place defaults live (the
+# C side has none; it refuses a flat description that lacks a key). The
+# numcodecs entries are numcodecs' own defaults, which a v2 document may omit.
+# blosc's shuffle and typesize follow the data type (see zarr_codec_blosc).
+codec_defaults <- list(
+  gzip = list(level = 6L),
+  zstd = list(level = 1L, checksum = FALSE),
+  blosc = list(cname = "zstd", clevel = 1L, blocksize = 0L),
+  zlib = list(level = 1L),
+  lz4 = list(acceleration = 1L),
+  bz2 = list(level = 1L),
+  adler32 = list(location = "start"),
+  shuffle = list(elementsize = 4L),
+  packbits = list(padding_encoding = "none"),
+  scale_offset = list(offset = 0, scale = 1),
+  cast_value = list(rounding = "nearest-even", out_of_range = "none")
+)
+
+codec_default <- function(codec, key) codec_defaults[[codec]][[key]]
+
 # Build a codec object from a metadata fragment list(name=, configuration=).
 codec_from_metadata <- function(fragment, data_type, chunk_shape, array = NULL) {
   if (is.character(fragment)) fragment <- list(name = fragment)
@@ -28,6 +48,9 @@ codecs_from_metadata <- function(entries, data_type, chunk_shape, array = NULL) 
     cd <- codec_from_metadata(fragment, data_type, shape, array)
     if (inherits(cd, "zarr_codec_transpose") && length(cd$order) == length(shape))
       shape <<- shape[cd$order + 1L]
+    if (inherits(cd, "zarr_codec_reshape")) shape <<- cd$output_shape
+    if (inherits(cd, "zarr_codec_cast_value")) # the codecs after it see the new type
+      data_type <<- zarr_data_type$new(cd$data_type)
     cd
   })
 }
@@ -298,7 +321,7 @@ zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
     #' @return An instance of this class.
     initialize = function(configuration = NULL) {
       super$initialize("gzip", list())
-      self$level <- configuration[["level"]] %||% 6L
+      self$level <- configuration[["level"]] %||% codec_default("gzip", "level")
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_gzip`.
@@ -316,11 +339,11 @@ zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
     #' @field level The compression level, 0 to 9.
     level = function(value) {
       if (missing(value)) return(private$.level)
-      private$.level <- cfg_int(list(level = value), "level", 6L, 0, 9, "gzip")
+      private$.level <- cfg_int(list(level = value), "level", codec_default("gzip", "level"), 0, 9, "gzip")
     }
   ),
   private = list(
-    .level = 6L,
+    .level = NULL,
     config_list = function() list(level = private$.level),
     c_spec = function() list(name = "gzip", level = private$.level)
   )
@@ -343,8 +366,8 @@ zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
     #' @return An instance of this class.
     initialize = function(configuration = NULL) {
       super$initialize("zstd", list())
-      self$level <- configuration[["level"]] %||% 1L
-      self$checksum <- configuration[["checksum"]] %||% FALSE
+      self$level <- configuration[["level"]] %||% codec_default("zstd", "level")
+      self$checksum <- configuration[["checksum"]] %||% codec_default("zstd", "checksum")
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_zstd`.
@@ -362,7 +385,7 @@ zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
     #' @field level The compression level.
     level = function(value) {
       if (missing(value)) return(private$.level)
-      private$.level <- cfg_int(list(level = value), "level", 1L, -131072, 22, "zstd")
+      private$.level <- cfg_int(list(level = value), "level", codec_default("zstd", "level"), -131072, 22, "zstd")
     },
     #' @field checksum Whether zstd stores a checksum in each frame.
     checksum = function(value) {
@@ -373,7 +396,7 @@ zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
     }
   ),
   private = list(
-    .level = 1L, .checksum = FALSE,
+    .level = NULL, .checksum = NULL,
     config_list = function() list(level = private$.level, checksum = private$.checksum),
     c_spec = function() list(name = "zstd", level = private$.level, checksum = private$.checksum)
   )
@@ -404,12 +427,12 @@ zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
       super$initialize("blosc", list())
       dt <- if (is.null(data_type)) NULL else as_data_type(data_type)
       size <- if (is.null(dt)) 1L else dt$size %|NA|% 1L
-      self$cname <- configuration[["cname"]] %||% "zstd"
-      self$clevel <- configuration[["clevel"]] %||% 1L
+      self$cname <- configuration[["cname"]] %||% codec_default("blosc", "cname")
+      self$clevel <- configuration[["clevel"]] %||% codec_default("blosc", "clevel")
       private$.typesize <- size # for the automatic shuffle
       self$shuffle <- configuration[["shuffle"]] %||% (if (size > 1L) "shuffle" else "bitshuffle")
       self$typesize <- configuration[["typesize"]] %||% size
-      self$blocksize <- configuration[["blocksize"]] %||% 0L
+      self$blocksize <- configuration[["blocksize"]] %||% codec_default("blosc", "blocksize")
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_blosc`.
@@ -437,7 +460,7 @@ zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
     #' @field clevel The compression level, 0 to 9.
     clevel = function(value) {
       if (missing(value)) return(private$.clevel)
-      private$.clevel <- cfg_int(list(clevel = value), "clevel", 1L, 0, 9, "blosc")
+      private$.clevel <- cfg_int(list(clevel = value), "clevel", codec_default("blosc", "clevel"), 0, 9, "blosc")
     },
     #' @field shuffle "noshuffle", "shuffle" or "bitshuffle".
     shuffle = function(value) {
@@ -456,11 +479,11 @@ zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
     #' @field blocksize Block size in bytes; 0 lets blosc choose.
     blocksize = function(value) {
       if (missing(value)) return(private$.blocksize)
-      private$.blocksize <- cfg_int(list(blocksize = value), "blocksize", 0L, 0, .Machine$integer.max, "blosc")
+      private$.blocksize <- cfg_int(list(blocksize = value), "blocksize", codec_default("blosc", "blocksize"), 0, .Machine$integer.max, "blosc")
     }
   ),
   private = list(
-    .cname = "zstd", .clevel = 1L, .shuffle = "shuffle", .typesize = 1L, .blocksize = 0L,
+    .cname = NULL, .clevel = NULL, .shuffle = "shuffle", .typesize = 1L, .blocksize = NULL,
     config_list = function() {
       list(cname = private$.cname, clevel = private$.clevel, shuffle = private$.shuffle,
            typesize = private$.typesize, blocksize = private$.blocksize)
@@ -565,7 +588,14 @@ zarr_codec_sharding <- R6::R6Class("zarr_codec_sharding",
 register_codec("sharding_indexed", function(config, data_type, chunk_shape)
   zarr_codec_sharding$new(data_type, chunk_shape, config))
 
-codec_c_spec <- function(codec) codec$.__enclos_env__$private$c_spec()
+# A codec's flat description for C; element filters take the byte order of
+# the elements they see (`big`).
+codec_c_spec <- function(codec, big = FALSE) {
+  f <- codec$.__enclos_env__$private$c_spec
+  if ("big" %in% names(formals(f))) f(big) else f()
+}
+
+codec_is_elementwise <- function(codec) isTRUE(codec$.__enclos_env__$private$.elementwise)
 
 # Variable-length strings and bytes: the array -> bytes codecs of string arrays.
 zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",

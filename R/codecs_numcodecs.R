@@ -1,6 +1,6 @@
 # The numcodecs family: v2 compressors and filters, and the same codecs under
 # their "numcodecs.<id>" names in v3. All run in C (src/codec_lz4.c,
-# codec_bz2.c, codec_checksum.c, codec_filters.c, codec_gzip.c, ...).
+# codec_bz2.c, codec_checksum.c, codec_delta.c, codec_gzip.c, ...).
 
 # id -> what the codec does; array -> array filters act on typed elements.
 numcodecs_modes <- c(
@@ -9,18 +9,18 @@ numcodecs_modes <- c(
   delta = "array", fixedscaleoffset = "array", bitround = "array", quantize = "array", astype = "array"
 )
 
-# A numeric element type for the C filters: list(kind, size, big).
+# A numeric element type for the C filters, as numpy writes it: "<f8".
 num_spec <- function(type, big_default = FALSE) {
   if (is.null(type)) return(NULL)
   if (type %in% dtype_table$name) {
     info <- dtype_info(type)
     kind <- if (grepl("^float", type)) "f" else if (grepl("^uint", type)) "u" else "i"
-    return(list(kind, info$size, big_default))
+    return(sprintf("%s%s%d", if (big_default) ">" else "<", kind, info$size))
   }
   m <- regmatches(type, regexec("^([<>|=]?)([iuf])([1248])$", type))[[1L]]
   if (!length(m)) zarr_abort("codec", sprintf("unsupported filter data type '%s'", type))
   big <- if (m[2L] == ">") TRUE else if (m[2L] == "<") FALSE else big_default
-  list(m[3L], as.integer(m[4L]), big)
+  sprintf("%s%s%s", if (big) ">" else "<", m[3L], m[4L])
 }
 
 #' @noRd
@@ -36,6 +36,7 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
       private$.dt <- data_type
       private$.from <- numcodecs_modes[[id]]
       private$.to <- numcodecs_modes[[id]]
+      private$.elementwise <- numcodecs_modes[[id]] == "array"
     },
     copy = function() zarr_codec_numcodecs$new(private$.id, private$.config, private$.dt),
     encode = function(data) private$bb_encode(data),
@@ -43,9 +44,10 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
   ),
   active = list(id = function(value) private$.id),
   private = list(
-    .id = NULL, .dt = NULL,
+    .id = NULL, .dt = NULL, .elementwise = FALSE,
     c_spec = function(big = FALSE) {
       cfg <- private$.config
+      cfg <- c(cfg, codec_defaults[[private$.id]][setdiff(names(codec_defaults[[private$.id]]), names(cfg))])
       out <- c(list(name = private$.id), cfg[setdiff(names(cfg), c("id", "dtype", "astype"))])
       if (private$.id == "astype") { # decode_dtype: the array's; encode_dtype: stored
         dt <- cfg[["decode_dtype"]] %||% (if (!is.null(private$.dt)) private$.dt$data_type)
@@ -69,8 +71,9 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
         out$astype <- num_spec(cfg[["astype"]] %||% dt, big)
       }
       if (identical(private$.id, "blosc")) {
-        out$shuffle <- if (is.character(cfg[["shuffle"]])) match(cfg[["shuffle"]], blosc_shuffles) - 1L else cfg[["shuffle"]] %||% 1L
         out$typesize <- cfg[["typesize"]] %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
+        sh <- if (is.null(cfg[["shuffle"]])) "shuffle" else blosc_shuffle_name(cfg[["shuffle"]], out$typesize)
+        out$shuffle <- match(sh, blosc_shuffles) - 1L
       }
       out
     }
@@ -85,25 +88,36 @@ for (id in names(numcodecs_modes)) local({
 register_codec("zlib", function(config, data_type, chunk_shape)
   zarr_codec_numcodecs$new("zlib", config, data_type))
 
-# The C description of a codec chain. Array -> array numcodecs filters act on
-# element values, so applying them to the elements before the bytes codec is
-# the same as applying them to the serialised elements right after it, in the
-# bytes codec's byte order: that is where the C chain runs them.
+# The C description of a codec chain. Array -> array codecs that act on each
+# element alone (numcodecs filters, bitround, scale_offset, cast_value) give
+# the same result applied to the serialised elements right after the array ->
+# bytes codec's first step, in its byte order: that is where the C chain runs
+# them, in their encoding order. An array -> bytes codec may describe itself
+# as several steps (packbits: bytes, then the packing).
 chain_c_spec <- function(codecs) {
   specs <- list()
   moved <- list()
-  big <- FALSE
+  reshaped <- FALSE
   for (cd in codecs) {
-    if (inherits(cd, "zarr_codec_numcodecs") && cd$from == "array") {
+    if (inherits(cd, "zarr_codec_reshape")) { # C order is unchanged: nothing to do
+      reshaped <- TRUE
+      next
+    }
+    if (reshaped && cd$name %in% c("transpose", "sharding_indexed"))
+      zarr_abort("unsupported", sprintf("a '%s' codec after reshape is not supported", cd$name))
+    if (codec_is_elementwise(cd)) {
       moved[[length(moved) + 1L]] <- cd
       next
     }
     if (length(moved) && identical(cd$name, "transpose"))
-      zarr_abort("unsupported", "a numcodecs filter before a transpose codec is not supported")
-    if (identical(cd$name, "bytes")) {
+      zarr_abort("unsupported", "an element filter before a transpose codec is not supported")
+    if (identical(cd$from, "array") && identical(cd$to, "bytes")) {
+      if (length(moved) && cd$name %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2"))
+        zarr_abort("unsupported", sprintf("an element filter before '%s' is not supported", cd$name))
       big <- identical(cd$endian, "big")
-      specs[[length(specs) + 1L]] <- codec_c_spec(cd)
-      for (m in rev(moved)) specs[[length(specs) + 1L]] <- m$.__enclos_env__$private$c_spec(big)
+      sp <- codec_c_spec(cd)
+      if (!is.null(names(sp))) sp <- list(sp)
+      specs <- c(specs, sp[1L], lapply(moved, codec_c_spec, big = big), sp[-1L])
       moved <- list()
       next
     }

@@ -50,14 +50,17 @@ v2_codec <- function(comp, key = NULL, typesize = 1L) {
         zarr_abort("metadata", sprintf("unknown blosc shuffle '%s'", substr(paste(format(unlist(cfg[["shuffle"]])), collapse = " "), 1L, 40L)),
                    key = key)
       list(name = "blosc", configuration = list(
-        cname = cfg[["cname"]] %||% "lz4", clevel = cfg[["clevel"]] %||% 5L,
-        shuffle = sh, blocksize = cfg[["blocksize"]] %||% 0L))
+        cname = cfg[["cname"]] %||% codec_default("blosc", "cname"),
+        clevel = cfg[["clevel"]] %||% codec_default("blosc", "clevel"),
+        shuffle = sh, blocksize = cfg[["blocksize"]] %||% codec_default("blosc", "blocksize")))
     },
-    gzip = list(name = "gzip", configuration = list(level = cfg[["level"]] %||% 1L)),
-    zstd = list(name = "zstd", configuration = list(level = cfg[["level"]] %||% 1L,
+    gzip = list(name = "gzip", configuration = list(level = cfg[["level"]] %||% codec_default("gzip", "level"))),
+    zstd = list(name = "zstd", configuration = list(level = cfg[["level"]] %||% codec_default("zstd", "level"),
                                                      checksum = isTRUE(cfg[["checksum"]]))),
     crc32c = list(name = "crc32c"),
-    list(name = paste0("numcodecs.", id), configuration = cfg)
+    # a codec written in R (register_zarr_codec()) keeps its name
+    if (isTRUE(attr(codec_registry[[id]], "r_codec"))) list(name = id, configuration = cfg)
+    else list(name = paste0("numcodecs.", id), configuration = cfg)
   )
 }
 
@@ -226,10 +229,10 @@ v2_codec_doc <- function(cd) {
   switch(cd$name,
     blosc = list(id = "blosc", cname = cfg$cname, clevel = cfg$clevel,
                  shuffle = match(cfg$shuffle %||% "shuffle", blosc_shuffles) - 1L,
-                 blocksize = cfg$blocksize %||% 0L),
+                 blocksize = cfg$blocksize %||% codec_default("blosc", "blocksize")),
     # numcodecs before 0.13 refuses a "checksum" key: write it only when set
-    zstd = c(list(id = "zstd", level = cfg$level %||% 1L), if (isTRUE(cfg$checksum)) list(checksum = TRUE)),
-    gzip = list(id = "gzip", level = cfg$level %||% 5L),
+    zstd = c(list(id = "zstd", level = cfg$level %||% codec_default("zstd", "level")), if (isTRUE(cfg$checksum)) list(checksum = TRUE)),
+    gzip = list(id = "gzip", level = cfg$level %||% codec_default("gzip", "level")),
     crc32c = list(id = "crc32c"),
     c(list(id = sub("^numcodecs[.]", "", cd$name)), cfg)
   )

@@ -302,8 +302,9 @@ static int64_t shard_grid(const zchain *ch, int64_t *cps) {
 static size_t shard_index_size(const zchain *ch, int64_t ninner) {
   size_t enc_n = (size_t)ninner * 16;
   for (int i = 0; i < ch->index->n_bb; i++) {
-    if (ch->index->bb[i].kind != BB_CRC32C) return 0;
-    enc_n += 4;
+    int over = ch->index->bb[i].vt->overhead; /* a fixed size: checksums */
+    if (over < 0) return 0;
+    enc_n += (size_t)over;
   }
   return enc_n;
 }
@@ -932,6 +933,7 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   /* little to decode: starting and joining threads costs more than it saves */
   double work = (double)g->njobs * (double)chain_nelem(&a->chain) * (double)a->elsize;
   if (work < ZARR_SMALL_WORK) nt = 1;
+  if (chain_main_thread(&a->chain)) nt = 1; /* a codec written in R */
   g->nthreads = nt;
 }
 

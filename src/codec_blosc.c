@@ -1,9 +1,10 @@
 /* blosc codec through the system c-blosc (1.x), using the context API so
  * that worker threads can call it concurrently. */
 #include <blosc.h>
+#include <string.h>
 #include "zarr_core.h"
 
-int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
+static int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
                     zerr *e) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (n < BLOSC_MIN_HEADER_LENGTH) return zerr_set(e, ZE_CORRUPT, "blosc data is truncated");
@@ -23,7 +24,7 @@ int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, si
 }
 
 /* `limit` (0: none): a header declaring more is refused before allocating. */
-int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
+static int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   size_t nbytes = 0, cbytes = 0, blocksize = 0;
   if (n < BLOSC_MIN_HEADER_LENGTH)
     return zerr_set(e, ZE_CORRUPT, "blosc data is truncated (%.0f bytes)", (double)n);
@@ -40,13 +41,52 @@ int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr
   return blosc_decode_to(src, n, out->data, nbytes, &out->size, e);
 }
 
-int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+/* ---- table row ---- */
+
+typedef struct {
+  int clevel, shuffle, typesize, blocksize;
+  char cname[16];
+} blosc_cfg;
+ZCODEC_CFG_FITS(blosc_cfg);
+
+static int blosc_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  blosc_cfg *k = ZCODEC_CFG(c, blosc_cfg);
+  const char *cname;
+  if (cfg_int(cfg, "blosc", "clevel", 0, 9, &k->clevel, e) ||
+      cfg_int(cfg, "blosc", "shuffle", 0, 2, &k->shuffle, e) ||
+      cfg_int(cfg, "blosc", "typesize", 1, 255, &k->typesize, e) ||
+      cfg_int(cfg, "blosc", "blocksize", 0, 2147483647, &k->blocksize, e) ||
+      cfg_str(cfg, "blosc", "cname", &cname, e))
+    return -1;
+  if (strlen(cname) >= sizeof k->cname)
+    return zerr_set(e, ZE_CODEC, "codec 'blosc': unknown compressor '%.20s'", cname);
+  strcpy(k->cname, cname);
+  return 0;
+}
+
+static int blosc_dec(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
+                     zerr *e) {
+  (void)c;
+  return blosc_decode_buf(src, n, out, limit, e);
+}
+
+static int blosc_dec_to(const zcodec *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
+                        size_t *got, zerr *e) {
+  (void)c;
+  return blosc_decode_to(src, n, dst, dst_n, got, e);
+}
+
+static int blosc_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  const blosc_cfg *k = ZCODEC_CFG(c, const blosc_cfg);
   if (zbuf_reserve(out, n + BLOSC_MAX_OVERHEAD, e)) return -1;
-  int typesize = c->typesize > 0 ? c->typesize : 1;
-  int r = blosc_compress_ctx(c->level, c->shuffle, (size_t)typesize, n, src, out->data,
-                             n + BLOSC_MAX_OVERHEAD, c->cname, (size_t)c->blocksize, 1);
+  int r = blosc_compress_ctx(k->clevel, k->shuffle, (size_t)k->typesize, n, src, out->data,
+                             n + BLOSC_MAX_OVERHEAD, k->cname, (size_t)k->blocksize, 1);
   if (r <= 0)
-    return zerr_set(e, ZE_CODEC, "blosc compression with '%s' failed (code %d)", c->cname, r);
+    return zerr_set(e, ZE_CODEC, "blosc compression with '%s' failed (code %d)", k->cname, r);
   out->size = (size_t)r;
   return 0;
 }
+
+const zcodec_vt zc_blosc = {.name = "blosc", .parse = blosc_parse, .decode = blosc_dec,
+                            .encode = blosc_enc, .decode_to = blosc_dec_to, .overhead = -1,
+                            .bounded = 1};

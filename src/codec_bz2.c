@@ -5,7 +5,7 @@
 #include "zarr_core.h"
 
 /* `limit` (0: none) bounds the output: decoding stops one byte past it. */
-int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
+static int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   bz_stream bs;
   memset(&bs, 0, sizeof bs);
   if (n > 0xFFFFFFFFu) return zerr_set(e, ZE_CORRUPT, "bz2 data is too large");
@@ -48,8 +48,7 @@ int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   return 0;
 }
 
-int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e) {
-  if (level < 1 || level > 9) level = 9;
+static int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e) {
   size_t cap = n + n / 100 + 600;
   if (zbuf_reserve(out, cap, e)) return -1;
   unsigned int dlen = (unsigned int)cap;
@@ -58,3 +57,26 @@ int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e) {
   out->size = dlen;
   return 0;
 }
+
+/* ---- table row ---- */
+
+typedef struct {
+  int level;
+} bz2_cfg;
+
+static int bz2_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  return cfg_int(cfg, "bz2", "level", 1, 9, &ZCODEC_CFG(c, bz2_cfg)->level, e);
+}
+
+static int bz2_dec(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
+                   zerr *e) {
+  (void)c;
+  return bz2_decode(src, n, out, limit, e);
+}
+
+static int bz2_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  return bz2_encode(src, n, out, ZCODEC_CFG(c, const bz2_cfg)->level, e);
+}
+
+const zcodec_vt zc_bz2 = {.name = "bz2", .parse = bz2_parse, .decode = bz2_dec, .encode = bz2_enc,
+                          .overhead = -1, .bounded = 1};

@@ -1,97 +1,34 @@
-/* The bytes -> bytes part of a codec chain: dispatch to each codec, ping-pong
- * between two buffers, and skip copies where a codec only trims (crc32c). */
+/* The bytes -> bytes part of a codec chain: call each codec through its row
+ * of the codec table, ping-pong between two buffers, and skip copies where a
+ * codec only trims (checksums). */
 #include <stdint.h>
 #include <string.h>
 #include "zarr_core.h"
 
-static int crc32c_check(const uint8_t *src, size_t n, zerr *e) {
-  if (n < 4) return zerr_set(e, ZE_CORRUPT, "chunk is too short to hold a crc32c checksum");
-  uint32_t stored = (uint32_t)src[n - 4] | ((uint32_t)src[n - 3] << 8) |
-                    ((uint32_t)src[n - 2] << 16) | ((uint32_t)src[n - 1] << 24);
-  uint32_t actual = crc32c(0, src, n - 4);
-  if (stored != actual)
-    return zerr_set(e, ZE_CHECKSUM, "crc32c checksum mismatch (stored %08x, computed %08x)",
-                    stored, actual);
-  return 0;
-}
-
-int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
+int bb_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
               zerr *e) {
-  switch (c->kind) {
-  case BB_GZIP:
-  case BB_ZLIB: return gzip_decode(src, n, out, limit, e);
-  case BB_ZSTD: return zstd_decode(src, n, out, limit, e);
-  case BB_BLOSC: return blosc_decode_buf(src, n, out, limit, e);
-  case BB_CRC32C:
-    if (crc32c_check(src, n, e)) return -1;
-    if (zbuf_reserve(out, n - 4 + 1, e)) return -1;
-    memcpy(out->data, src, n - 4);
-    out->size = n - 4;
-    return 0;
-  case BB_ADLER32:
-  case BB_FLETCHER32: {
+  if (c->vt->strip) { /* a checksum: verify, then copy the payload */
     size_t off, len;
-    if (checksum_decode(c, src, n, &off, &len, e)) return -1;
+    if (c->vt->strip(c, src, n, &off, &len, e)) return -1;
     if (zbuf_reserve(out, len + 1, e)) return -1;
-    memcpy(out->data, src + off, len);
+    memmove(out->data, src + off, len);
     out->size = len;
     return 0;
   }
-  case BB_LZ4: return lz4_decode(src, n, out, limit, e);
-  case BB_BZ2: return bz2_decode(src, n, out, limit, e);
-  case BB_SHUFFLE:
-  case BB_DELTA:
-  case BB_FIXEDSCALEOFFSET:
-  case BB_QUANTIZE:
-  case BB_ASTYPE:
-  case BB_BITROUND: return filter_decode(c, src, n, out, e);
-  }
-  return zerr_set(e, ZE_CODEC, "unknown codec");
+  return c->vt->decode(c, src, n, out, limit, e);
 }
 
-int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
-  switch (c->kind) {
-  case BB_GZIP: return gzip_encode(src, n, out, c->level, 1, e);
-  case BB_ZLIB: return gzip_encode(src, n, out, c->level, 0, e);
-  case BB_ZSTD: return zstd_encode(src, n, out, c->level, c->checksum, e);
-  case BB_BLOSC: return blosc_encode_buf(c, src, n, out, e);
-  case BB_CRC32C: {
-    if (zbuf_reserve(out, n + 4, e)) return -1;
-    memmove(out->data, src, n);
-    uint32_t v = crc32c(0, src, n);
-    for (int i = 0; i < 4; i++) out->data[n + i] = (uint8_t)(v >> (8 * i));
-    out->size = n + 4;
-    return 0;
-  }
-  case BB_ADLER32:
-  case BB_FLETCHER32: return checksum_encode(c, src, n, out, e);
-  case BB_LZ4: return lz4_encode(src, n, out, c->level, e);
-  case BB_BZ2: return bz2_encode(src, n, out, c->level, e);
-  case BB_SHUFFLE:
-  case BB_DELTA:
-  case BB_FIXEDSCALEOFFSET:
-  case BB_QUANTIZE:
-  case BB_ASTYPE:
-  case BB_BITROUND: return filter_encode(c, src, n, out, e);
-  }
-  return zerr_set(e, ZE_CODEC, "unknown codec");
+int bb_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  return c->vt->encode(c, src, n, out, e);
 }
 
 /* Decode into `dst`, which must receive exactly `dst_n` bytes. Returns 1 when
  * the codec cannot write into foreign memory (the caller then uses a buffer). */
-static int bb_decode_to(const zcodec_bb *c, const uint8_t *src, size_t n, uint8_t *dst,
+static int bb_decode_to(const zcodec *c, const uint8_t *src, size_t n, uint8_t *dst,
                         size_t dst_n, zerr *e) {
   size_t got = 0;
-  switch (c->kind) {
-  case BB_ZSTD:
-    if (zstd_decode_to(src, n, dst, dst_n, &got, e)) return -1;
-    break;
-  case BB_BLOSC:
-    if (blosc_decode_to(src, n, dst, dst_n, &got, e)) return -1;
-    break;
-  default:
-    return 1;
-  }
+  if (c->vt->decode_to == NULL) return 1;
+  if (c->vt->decode_to(c, src, n, dst, dst_n, &got, e)) return -1;
   if (got != dst_n)
     return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)got,
                     (double)dst_n);
@@ -153,15 +90,10 @@ static int decode_steps(const zchain *c, const uint8_t *src, size_t n, size_t la
   const uint8_t *cur = src;
   size_t cur_n = n;
   for (int i = c->n_bb - 1; i >= 0; i--) {
-    const zcodec_bb *cd = &c->bb[i];
-    if (cd->kind == BB_CRC32C) { /* verify, then trim without copying */
-      if (crc32c_check(cur, cur_n, e)) return -1;
-      cur_n -= 4;
-      continue;
-    }
-    if (cd->kind == BB_ADLER32 || cd->kind == BB_FLETCHER32) {
+    const zcodec *cd = &c->bb[i];
+    if (cd->vt->strip) { /* a checksum: verify, then trim without copying */
       size_t off, len;
-      if (checksum_decode(cd, cur, cur_n, &off, &len, e)) return -1;
+      if (cd->vt->strip(cd, cur, cur_n, &off, &len, e)) return -1;
       cur += off;
       cur_n = len;
       continue;
@@ -179,10 +111,7 @@ static int decode_steps(const zchain *c, const uint8_t *src, size_t n, size_t la
 int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
                     zbuf *a, zbuf *b, zerr *e) {
   /* the first codec must decode last and be able to write into dst */
-  int first = 0;
-  while (first < c->n_bb && c->bb[first].kind == BB_CRC32C) first++;
-  if (first != 0 || c->n_bb == 0) return 1;
-  if (c->bb[0].kind != BB_ZSTD && c->bb[0].kind != BB_BLOSC) return 1;
+  if (c->n_bb == 0 || c->bb[0].vt->decode_to == NULL) return 1;
   zchain rest = *c; /* every codec but the first, decoded into buffers */
   for (int i = 1; i < c->n_bb; i++) rest.bb[i - 1] = c->bb[i];
   rest.n_bb = c->n_bb - 1;
@@ -193,17 +122,21 @@ int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst,
   return bb_decode_to(&c->bb[0], cur, cur_n, dst, dst_n, e);
 }
 
+int chain_main_thread(const zchain *c) {
+  if (c == NULL) return 0;
+  for (int i = 0; i < c->n_bb; i++)
+    if (c->bb[i].vt->main_thread) return 1;
+  return chain_main_thread(c->inner) || chain_main_thread(c->index);
+}
+
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e) {
   const uint8_t *cur = src;
   size_t cur_n = n;
   for (int i = 0; i < c->n_bb; i++) {
     zbuf *own = owner(cur, out, scratch);
-    if (c->bb[i].kind == BB_CRC32C && own != NULL) { /* append in place */
-      if (zbuf_reserve(own, cur_n + 4, e)) return -1;
-      uint32_t v = crc32c(0, own->data, cur_n);
-      for (int k = 0; k < 4; k++) own->data[cur_n + k] = (uint8_t)(v >> (8 * k));
-      own->size = cur_n + 4;
+    if (c->bb[i].vt->encode_inplace && own != NULL) { /* e.g. append a checksum */
+      if (c->bb[i].vt->encode_inplace(&c->bb[i], own, cur_n, e)) return -1;
       cur = own->data;
       cur_n = own->size;
       continue;

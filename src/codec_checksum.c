@@ -33,17 +33,23 @@ static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static uint32_t sum_of(const zcodec_bb *c, const uint8_t *p, size_t n) {
-  if (c->kind == BB_FLETCHER32) return fletcher32(p, n);
+typedef struct {
+  int at_end;
+} sum_cfg;
+
+static int is_fletcher(const zcodec *c) { return c->vt->name[0] == 'f'; }
+
+static uint32_t sum_of(const zcodec *c, const uint8_t *p, size_t n) {
+  if (is_fletcher(c)) return fletcher32(p, n);
   return (uint32_t)adler32(adler32(0L, Z_NULL, 0), p, (uInt)n);
 }
 
-static int at_end(const zcodec_bb *c) { return c->kind == BB_FLETCHER32 || c->at_end; }
+static int at_end(const zcodec *c) { return is_fletcher(c) || ZCODEC_CFG(c, const sum_cfg)->at_end; }
 
 /* Verify; on success the payload is src[*off, *off + *len). */
-int checksum_decode(const zcodec_bb *c, const uint8_t *src, size_t n, size_t *off, size_t *len,
+static int checksum_decode(const zcodec *c, const uint8_t *src, size_t n, size_t *off, size_t *len,
                     zerr *e) {
-  const char *name = c->kind == BB_FLETCHER32 ? "fletcher32" : "adler32";
+  const char *name = c->vt->name;
   if (n < 4) return zerr_set(e, ZE_CORRUPT, "chunk is too short to hold a %s checksum", name);
   *off = at_end(c) ? 0 : 4;
   *len = n - 4;
@@ -55,7 +61,7 @@ int checksum_decode(const zcodec_bb *c, const uint8_t *src, size_t n, size_t *of
   return 0;
 }
 
-int checksum_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+static int checksum_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
   if (zbuf_reserve(out, n + 4, e)) return -1;
   uint32_t v = sum_of(c, src, n);
   size_t pos = at_end(c) ? n : 0;
@@ -64,3 +70,19 @@ int checksum_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
   out->size = n + 4;
   return 0;
 }
+
+/* ---- table rows ---- */
+
+static int adler32_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  const char *loc;
+  if (cfg_str(cfg, "adler32", "location", &loc, e)) return -1;
+  if (strcmp(loc, "start") != 0 && strcmp(loc, "end") != 0)
+    return zerr_set(e, ZE_CODEC, "codec 'adler32': location must be \"start\" or \"end\"");
+  ZCODEC_CFG(c, sum_cfg)->at_end = strcmp(loc, "end") == 0;
+  return 0;
+}
+
+const zcodec_vt zc_adler32 = {.name = "adler32", .parse = adler32_parse,
+                              .encode = checksum_encode, .strip = checksum_decode, .overhead = 4};
+const zcodec_vt zc_fletcher32 = {.name = "fletcher32", .encode = checksum_encode,
+                                 .strip = checksum_decode, .overhead = 4};

@@ -66,3 +66,38 @@ uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n) {
 #endif
   return ~crc32c_soft(crc, p, n);
 }
+
+/* ---- table row: 4 little-endian checksum bytes after the data ---- */
+
+static int crc32c_strip(const zcodec *c, const uint8_t *src, size_t n, size_t *off, size_t *len,
+                        zerr *e) {
+  (void)c;
+  if (n < 4) return zerr_set(e, ZE_CORRUPT, "chunk is too short to hold a crc32c checksum");
+  uint32_t stored = (uint32_t)src[n - 4] | ((uint32_t)src[n - 3] << 8) |
+                    ((uint32_t)src[n - 2] << 16) | ((uint32_t)src[n - 1] << 24);
+  uint32_t actual = crc32c(0, src, n - 4);
+  if (stored != actual)
+    return zerr_set(e, ZE_CHECKSUM, "crc32c checksum mismatch (stored %08x, computed %08x)",
+                    stored, actual);
+  *off = 0;
+  *len = n - 4;
+  return 0;
+}
+
+static int crc32c_inplace(const zcodec *c, zbuf *buf, size_t n, zerr *e) {
+  (void)c;
+  if (zbuf_reserve(buf, n + 4, e)) return -1;
+  uint32_t v = crc32c(0, buf->data, n);
+  for (int k = 0; k < 4; k++) buf->data[n + k] = (uint8_t)(v >> (8 * k));
+  buf->size = n + 4;
+  return 0;
+}
+
+static int crc32c_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  if (zbuf_reserve(out, n + 4, e)) return -1;
+  memmove(out->data, src, n);
+  return crc32c_inplace(c, out, n, e);
+}
+
+const zcodec_vt zc_crc32c = {.name = "crc32c", .encode = crc32c_enc, .strip = crc32c_strip,
+                             .encode_inplace = crc32c_inplace, .overhead = 4};

@@ -5,7 +5,7 @@
 #include "zarr_core.h"
 
 /* `limit` (0: none) bounds the output: decoding stops one byte past it. */
-int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
+static int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
   /* 15 + 32: accept both gzip and zlib headers */
@@ -61,10 +61,9 @@ int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   return 0;
 }
 
-int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e) {
+static int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e) {
   z_stream zs;
   memset(&zs, 0, sizeof zs);
-  if (level < 0 || level > 9) level = 6;
   if (deflateInit2(&zs, level, Z_DEFLATED, gzip_header ? 15 + 16 : 15, 8,
                    Z_DEFAULT_STRATEGY) != Z_OK)
     return zerr_set(e, ZE_NOMEM, "cannot initialise zlib");
@@ -80,3 +79,32 @@ int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_hea
   if (rc != Z_STREAM_END) return zerr_set(e, ZE_CODEC, "gzip compression failed");
   return 0;
 }
+
+/* ---- table rows: gzip (gzip header) and zlib (numcodecs' zlib stream) ---- */
+
+typedef struct {
+  int level;
+} deflate_cfg;
+
+static int deflate_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  return cfg_int(cfg, c->vt->name, "level", 0, 9, &ZCODEC_CFG(c, deflate_cfg)->level, e);
+}
+
+static int deflate_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
+                          zerr *e) {
+  (void)c;
+  return gzip_decode(src, n, out, limit, e);
+}
+
+static int gzip_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  return gzip_encode(src, n, out, ZCODEC_CFG(c, const deflate_cfg)->level, 1, e);
+}
+
+static int zlib_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  return gzip_encode(src, n, out, ZCODEC_CFG(c, const deflate_cfg)->level, 0, e);
+}
+
+const zcodec_vt zc_gzip = {.name = "gzip", .parse = deflate_parse, .decode = deflate_decode,
+                           .encode = gzip_enc, .overhead = -1, .bounded = 1};
+const zcodec_vt zc_zlib = {.name = "zlib", .parse = deflate_parse, .decode = deflate_decode,
+                           .encode = zlib_enc, .overhead = -1, .bounded = 1};

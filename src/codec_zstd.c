@@ -52,7 +52,10 @@ static void cctx_put(ZSTD_CCtx *c) {
 
 /* `limit` (0: none) bounds the output: a frame that decodes to more is
  * refused as soon as that shows, before its memory is spent. */
-int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
+static int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
+                          zerr *e);
+
+static int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   unsigned long long fsize = ZSTD_getFrameContentSize(src, n);
   if (fsize == ZSTD_CONTENTSIZE_ERROR)
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");
@@ -106,7 +109,7 @@ int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) 
   return e->kind == ZE_OK ? 0 : -1;
 }
 
-int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
+static int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
                    zerr *e) {
   ZSTD_DCtx *dc = dctx_get();
   if (dc == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate zstd context");
@@ -120,7 +123,7 @@ int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, siz
   return 0;
 }
 
-int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e) {
+static int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e) {
   size_t bound = ZSTD_compressBound(n);
   if (zbuf_reserve(out, bound, e)) return -1;
   ZSTD_CCtx *cc = cctx_get();
@@ -134,3 +137,36 @@ int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum
   out->size = r;
   return 0;
 }
+
+/* ---- table row ---- */
+
+typedef struct {
+  int level, checksum;
+} zstd_cfg;
+
+static int zstd_parse(zcodec *c, const zcfg *cfg, zerr *e) {
+  zstd_cfg *k = ZCODEC_CFG(c, zstd_cfg);
+  if (cfg_int(cfg, "zstd", "level", -131072, 22, &k->level, e)) return -1;
+  return cfg_int(cfg, "zstd", "checksum", 0, 1, &k->checksum, e);
+}
+
+static int zstd_dec(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit,
+                    zerr *e) {
+  (void)c;
+  return zstd_decode(src, n, out, limit, e);
+}
+
+static int zstd_dec_to(const zcodec *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
+                       size_t *got, zerr *e) {
+  (void)c;
+  return zstd_decode_to(src, n, dst, dst_n, got, e);
+}
+
+static int zstd_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e) {
+  const zstd_cfg *k = ZCODEC_CFG(c, const zstd_cfg);
+  return zstd_encode(src, n, out, k->level, k->checksum, e);
+}
+
+const zcodec_vt zc_zstd = {.name = "zstd", .parse = zstd_parse, .decode = zstd_dec,
+                           .encode = zstd_enc, .decode_to = zstd_dec_to, .overhead = -1,
+                           .bounded = 1};

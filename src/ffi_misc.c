@@ -23,8 +23,8 @@ static void need_raw(SEXP data) {
 
 SEXP ffi_codec_encode(SEXP codec, SEXP data) {
   need_raw(data);
-  zcodec_bb c;
-  parse_bb(codec, list_str(codec, "name", ""), &c, DT_UINT8);
+  zcodec c;
+  parse_bb(codec, &c);
   zbuf out = {0};
   zerr e = {ZE_OK, ""};
   if (bb_encode(&c, RAW(data), (size_t)XLENGTH(data), &out, &e)) {
@@ -42,8 +42,8 @@ SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect) {
   double x = isNull(expect) ? 0 : asReal(expect);
   if (!(x >= 0 && x <= 4503599627370496.0))
     zarr_raise(ZE_VALUE, NULL, NULL, "the expected size must be a number of bytes");
-  zcodec_bb c;
-  parse_bb(codec, list_str(codec, "name", ""), &c, DT_UINT8);
+  zcodec c;
+  parse_bb(codec, &c);
   zbuf out = {0};
   zerr e = {ZE_OK, ""};
   size_t ex = (size_t)x;

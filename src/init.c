@@ -51,6 +51,7 @@ void R_init_zarr(DllInfo *dll) {
   R_forceSymbols(dll, TRUE);
   /* build lookup tables now, before any worker thread may need them */
   slab_init();
+  codec_r_init();
   http_global_init();
   uint8_t probe[8] = {0};
   (void)crc32c(0, probe, sizeof probe);

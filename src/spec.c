@@ -46,12 +46,6 @@ const char *list_str(SEXP list, const char *name, const char *dflt) {
   return CHAR(STRING_ELT(v, 0));
 }
 
-static int list_int(SEXP list, const char *name, int dflt) {
-  SEXP v = list_get(list, name);
-  if (!isNumeric(v) && !isLogical(v)) return dflt;
-  if (XLENGTH(v) < 1) return dflt;
-  return asInteger(v);
-}
 
 static int parse_dims(SEXP v, int64_t *out, int max, const char *what) {
   if (!isNumeric(v) || isLogical(v)) spec_fail(ZE_METADATA, "the %s is not numeric", what);
@@ -91,78 +85,81 @@ static void check_chunk_bytes(int64_t ne, size_t es, const char *what) {
               what, (double)ne, (double)es);
 }
 
+/* A codec's flat description as the codec table's rows read it. `a` and
+ * `dtype` (for nested chains) are set only while a chain is parsed. */
+typedef struct {
+  SEXP cd;
+  zarray *a;
+  zdtype dtype;
+} rctx;
+
+#define CD(c) (((const rctx *)(c)->ctx)->cd)
+
+static int rcfg_num(const zcfg *c, const char *key, double *out) {
+  SEXP v = list_get(CD(c), key);
+  if ((!isNumeric(v) && !isLogical(v)) || XLENGTH(v) < 1) return 0;
+  double x = asReal(v);
+  if (R_IsNA(x)) return 0; /* NaN is a value (cast_value's scalar map) */
+  *out = x;
+  return 1;
+}
+
+static const char *rcfg_str(const zcfg *c, const char *key) {
+  SEXP v = list_get(CD(c), key);
+  if (TYPEOF(v) != STRSXP || XLENGTH(v) < 1 || STRING_ELT(v, 0) == NA_STRING) return NULL;
+  return CHAR(STRING_ELT(v, 0));
+}
+
+static void *rcfg_obj(const zcfg *c, const char *key) {
+  SEXP v = list_get(CD(c), key);
+  return isNull(v) ? NULL : (void *)v;
+}
+
+static int rcfg_dims(const zcfg *c, const char *key, int64_t *out, int max, zerr *e) {
+  (void)e; /* parse_dims raises the classed error itself */
+  return parse_dims(list_get(CD(c), key), out, max, key);
+}
+
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
                         zarray *a, zdtype dtype);
 
-/* c(kind, size, big) as built by R's num_spec() */
-static znum parse_num(SEXP v) {
-  znum t = {'f', 8, 0};
-  if (TYPEOF(v) == VECSXP && XLENGTH(v) == 3) {
-    t.kind = CHAR(STRING_ELT(VECTOR_ELT(v, 0), 0))[0];
-    t.size = asInteger(VECTOR_ELT(v, 1));
-    t.big = asLogical(VECTOR_ELT(v, 2)) == TRUE;
-  }
-  return t;
+/* A nested chain (sharding): from the array's pool, so it lives as long as
+ * the array; each chunk it describes must fit in memory. */
+static zchain *rcfg_sub_chain(const zcfg *c, const char *key, int ndim, const int64_t *shape,
+                              int is_index, zerr *e) {
+  const rctx *x = c->ctx;
+  zarray *a = x->a;
+  (void)e;
+  if (a->pool_used >= (int)(sizeof a->pool / sizeof a->pool[0]))
+    spec_fail(ZE_CODEC, "sharding is nested too deeply");
+  zchain *out = &a->pool[a->pool_used++];
+  if (is_index) /* the index holds 16 bytes per inner chunk */
+    check_chunk_bytes(dims_product(shape, ndim, "shard index"), 8, "shard index");
+  else
+    check_chunk_bytes(dims_product(shape, ndim, "inner chunk shape"), a->elsize, "inner chunk");
+  parse_chain(list_get(x->cd, key), ndim, shape, out, a, is_index ? DT_UINT64 : x->dtype);
+  return out;
 }
 
-void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype) {
-  memset(bb, 0, sizeof *bb);
-  if (strcmp(name, "gzip") == 0) {
-    bb->kind = BB_GZIP;
-    bb->level = list_int(cd, "level", 5);
-  } else if (strcmp(name, "zlib") == 0) {
-    bb->kind = BB_ZLIB;
-    bb->level = list_int(cd, "level", 5);
-  } else if (strcmp(name, "zstd") == 0) {
-    bb->kind = BB_ZSTD;
-    bb->level = list_int(cd, "level", 0);
-    bb->checksum = list_int(cd, "checksum", 0);
-  } else if (strcmp(name, "blosc") == 0) {
-    bb->kind = BB_BLOSC;
-    bb->level = list_int(cd, "clevel", 5);
-    bb->shuffle = list_int(cd, "shuffle", 0);
-    bb->typesize = list_int(cd, "typesize", (int)dtype_size(dtype));
-    bb->blocksize = list_int(cd, "blocksize", 0);
-    const char *cname = list_str(cd, "cname", "lz4");
-    snprintf(bb->cname, sizeof bb->cname, "%s", cname);
-  } else if (strcmp(name, "crc32c") == 0) {
-    bb->kind = BB_CRC32C;
-  } else if (strcmp(name, "lz4") == 0) {
-    bb->kind = BB_LZ4;
-    bb->level = list_int(cd, "acceleration", 1);
-  } else if (strcmp(name, "bz2") == 0) {
-    bb->kind = BB_BZ2;
-    bb->level = list_int(cd, "level", 9);
-  } else if (strcmp(name, "adler32") == 0) {
-    bb->kind = BB_ADLER32;
-    bb->at_end = strcmp(list_str(cd, "location", "start"), "end") == 0;
-  } else if (strcmp(name, "fletcher32") == 0) {
-    bb->kind = BB_FLETCHER32;
-  } else if (strcmp(name, "shuffle") == 0) {
-    bb->kind = BB_SHUFFLE;
-    bb->typesize = list_int(cd, "elementsize", 1);
-  } else if (strcmp(name, "delta") == 0 || strcmp(name, "fixedscaleoffset") == 0 ||
-             strcmp(name, "bitround") == 0) {
-    bb->kind = name[0] == 'd' ? BB_DELTA : name[0] == 'f' ? BB_FIXEDSCALEOFFSET : BB_BITROUND;
-    bb->dtype = parse_num(list_get(cd, "dtype"));
-    bb->astype = parse_num(list_get(cd, "astype"));
-    SEXP sc = list_get(cd, "scale"), of = list_get(cd, "offset");
-    bb->scale = isNull(sc) ? 1 : asReal(sc);
-    bb->offset = isNull(of) ? 0 : asReal(of);
-    bb->keepbits = list_int(cd, "keepbits", 52);
-  } else if (strcmp(name, "quantize") == 0 || strcmp(name, "astype") == 0) {
-    /* R gives the decoded type as dtype, the stored one as astype, and
-     * quantize's scale (a power of two computed from digits) */
-    bb->kind = name[0] == 'q' ? BB_QUANTIZE : BB_ASTYPE;
-    bb->dtype = parse_num(list_get(cd, "dtype"));
-    bb->astype = parse_num(list_get(cd, "astype"));
-    SEXP sc = list_get(cd, "scale");
-    bb->scale = isNull(sc) ? 1 : asReal(sc);
-  } else {
-    spec_fail(ZE_CODEC, "codec '%s' has no C implementation", name);
-  }
+static zcfg rcfg(const rctx *x) {
+  zcfg cfg = {x, rcfg_num, rcfg_str, rcfg_obj, rcfg_dims, rcfg_sub_chain};
+  return cfg;
 }
 
+/* One bytes -> bytes codec (also the single-codec entry points). */
+void parse_bb(SEXP cd, zcodec *bb) {
+  rctx x = {cd, NULL, DT_UINT8};
+  zcfg cfg = rcfg(&x);
+  cfg.sub_chain = NULL;
+  zerr e = {ZE_OK, ""};
+  const char *name = list_str(cd, "name", "");
+  const zcodec_vt *vt = zcodec_find(name);
+  if (vt != NULL && vt->kind != ZC_BYTES_BYTES)
+    spec_fail(ZE_CODEC, "codec '%s' is not a bytes-to-bytes codec", name);
+  if (zcodec_init(bb, name, &cfg, &e)) spec_fail(e.kind, "%s", e.msg);
+}
+
+/* A chain: every codec through its row of the codec table. */
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
                         zarray *a, zdtype dtype) {
   memset(c, 0, sizeof *c);
@@ -173,63 +170,25 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
   }
   c->ab = AB_BYTES;
   int seen_ab = 0;
+  if (TYPEOF(codecs) != VECSXP) spec_fail(ZE_CODEC, "the codecs are not a list");
   for (R_xlen_t i = 0; i < XLENGTH(codecs); i++) {
     SEXP cd = VECTOR_ELT(codecs, i);
     const char *name = list_str(cd, "name", "");
-    if (strcmp(name, "transpose") == 0) {
-      SEXP ord = list_get(cd, "order");
-      if (!isNumeric(ord) || XLENGTH(ord) != ndim)
-        spec_fail(ZE_CODEC, "the transpose order must have %d entries", ndim);
-      int prev[ZARR_MAX_DIMS], seen[ZARR_MAX_DIMS] = {0};
-      memcpy(prev, c->order, sizeof prev);
-      for (int k = 0; k < ndim; k++) {
-        double x = TYPEOF(ord) == REALSXP ? REAL(ord)[k]
-                   : INTEGER(ord)[k] == NA_INTEGER ? NA_REAL : (double)INTEGER(ord)[k];
-        if (!(x >= 0 && x < ndim) || x != (int)x || seen[(int)x]++)
-          spec_fail(ZE_CODEC, "the transpose order is not a permutation of 0..%d", ndim - 1);
-        c->order[k] = prev[(int)x];
-      }
-    } else if (strcmp(name, "bytes") == 0) {
-      c->ab = AB_BYTES;
-      c->big_endian = strcmp(list_str(cd, "endian", "little"), "big") == 0;
-      seen_ab = 1;
-    } else if (strcmp(name, "vlen-utf8") == 0 || strcmp(name, "vlen-bytes") == 0 ||
-               strcmp(name, "json2") == 0) { /* json2 chunks are decoded in R */
-      c->ab = AB_VLEN;
-      seen_ab = 1;
-    } else if (strcmp(name, "sharding_indexed") == 0) {
-      if (a->pool_used + 2 > (int)(sizeof a->pool / sizeof a->pool[0]))
-        spec_fail(ZE_CODEC, "sharding is nested too deeply");
-      c->ab = AB_SHARDING;
-      c->inner = &a->pool[a->pool_used++];
-      c->index = &a->pool[a->pool_used++];
-      int64_t inner_shape[ZARR_MAX_DIMS];
-      int ind = parse_dims(list_get(cd, "chunk_shape"), inner_shape, ZARR_MAX_DIMS,
-                           "inner chunk shape");
-      if (ind != ndim)
-        spec_fail(ZE_CODEC, "the inner chunk shape has %d dimensions, the array %d", ind, ndim);
-      for (int d = 0; d < ndim; d++)
-        if (inner_shape[d] < 1 || c->chunk_shape[d] % inner_shape[d] != 0)
-          spec_fail(ZE_CODEC, "the inner chunk shape does not divide the shard shape");
-      check_chunk_bytes(dims_product(inner_shape, ndim, "inner chunk shape"), a->elsize,
-                        "inner chunk");
-      parse_chain(list_get(cd, "codecs"), ndim, inner_shape, c->inner, a, dtype);
-      int64_t index_shape[ZARR_MAX_DIMS + 1];
-      for (int d = 0; d < ndim; d++) {
-        index_shape[d] = c->chunk_shape[d] / inner_shape[d];
-      }
-      index_shape[ndim] = 2;
-      /* the index holds 16 bytes per inner chunk */
-      check_chunk_bytes(dims_product(index_shape, ndim + 1, "shard index"), 8, "shard index");
-      parse_chain(list_get(cd, "index_codecs"), ndim + 1, index_shape, c->index, a, DT_UINT64);
-      c->index_at_end = strcmp(list_str(cd, "index_location", "end"), "end") == 0;
-      seen_ab = 1;
-    } else {
-      if (!seen_ab) spec_fail(ZE_CODEC, "bytes-to-bytes codec '%s' before the array codec", name);
-      if (c->n_bb >= ZARR_MAX_CODECS)
-        spec_fail(ZE_CODEC, "more than %d bytes-to-bytes codecs", ZARR_MAX_CODECS);
-      parse_bb(cd, name, &c->bb[c->n_bb++], dtype);
+    const zcodec_vt *vt = zcodec_find(name);
+    if (vt == NULL) spec_fail(ZE_CODEC, "codec '%s' has no C implementation", name);
+    if (vt->kind != ZC_BYTES_BYTES) {
+      if (seen_ab) spec_fail(ZE_CODEC, "array codec '%s' after the array -> bytes codec", name);
+      rctx x = {cd, a, dtype};
+      zcfg cfg = rcfg(&x);
+      zerr e = {ZE_OK, ""};
+      if (vt->configure(c, &cfg, &e)) spec_fail(e.kind, "%s", e.msg);
+      seen_ab = vt->kind == ZC_ARRAY_BYTES;
+      continue;
     }
+    if (!seen_ab) spec_fail(ZE_CODEC, "bytes-to-bytes codec '%s' before the array codec", name);
+    if (c->n_bb >= ZARR_MAX_CODECS)
+      spec_fail(ZE_CODEC, "more than %d bytes-to-bytes codecs", ZARR_MAX_CODECS);
+    parse_bb(cd, &c->bb[c->n_bb++]);
   }
 }
 

@@ -30,7 +30,7 @@ void spec_parse(SEXP spec, zarray *a);
 void grid_parse(SEXP spec, zarray *a);
 const char *list_str(SEXP list, const char *name, const char *dflt);
 SEXP list_get(SEXP list, const char *name);
-void parse_bb(SEXP cd, const char *name, zcodec_bb *bb, zdtype dtype);
+void parse_bb(SEXP cd, zcodec *bb);
 
 /* Main thread: the index behind an external pointer from ffi_zip_open(). */
 const zipidx *zip_index_from(SEXP ptr);
@@ -46,6 +46,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts);
 SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts);
 SEXP ffi_chunk_keys(SEXP spec, SEXP coords);
 SEXP ffi_codec_encode(SEXP codec, SEXP data);
+void codec_r_init(void); /* adds the row of codecs written in R */
 SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect);
 SEXP ffi_crc32c(SEXP data);
 SEXP ffi_file_read(SEXP path, SEXP range);

@@ -107,16 +107,9 @@ size_t elem_rsize(zdtype dt, zrtype rt);
  * R's NA payload (1954), so NA and NaN stay distinct through float32. */
 #define ZARR_NA_FLOAT32_BITS 0x7FC007A2u
 
-/* ---- codec chain ------------------------------------------------------------ */
+/* ---- codecs (codec_table.c lists them) ------------------------------------- */
 
-typedef enum {
-  BB_GZIP, BB_ZLIB, BB_ZSTD, BB_BLOSC, BB_CRC32C, BB_LZ4, BB_BZ2,
-  /* numcodecs filters and checksums */
-  BB_SHUFFLE, BB_DELTA, BB_FIXEDSCALEOFFSET, BB_BITROUND, BB_ADLER32, BB_FLETCHER32,
-  BB_QUANTIZE, BB_ASTYPE
-} zbb_kind;
-
-/* A numeric element type as the numcodecs filters see it: 'i', 'u' or 'f',
+/* A numeric element type as the element filters see it: 'i', 'u' or 'f',
  * its size in bytes and its byte order. */
 typedef struct {
   char kind;
@@ -124,23 +117,99 @@ typedef struct {
   int big;
 } znum;
 
+/* A codec's configuration as the codec's parse() reads it, without R: the
+ * flat description R builds (R fills every default; C has none). */
+typedef struct zcfg zcfg;
+typedef struct zchain zchain;
+struct zcfg {
+  const void *ctx;
+  int (*num)(const zcfg *c, const char *key, double *out); /* 1: found, a number */
+  const char *(*str)(const zcfg *c, const char *key);      /* NULL: absent */
+  void *(*obj)(const zcfg *c, const char *key);            /* an R object (R codecs) */
+  /* array codecs only (NULL elsewhere): whole numbers (their count, at most
+   * max), and a nested chain (sharding: its inner chunks, or its index) */
+  int (*dims)(const zcfg *c, const char *key, int64_t *out, int max, zerr *e);
+  zchain *(*sub_chain)(const zcfg *c, const char *key, int ndim, const int64_t *shape,
+                       int is_index, zerr *e);
+};
+
+#define ZCODEC_CFG_BYTES 160
+
+typedef struct zcodec_vt zcodec_vt;
+
+/* One configured codec of a chain: its row of the table and its parsed
+ * configuration, which only the codec's own file interprets. */
 typedef struct {
-  zbb_kind kind;
-  int level;       /* gzip, zlib, zstd, bz2; blosc clevel; lz4 acceleration */
-  int checksum;    /* zstd */
-  int shuffle;     /* blosc: 0 none, 1 byte, 2 bit */
-  int typesize;    /* blosc; shuffle element size */
-  int blocksize;   /* blosc */
-  char cname[16];  /* blosc */
-  int at_end;      /* adler32: checksum after the data instead of before */
-  int keepbits;    /* bitround */
-  double scale, offset; /* fixedscaleoffset; quantize: scale */
-  znum dtype, astype;   /* delta, fixedscaleoffset, bitround, quantize, astype */
-} zcodec_bb;
+  const zcodec_vt *vt;
+  union {
+    double d;
+    int64_t i;
+    void *p;
+    uint8_t b[ZCODEC_CFG_BYTES];
+  } cfg;
+} zcodec;
+
+#define ZCODEC_CFG(c, type) ((type *)(void *)(c)->cfg.b)
+/* in a codec's file, after its configuration struct */
+#define ZCODEC_CFG_FITS(type) \
+  _Static_assert(sizeof(type) <= ZCODEC_CFG_BYTES, #type " exceeds ZCODEC_CFG_BYTES")
+
+/* A row of the codec table: one per codec, filled in the codec's file.
+ * `limit` bounds the decoded size (0: no bound): a decoder stops as soon as
+ * its output would exceed it and reports corrupt data. Output goes to `out`
+ * (resized as needed). Optional entries are NULL. */
+/* What a row is. Array codecs (transpose, bytes, the string codecs,
+ * sharding) configure the chain's layout (configure()); the engine does their
+ * work. Bytes codecs, and element filters R places after the bytes codec,
+ * transform bytes (decode(), encode()). */
+typedef enum { ZC_BYTES_BYTES = 0, ZC_ARRAY_ARRAY, ZC_ARRAY_BYTES } zcodec_kind;
+
+struct zcodec_vt {
+  const char *name; /* as in R's flat description */
+  zcodec_kind kind;
+  int (*configure)(zchain *c, const zcfg *cfg, zerr *e); /* array codecs */
+  int (*parse)(zcodec *c, const zcfg *cfg, zerr *e);
+  int (*decode)(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+  int (*encode)(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+  /* optional: decode straight into dst (exactly dst_n bytes expected) */
+  int (*decode_to)(const zcodec *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
+                   size_t *got, zerr *e);
+  /* optional (checksums): verify; the payload is src[*off, *off + *len), no copy */
+  int (*strip)(const zcodec *c, const uint8_t *src, size_t n, size_t *off, size_t *len, zerr *e);
+  /* optional: encode in place, growing the buffer that holds the n input bytes */
+  int (*encode_inplace)(const zcodec *c, zbuf *buf, size_t n, zerr *e);
+  int overhead;    /* bytes encoding always adds (checksums); -1: varies */
+  int bounded;     /* decode() honours `limit` */
+  int main_thread; /* calls into R: only on the R thread */
+};
+
+/* The table: a built-in row per codec file, plus rows added at load time
+ * (codecs written in R, codec_r.c). NULL when the name is unknown. */
+const zcodec_vt *zcodec_find(const char *name);
+int zcodec_table_add(const zcodec_vt *vt);
+/* Look up `name` and parse its configuration into `c`. */
+int zcodec_init(zcodec *c, const char *name, const zcfg *cfg, zerr *e);
+
+/* Configuration readers for parse(): every key is required (R fills the
+ * defaults), a missing or out-of-range one is a ZE_CODEC error naming it. */
+int cfg_int(const zcfg *cfg, const char *codec, const char *key, int lo, int hi, int *out,
+            zerr *e);
+int cfg_dbl(const zcfg *cfg, const char *codec, const char *key, double *out, zerr *e);
+int cfg_str(const zcfg *cfg, const char *codec, const char *key, const char **out, zerr *e);
+/* a numeric element type written as numpy does: "<f8", ">i2", "|u1" */
+int cfg_num_type(const zcfg *cfg, const char *codec, const char *key, znum *out, zerr *e);
+
+/* A configuration from key/value pairs (fuzz targets, tests): a NULL key ends
+ * the list; str == NULL makes the pair a number. */
+typedef struct {
+  const char *key;
+  const char *str;
+  double num;
+} zkv;
+zcfg zcfg_kv(const zkv *kv);
 
 typedef enum { AB_BYTES, AB_SHARDING, AB_VLEN } zab_kind;
 
-typedef struct zchain zchain;
 struct zchain {
   int ndim;
   int64_t chunk_shape[ZARR_MAX_DIMS];  /* logical (Zarr order) chunk shape */
@@ -152,7 +221,7 @@ struct zchain {
   zchain *index;
   int index_at_end;
   int n_bb;
-  zcodec_bb bb[ZARR_MAX_CODECS];
+  zcodec bb[ZARR_MAX_CODECS];
 };
 
 /* Everything the engine needs to know about one array. */
@@ -205,32 +274,10 @@ int grid_edges_build(const double *len, int64_t n, int64_t extent, int64_t max_l
                      int64_t *edges, int64_t *used, zerr *e);
 
 
-/* bytes -> bytes codecs (codec_*.c). `limit` bounds the decoded size (0: no
- * bound): a decoder stops as soon as its output would exceed it and reports
- * corrupt data, so a small hostile chunk cannot cost more memory than the
- * chunk it claims to be. Output goes to `out` (resized as needed). */
-int bb_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
-              size_t limit, zerr *e);
-int bb_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out,
-              zerr *e);
-
-int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
-int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int gzip_header, zerr *e);
-int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
-int zstd_encode(const uint8_t *src, size_t n, zbuf *out, int level, int checksum, zerr *e);
-int blosc_decode_buf(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
-int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
-int blosc_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got, zerr *e);
-int blosc_encode_buf(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
+/* One codec on its own, through its table row. */
+int bb_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
+int bb_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
-int lz4_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
-int lz4_encode(const uint8_t *src, size_t n, zbuf *out, int acceleration, zerr *e);
-int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
-int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e);
-int filter_decode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
-int filter_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
-int checksum_decode(const zcodec_bb *c, const uint8_t *src, size_t n, size_t *off, size_t *len, zerr *e);
-int checksum_encode(const zcodec_bb *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 
 /* Decode a whole encoded chunk through the bytes->bytes codecs into `out`,
  * leaving the array->bytes payload (e.g. raw elements). `scratch` is a second
@@ -242,6 +289,8 @@ int chain_decode_bytes(const zchain *c, const uint8_t *src, size_t n, size_t exp
  * chain cannot (the caller then decodes into a buffer and copies). */
 int chain_decode_to(const zchain *c, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n,
                     zbuf *a, zbuf *b, zerr *e);
+/* 1 when a codec of the chain (or of a shard's chains) must run on the R thread. */
+int chain_main_thread(const zchain *c);
 int chain_encode_bytes(const zchain *c, const uint8_t *src, size_t n, zbuf *out,
                        zbuf *scratch, const uint8_t **res, size_t *res_n, zerr *e);
 
@@ -252,7 +301,7 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
 int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int big, zbuf *out,
                    zerr *e);
 
-/* sharded chunks (shard.c) */
+/* sharded chunks (codec_sharding.c) */
 void shard_inner_copy(const zchain *shard, const int64_t *ic, uint8_t *shardbuf,
                       uint8_t *innerbuf, size_t es, int to_inner);
 int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out, zbuf *inner,

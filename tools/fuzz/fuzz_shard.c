@@ -19,11 +19,12 @@ typedef struct {
   int64_t cps[ZARR_MAX_DIMS];
 } geom;
 
-static zcodec_bb one(zbb_kind k) {
-  zcodec_bb c;
-  memset(&c, 0, sizeof c);
-  c.kind = k;
-  c.level = 1;
+static zcodec one(const char *name) {
+  static const zkv kv[] = {{"level", NULL, 1}, {"checksum", NULL, 0}, {NULL, NULL, 0}};
+  zcfg cfg = zcfg_kv(kv);
+  zcodec c;
+  zerr e = {ZE_OK, ""};
+  if (zcodec_init(&c, name, &cfg, &e)) abort();
   return c;
 }
 
@@ -47,11 +48,11 @@ static int setup(geom *g, const uint8_t *d) {
   in->ndim = nd;
   in->ab = AB_BYTES;
   in->big_endian = (d[1] & 8) != 0;
-  if (d[1] & 16) in->bb[in->n_bb++] = one(BB_ZSTD);
-  if (d[1] & 32) in->bb[in->n_bb++] = one(BB_CRC32C);
+  if (d[1] & 16) in->bb[in->n_bb++] = one("zstd");
+  if (d[1] & 32) in->bb[in->n_bb++] = one("crc32c");
   ix->ndim = nd + 1;
   ix->ab = AB_BYTES;
-  ix->bb[ix->n_bb++] = one(BB_CRC32C);
+  ix->bb[ix->n_bb++] = one("crc32c");
   g->nelem = 1;
   g->ninner = 1;
   for (int k = 0; k < nd; k++) {

@@ -1,4 +1,4 @@
-/* Writing shards (sharding_indexed): the shard's elements, in C order over
+/* sharding_indexed (array -> bytes). Writing shards: the shard's elements, in C order over
  * the shard's dimensions, are cut into inner chunks; each is encoded with the
  * inner codec chain, and an index of (offset, length) pairs, itself encoded
  * with the index codecs, goes at the end (or start) of the shard. Inner chunks
@@ -57,7 +57,11 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
     ninner *= cps[d];
     ine *= in->chunk_shape[d];
   }
-  if (in->ab != AB_BYTES) return zerr_set(e, ZE_CODEC, "nested sharding cannot be written");
+  if (in->ab != AB_BYTES && in->ab != AB_SHARDING)
+    return zerr_set(e, ZE_CODEC, "only fixed-size elements can be written in shards");
+  for (int d = 0; d < nd; d++)
+    if (in->ab == AB_SHARDING && in->order[d] != d)
+      return zerr_set(e, ZE_CODEC, "a transpose before nested sharding cannot be written");
   uint64_t *index = malloc((size_t)ninner * 16);
   if (index == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
   zbuf data = {0};
@@ -76,27 +80,42 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
       continue;
     }
     *empty = 0;
-    if (in->big_endian && dtype_def(a->dtype)->swap > 1) {
+    const uint8_t *payload = inner->data;
+    size_t payload_n = (size_t)ine * es;
+    zbuf sub = {0}, sub_in = {0}, s1 = {0}, s2 = {0};
+    if (in->ab == AB_SHARDING) { /* nested sharding: the inner chunk is a shard itself */
+      int sub_empty;
+      rc = shard_encode(a, in, inner->data, &sub, &sub_in, &s1, &s2, &sub_empty, e);
+      payload = sub.data;
+      payload_n = sub.size;
+    } else if (in->big_endian && dtype_def(a->dtype)->swap > 1) {
       size_t unit = dtype_def(a->dtype)->swap;
       byteswap_inplace(inner->data, (size_t)ine * es / unit, unit);
     }
-    const uint8_t *res;
-    size_t res_n;
-    if ((rc = chain_encode_bytes(in, inner->data, (size_t)ine * es, t1, t2, &res, &res_n, e))) break;
-    if ((rc = zbuf_reserve(&data, data.size + res_n + 1, e))) break;
-    memcpy(data.data + data.size, res, res_n);
-    index[2 * k] = data.size;
-    index[2 * k + 1] = res_n;
-    data.size += res_n;
+    const uint8_t *res = NULL;
+    size_t res_n = 0;
+    if (rc == 0) rc = chain_encode_bytes(in, payload, payload_n, t1, t2, &res, &res_n, e);
+    if (rc == 0) rc = zbuf_reserve(&data, data.size + res_n + 1, e);
+    if (rc == 0) { /* res may point into sub: copy before freeing it */
+      memcpy(data.data + data.size, res, res_n);
+      index[2 * k] = data.size;
+      index[2 * k + 1] = res_n;
+      data.size += res_n;
+    }
+    zbuf_free(&sub);
+    zbuf_free(&sub_in);
+    zbuf_free(&s1);
+    zbuf_free(&s2);
   }
   if (rc == 0 && !*empty) {
     size_t index_n = (size_t)ninner * 16, enc_n = index_n;
     for (int i = 0; i < ch->index->n_bb; i++) {
-      if (ch->index->bb[i].kind != BB_CRC32C) {
-        rc = zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
+      if (ch->index->bb[i].vt->overhead < 0) {
+        rc = zerr_set(e, ZE_CODEC, "shard index codec '%s' does not keep the index's size",
+                      ch->index->bb[i].vt->name);
         break;
       }
-      enc_n += 4;
+      enc_n += (size_t)ch->index->bb[i].vt->overhead;
     }
     if (rc == 0 && !ch->index_at_end)
       for (int64_t k = 0; k < ninner; k++)
@@ -121,3 +140,30 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
   free(index);
   return rc;
 }
+
+/* ---- table row: the shard's layout, its inner chain and its index chain ---- */
+
+static int sharding_configure(zchain *c, const zcfg *cfg, zerr *e) {
+  int64_t inner[ZARR_MAX_DIMS], index_shape[ZARR_MAX_DIMS + 1];
+  const char *loc;
+  int n = cfg->dims(cfg, "chunk_shape", inner, ZARR_MAX_DIMS, e);
+  if (n < 0) return -1;
+  if (n != c->ndim)
+    return zerr_set(e, ZE_CODEC, "the inner chunk shape has %d dimensions, the array %d", n, c->ndim);
+  for (int d = 0; d < n; d++)
+    if (inner[d] < 1 || c->chunk_shape[d] % inner[d] != 0)
+      return zerr_set(e, ZE_CODEC, "the inner chunk shape does not divide the shard shape");
+  if (cfg_str(cfg, "sharding_indexed", "index_location", &loc, e)) return -1;
+  if (strcmp(loc, "start") != 0 && strcmp(loc, "end") != 0)
+    return zerr_set(e, ZE_CODEC, "sharding: index_location must be \"start\" or \"end\"");
+  for (int d = 0; d < n; d++) index_shape[d] = c->chunk_shape[d] / inner[d];
+  index_shape[n] = 2; /* (offset, length) per inner chunk */
+  c->ab = AB_SHARDING;
+  c->index_at_end = strcmp(loc, "end") == 0;
+  if ((c->inner = cfg->sub_chain(cfg, "codecs", n, inner, 0, e)) == NULL) return -1;
+  if ((c->index = cfg->sub_chain(cfg, "index_codecs", n + 1, index_shape, 1, e)) == NULL) return -1;
+  return 0;
+}
+
+const zcodec_vt zc_sharding_indexed = {.name = "sharding_indexed", .kind = ZC_ARRAY_BYTES,
+                                       .configure = sharding_configure};

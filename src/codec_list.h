@@ -1,0 +1,28 @@
+/* The codec table's rows, one line per codec: ZCODEC(x) names the row
+ * `const zcodec_vt zc_x` that src/codec_<file>.c defines (its `name` is
+ * the codec's name in R's flat description). codec_table.c
+ * includes this list; nothing else switches on codecs. */
+ZCODEC(transpose)
+ZCODEC(bytes)
+ZCODEC(vlen_utf8)
+ZCODEC(vlen_bytes)
+ZCODEC(json2)
+ZCODEC(sharding_indexed)
+ZCODEC(gzip)
+ZCODEC(zlib)
+ZCODEC(zstd)
+ZCODEC(blosc)
+ZCODEC(crc32c)
+ZCODEC(lz4)
+ZCODEC(bz2)
+ZCODEC(adler32)
+ZCODEC(fletcher32)
+ZCODEC(shuffle)
+ZCODEC(delta)
+ZCODEC(fixedscaleoffset)
+ZCODEC(bitround)
+ZCODEC(quantize)
+ZCODEC(astype)
+ZCODEC(packbits)
+ZCODEC(scale_offset)
+ZCODEC(cast_value)
