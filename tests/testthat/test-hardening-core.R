@@ -429,8 +429,12 @@ test_that("a read too large for R says what it would allocate, classed", {
 
 test_that("a directory that is not a store is refused at once, without scanning it", {
   t0 <- proc.time()[["elapsed"]]
-  expect_error(open_zarr("/", read_only = TRUE), class = "zarr_error_store")
+  # "/" itself is only a non-store while nothing left a store directly in /tmp
+  # (which the scan two levels down would find, rightly)
+  if (!length(Sys.glob(c("/tmp/*/zarr.json", "/tmp/*/.zgroup", "/tmp/*/.zarray", "/tmp/*/.zmetadata"))))
+    expect_error(open_zarr("/", read_only = TRUE), class = "zarr_error_store")
   expect_error(open_zarr("/usr", read_only = TRUE), class = "zarr_error_store")
+  expect_error(open_zarr("/etc", read_only = TRUE), class = "zarr_error_store")
   expect_lt(proc.time()[["elapsed"]] - t0, 20)
   # a symbolic link loop is not followed
   dir <- local_store_path()
