@@ -176,8 +176,8 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   process may resize an array at a time, and not while others write it.
     #'
     #'   Give either `new_shape`, or the changes at either end of each
-    #'   dimension as `low` and `high` (named), as `resize(low, high)` of
-    #'   CRAN's zarr does: `high` grows (positive) or shrinks (negative) the
+    #'   dimension as `low` and `high`, as `resize(low, high)` of CRAN's
+    #'   zarr 1.0.0 does (two unnamed arguments are taken in that order): `high` grows (positive) or shrinks (negative) the
     #'   end of a dimension, and `low` its start, by whole chunks only
     #'   (rounded outward when growing, toward zero when shrinking): the
     #'   stored chunks are moved in the store without being decoded.
@@ -187,6 +187,13 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   dimension (`0` or `NULL`: no change).
     #' @return Self, invisibly.
     resize = function(new_shape = NULL, low = NULL, high = NULL) {
+      # CRAN zarr 1.0.0's resize(low, high): two unnamed arguments
+      given <- names(sys.call())[-1L] %||% rep("", nargs())
+      if (nargs() == 2L && all(given == "")) {
+        high <- low
+        low <- new_shape
+        new_shape <- NULL
+      }
       private$check_usable()
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only", array = self$path)
       old <- private$.shape
