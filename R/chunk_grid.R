@@ -175,7 +175,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     },
     #' @field codecs The list of codecs of the array.
     codecs = function(value) {
-      if (missing(value)) return(private$.codecs)
+      if (missing(value)) return(codec_chain_objects(private$.codecs))
       private$.codecs <- value
       private$.spec <- NULL
     },
@@ -214,7 +214,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         rtype = engine_rtype(dt),
         fill = fill_bytes(dt$data_type, dt$fill_value),
         fill_is_nan = fill_is_nan(dt$fill_value),
-        codecs = chain_c_spec(private$.codecs),
+        codecs = if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_spec(private$.codecs)
+          else chain_c_spec(private$.codecs),
         key_prefix = private$.prefix,
         key_sep = private$.encoding$separator,
         key_v2 = identical(private$.encoding$name, "v2")
