@@ -55,6 +55,8 @@ zarr_array <- R6::R6Class("zarr_array",
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
+      # a node whose metadata could not be read (broken_node()) keeps its error
+      if (!is.null(attr(metadata, "zarr_problem"))) private$.problem <- attr(metadata, "zarr_problem")
       if (missing(store) && !is.null(parent) && !node_opening()) {
         if (inherits(parent, "zarr")) parent$root <- self
         else {

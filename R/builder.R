@@ -64,6 +64,16 @@ array_builder <- R6::R6Class("array_builder",
       meta
     },
 
+    #' @description Whether a part of the definition was set explicitly
+    #'   (rather than left to its default).
+    #' @param what "format", "shape" or "chunk_shape".
+    #' @return `TRUE` or `FALSE`.
+    is_set = function(what = c("format", "shape", "chunk_shape")) {
+      what <- match.arg(what)
+      switch(what, format = !is.null(private$.format), shape = !is.null(private$.shape),
+             chunk_shape = !is.null(private$.chunk) || !is.null(private$.edges))
+    },
+
     #' @description Add a codec at the end of the chain, or at `.position`.
     #'   A codec whose kind does not fit at that place is not added, with a
     #'   warning. Adding "bytes" reconfigures the one bytes codec (for example

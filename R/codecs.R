@@ -173,6 +173,17 @@ zarr_codec <- R6::R6Class("zarr_codec",
     #' @return The data, unaltered.
     encode = function(data) data,
 
+    #' @description The flat description of the codec that the C engine
+    #'   runs (used by the array; a class written in R describes itself in
+    #'   its private `c_spec()`).
+    #' @param big Whether the elements this codec sees are big endian (for
+    #'   codecs that work on elements, placed after the bytes codec).
+    #' @return A named list.
+    engine_spec = function(big = FALSE) {
+      f <- private$c_spec
+      if ("big" %in% names(formals(f))) f(big) else f()
+    },
+
     #' @description Decode data (a no-op for the base class).
     #' @param data The data to decode.
     #' @return The data, unaltered.
@@ -185,6 +196,10 @@ zarr_codec <- R6::R6Class("zarr_codec",
     from = function(value) private$.from,
     #' @field to (read-only) What the codec produces when encoding: "array" or "bytes".
     to = function(value) private$.to,
+    #' @field elementwise (read-only) Whether the codec works on single
+    #'   elements, whatever their place (the engine applies it to the
+    #'   elements next to the bytes codec).
+    elementwise = function(value) isTRUE(private$.elementwise),
     #' @field configuration (read-only) The configuration parameters, as in the
     #'   Zarr metadata.
     configuration = function(value) {
@@ -648,12 +663,9 @@ register_codec("sharding_indexed", function(config, data_type, chunk_shape)
 
 # A codec's flat description for C; element filters take the byte order of
 # the elements they see (`big`).
-codec_c_spec <- function(codec, big = FALSE) {
-  f <- codec$.__enclos_env__$private$c_spec
-  if ("big" %in% names(formals(f))) f(big) else f()
-}
+codec_c_spec <- function(codec, big = FALSE) codec$engine_spec(big)
 
-codec_is_elementwise <- function(codec) isTRUE(codec$.__enclos_env__$private$.elementwise)
+codec_is_elementwise <- function(codec) isTRUE(codec$elementwise)
 
 # Variable-length strings and bytes: the array -> bytes codecs of string arrays.
 zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",
