@@ -87,9 +87,10 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.na(mem) && bytes > mem)
         zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
                                      what(), format_bytes(mem)), array = private$.path)
-      out <- tryCatch(
-        with_progress(.Call(ffi_array_read, spec, private$.store$io_spec(), sel,
-                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path)),
+      run <- function() with_progress(.Call(ffi_array_read, spec, private$.store$io_spec(), sel,
+                                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path))
+      # small results: no handler (setting one up costs as much as a small read)
+      out <- if (bytes < 2^24) run() else tryCatch(run(),
         error = function(e) { # R's own allocation failure, before any chunk is read
           if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
           zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
