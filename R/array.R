@@ -373,7 +373,7 @@ zarr_array <- R6::R6Class("zarr_array",
       dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
-      p <- parse_array_metadata(m, self$path)
+      p <- take_parsed(m) %||% parse_array_metadata(m, self$path)
       private$.fill_null <- p$fill_null
       private$.dt <- p$data_type
       private$.shape <- p$shape
@@ -561,15 +561,38 @@ parse_array_metadata <- function(m, path = NULL) {
                        stop(e)
                      })
   check_codec_order(codecs, path)
-  enc <- m[["chunk_key_encoding"]] %||% list(name = "default")
-  enc_name <- enc[["name"]] %||% "default"
-  key_encoding <- normalize_key_encoding(list(
-    name = enc_name,
-    separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
+  key_encoding <- array_key_encoding(m)
   if (!is.null(edges) && any(codecs$names == "sharding_indexed"))
     zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
+}
+
+# The chunk key encoding of (valid) array metadata.
+array_key_encoding <- function(m) {
+  enc <- m[["chunk_key_encoding"]] %||% list(name = "default")
+  enc_name <- enc[["name"]] %||% "default"
+  normalize_key_encoding(list(
+    name = enc_name,
+    separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
+}
+
+# The store parses the metadata of an array it creates; the array object
+# made from that metadata next takes the result instead of parsing again.
+# Taken once: no two arrays share the objects of one parse.
+parsed_slot <- new.env(parent = emptyenv())
+
+remember_parsed <- function(m, p) {
+  parsed_slot$m <- m
+  parsed_slot$p <- p
+}
+
+take_parsed <- function(m) {
+  if (is.null(parsed_slot$m) || !identical(parsed_slot$m, m)) return(NULL)
+  p <- parsed_slot$p
+  parsed_slot$m <- NULL
+  parsed_slot$p <- NULL
+  p
 }
 
 # The C engine's limits (ZARR_MAX_DIMS, ZARR_MAX_CODECS in src/zarr.h) and
