@@ -60,7 +60,7 @@ codec_chain_forget <- function() {
 # (a chain the engine cannot run) is kept and raised when data are used.
 codec_chain <- function(entries, data_type, chunk_shape, array = NULL) {
   key <- rawToChar(serialize(list(entries, data_type$data_type, data_type$size, data_type$fill_value,
-                                  data_type$Rtype, as.numeric(chunk_shape)), NULL, ascii = TRUE))
+                                  data_type$configuration, as.numeric(chunk_shape)), NULL, ascii = TRUE))
   hit <- codec_chain_cache[[key]]
   if (is.null(hit)) {
     codecs <- codecs_from_metadata(entries, data_type = data_type, chunk_shape = chunk_shape, array = array)
