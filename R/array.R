@@ -55,6 +55,8 @@ zarr_array <- R6::R6Class("zarr_array",
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
+      # a node whose metadata could not be read (broken_node()) keeps its error
+      if (!is.null(attr(metadata, "zarr_problem"))) private$.problem <- attr(metadata, "zarr_problem")
       if (missing(store) && !is.null(parent) && !node_opening()) {
         if (inherits(parent, "zarr")) parent$root <- self
         else {
@@ -86,7 +88,7 @@ zarr_array <- R6::R6Class("zarr_array",
       cg <- private$.grid
       add("Chunks", c(if (inherits(cg, "chunk_grid_rectilinear")) "rectilinear, at most", paste(format_dims(cg$chunk_shape), collapse = " x "),
                       sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x "))))
-      add("Codecs", paste(vapply(private$.codecs, codec_label, ""), collapse = " -> "))
+      add("Codecs", paste(vapply(codec_chain_objects(private$.codecs), codec_label, ""), collapse = " -> "))
       add("Format", paste0("Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
           "', ..."))
@@ -343,7 +345,7 @@ zarr_array <- R6::R6Class("zarr_array",
     },
     #' @field codecs The codecs of the array, in encoding order.
     codecs = function(value) {
-      if (missing(value)) return(private$.codecs)
+      if (missing(value)) return(codec_chain_objects(private$.codecs))
       zarr_abort("read_only", "the codecs of an existing array cannot be changed")
     },
     #' @field dimension_names The names of the dimensions (character, `NA`
@@ -367,7 +369,7 @@ zarr_array <- R6::R6Class("zarr_array",
     .fill_null = FALSE,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
-    is_json2 = function() any(vapply(private$.codecs, function(cd) cd$name == "json2", TRUE)),
+    is_json2 = function() "json2" %in% private$.codecs$names,
 
     setup = function() {
       m <- private$.metadata
@@ -378,7 +380,7 @@ zarr_array <- R6::R6Class("zarr_array",
       dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
-      p <- parse_array_metadata(m, self$path)
+      p <- take_parsed(m) %||% parse_array_metadata(m, self$path)
       private$.fill_null <- p$fill_null
       private$.dt <- p$data_type
       private$.shape <- p$shape
@@ -431,7 +433,7 @@ zarr_array <- R6::R6Class("zarr_array",
 )
 
 check_codec_order <- function(codecs, path) {
-  kinds <- vapply(codecs, function(cd) cd$mode, "")
+  kinds <- if (inherits(codecs, "zarr_codec_chain")) codecs$modes else vapply(codecs, function(cd) cd$mode, "")
   n_ab <- sum(kinds == "array -> bytes")
   if (n_ab != 1L)
     zarr_abort("metadata", "the codec chain needs exactly one array-to-bytes codec (such as 'bytes')", array = path)
@@ -560,21 +562,44 @@ parse_array_metadata <- function(m, path = NULL) {
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
   if (!length(m[["codecs"]])) bad("metadata has no codecs")
   check_engine_limits(shape, chunk, length(m[["codecs"]]), bad)
-  codecs <- tryCatch(codecs_from_metadata(m[["codecs"]], data_type = dt, chunk_shape = chunk, array = path),
+  codecs <- tryCatch(codec_chain(m[["codecs"]], data_type = dt, chunk_shape = chunk, array = path),
                      zarr_error = function(e) {
                        if (is.null(e$array) && !is.null(path)) e$message <- paste0(e$message, " [array '", path, "']")
                        stop(e)
                      })
   check_codec_order(codecs, path)
-  enc <- m[["chunk_key_encoding"]] %||% list(name = "default")
-  enc_name <- enc[["name"]] %||% "default"
-  key_encoding <- normalize_key_encoding(list(
-    name = enc_name,
-    separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
-  if (!is.null(edges) && any(vapply(codecs, function(cd) cd$name == "sharding_indexed", TRUE)))
+  key_encoding <- array_key_encoding(m)
+  if (!is.null(edges) && any(codecs$names == "sharding_indexed"))
     zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
        key_encoding = key_encoding, fill_null = fill_null)
+}
+
+# The chunk key encoding of (valid) array metadata.
+array_key_encoding <- function(m) {
+  enc <- m[["chunk_key_encoding"]] %||% list(name = "default")
+  enc_name <- enc[["name"]] %||% "default"
+  normalize_key_encoding(list(
+    name = enc_name,
+    separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
+}
+
+# The store parses the metadata of an array it creates; the array object
+# made from that metadata next takes the result instead of parsing again.
+# Taken once: no two arrays share the objects of one parse.
+parsed_slot <- new.env(parent = emptyenv())
+
+remember_parsed <- function(m, p) {
+  parsed_slot$m <- m
+  parsed_slot$p <- p
+}
+
+take_parsed <- function(m) {
+  if (is.null(parsed_slot$m) || !identical(parsed_slot$m, m)) return(NULL)
+  p <- parsed_slot$p
+  parsed_slot$m <- NULL
+  parsed_slot$p <- NULL
+  p
 }
 
 # The C engine's limits (ZARR_MAX_DIMS, ZARR_MAX_CODECS in src/zarr.h) and

@@ -47,7 +47,7 @@ array_builder <- R6::R6Class("array_builder",
     #' @return The metadata.
     metadata = function(format = "list") {
       format <- match.arg(format, c("list", "JSON"))
-      codecs <- private$valid_chain() # built once: codec objects are costly
+      codecs <- private$valid_chain() # validated once per distinct chain (see codec_chain())
       if (is.null(codecs)) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
       dt <- private$.dt
       meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
@@ -55,13 +55,23 @@ array_builder <- R6::R6Class("array_builder",
                    chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
                      else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),
-                   codecs = lapply(codecs, function(cd) cd$metadata_fragment()),
+                   codecs = codec_chain_fragments(codecs),
                    attributes = private$.attributes %||% named_list())
       if (!is.null(private$.encoding)) meta$chunk_key_encoding <- private$.encoding
       if (!is.null(private$.dimnames))
         meta$dimension_names <- lapply(private$.dimnames, function(n) if (is.na(n)) NULL else n)
       if (format == "JSON") return(json_write(json_prepare_metadata(meta)))
       meta
+    },
+
+    #' @description Whether a part of the definition was set explicitly
+    #'   (rather than left to its default).
+    #' @param what "format", "shape" or "chunk_shape".
+    #' @return `TRUE` or `FALSE`.
+    is_set = function(what = c("format", "shape", "chunk_shape")) {
+      what <- match.arg(what)
+      switch(what, format = !is.null(private$.format), shape = !is.null(private$.shape),
+             chunk_shape = !is.null(private$.chunk) || !is.null(private$.edges))
     },
 
     #' @description Add a codec at the end of the chain, or at `.position`.
@@ -235,11 +245,10 @@ array_builder <- R6::R6Class("array_builder",
     #' @field codec_info (read-only) A data.frame of the codecs' names and modes.
     codec_info = function(value) {
       cds <- private$codec_chain()
-      data.frame(mode = vapply(cds, function(cd) cd$mode, ""),
-                 name = vapply(cds, function(cd) cd$name, ""), stringsAsFactors = FALSE)
+      data.frame(mode = unname(cds$modes), name = unname(cds$names), stringsAsFactors = FALSE)
     },
     #' @field codecs (read-only) The codecs, as codec objects.
-    codecs = function(value) private$codec_chain(),
+    codecs = function(value) codec_chain_objects(private$codec_chain()),
     #' @field data_type_from_storage.mode Set the data type from the
     #'   [storage.mode()] of the R data the array will hold: "logical" (bool),
     #'   "integer" (int32), "double" (float64), "complex" (complex128) or
@@ -264,7 +273,7 @@ array_builder <- R6::R6Class("array_builder",
     instantiate = function(entries) {
       dt <- private$.dt %||% zarr_data_type$new("uint8")
       chunk <- if (is.null(private$.shape)) numeric() else private$chunk_or_default()
-      codecs_from_metadata(entries, data_type = dt, chunk_shape = chunk)
+      codec_chain(entries, data_type = dt, chunk_shape = chunk)
     },
     codec_chain = function() private$instantiate(private$.codecs),
     # The codec chain of a complete, valid definition; NULL otherwise.

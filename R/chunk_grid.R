@@ -87,9 +87,10 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.na(mem) && bytes > mem)
         zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
                                      what(), format_bytes(mem)), array = private$.path)
-      out <- tryCatch(
-        with_progress(.Call(ffi_array_read, spec, private$.store$io_spec(), sel,
-                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path)),
+      run <- function() with_progress(.Call(ffi_array_read, spec, private$.store$io_spec(), sel,
+                                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path))
+      # small results: no handler (setting one up costs as much as a small read)
+      out <- if (bytes < 2^24) run() else tryCatch(run(),
         error = function(e) { # R's own allocation failure, before any chunk is read
           if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
           zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
@@ -175,7 +176,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     },
     #' @field codecs The list of codecs of the array.
     codecs = function(value) {
-      if (missing(value)) return(private$.codecs)
+      if (missing(value)) return(codec_chain_objects(private$.codecs))
       private$.codecs <- value
       private$.spec <- NULL
     },
@@ -214,7 +215,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         rtype = engine_rtype(dt),
         fill = fill_bytes(dt$data_type, dt$fill_value),
         fill_is_nan = fill_is_nan(dt$fill_value),
-        codecs = chain_c_spec(private$.codecs),
+        codecs = if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_spec(private$.codecs)
+          else chain_c_spec(private$.codecs),
         key_prefix = private$.prefix,
         key_sep = private$.encoding$separator,
         key_v2 = identical(private$.encoding$name, "v2")

@@ -38,7 +38,65 @@ codec_from_metadata <- function(fragment, data_type, chunk_shape, array = NULL) 
   ctor(config, data_type, chunk_shape)
 }
 
-register_codec <- function(name, ctor) assign(name, ctor, envir = codec_registry)
+register_codec <- function(name, ctor) {
+  assign(name, ctor, envir = codec_registry)
+  codec_chain_forget() # a chain validated before may now mean something else
+}
+
+# A validated codec chain, as arrays and array builders keep it: the
+# metadata fragments in their normal form, what each codec takes and gives,
+# and the flat description the C engine needs. The zarr_codec_* objects are
+# built only when asked for ($codecs, printing). Validating builds them once
+# per distinct (codecs, data type, chunk shape): the result is remembered, so
+# opening or creating many arrays alike does not build R6 objects again.
+codec_chain_cache <- new.env(parent = emptyenv())
+
+codec_chain_forget <- function() {
+  rm(list = ls(codec_chain_cache, all.names = TRUE), envir = codec_chain_cache)
+}
+
+# Errors (classed, naming `array`) come from the codecs' own validation, as
+# when the objects were built at once; an error of the flat description
+# (a chain the engine cannot run) is kept and raised when data are used.
+codec_chain <- function(entries, data_type, chunk_shape, array = NULL) {
+  key <- rawToChar(serialize(list(entries, data_type$data_type, data_type$size, data_type$fill_value,
+                                  data_type$configuration, as.numeric(chunk_shape)), NULL, ascii = TRUE))
+  hit <- codec_chain_cache[[key]]
+  if (is.null(hit)) {
+    codecs <- codecs_from_metadata(entries, data_type = data_type, chunk_shape = chunk_shape, array = array)
+    spec <- tryCatch(chain_c_spec(codecs), error = function(e) e)
+    hit <- list(fragments = tryCatch(lapply(codecs, function(cd) cd$metadata_fragment()), error = function(e) e),
+                names = vapply(codecs, function(cd) cd$name, ""),
+                modes = vapply(codecs, function(cd) cd$mode, ""),
+                spec = spec)
+    if (length(ls(codec_chain_cache, all.names = TRUE)) >= 256L) codec_chain_forget()
+    assign(key, hit, envir = codec_chain_cache)
+  }
+  chain <- hit
+  chain$box <- new.env(parent = emptyenv()) # the codec objects, once built
+  chain$make <- function() codecs_from_metadata(entries, data_type = data_type, chunk_shape = chunk_shape, array = array)
+  class(chain) <- "zarr_codec_chain"
+  chain
+}
+
+# The metadata fragments of a chain, in their normal form.
+codec_chain_fragments <- function(chain) {
+  if (inherits(chain$fragments, "condition")) stop(chain$fragments)
+  chain$fragments
+}
+
+# The zarr_codec_* objects of a chain, built on first use.
+codec_chain_objects <- function(chain) {
+  if (!inherits(chain, "zarr_codec_chain")) return(chain)
+  if (is.null(chain$box$objects)) chain$box$objects <- chain$make()
+  chain$box$objects
+}
+
+# The flat description of a chain for the engine (an error when it has none).
+codec_chain_spec <- function(chain) {
+  if (inherits(chain$spec, "condition")) stop(chain$spec)
+  chain$spec
+}
 
 # A codec chain from its metadata fragments. Each codec sees the shape its
 # input has: a transpose codec permutes the shape for the codecs after it.
@@ -115,6 +173,17 @@ zarr_codec <- R6::R6Class("zarr_codec",
     #' @return The data, unaltered.
     encode = function(data) data,
 
+    #' @description The flat description of the codec that the C engine
+    #'   runs (used by the array; a class written in R describes itself in
+    #'   its private `c_spec()`).
+    #' @param big Whether the elements this codec sees are big endian (for
+    #'   codecs that work on elements, placed after the bytes codec).
+    #' @return A named list.
+    engine_spec = function(big = FALSE) {
+      f <- private$c_spec
+      if ("big" %in% names(formals(f))) f(big) else f()
+    },
+
     #' @description Decode data (a no-op for the base class).
     #' @param data The data to decode.
     #' @return The data, unaltered.
@@ -127,6 +196,10 @@ zarr_codec <- R6::R6Class("zarr_codec",
     from = function(value) private$.from,
     #' @field to (read-only) What the codec produces when encoding: "array" or "bytes".
     to = function(value) private$.to,
+    #' @field elementwise (read-only) Whether the codec works on single
+    #'   elements, whatever their place (the engine applies it to the
+    #'   elements next to the bytes codec).
+    elementwise = function(value) isTRUE(private$.elementwise),
     #' @field configuration (read-only) The configuration parameters, as in the
     #'   Zarr metadata.
     configuration = function(value) {
@@ -590,12 +663,9 @@ register_codec("sharding_indexed", function(config, data_type, chunk_shape)
 
 # A codec's flat description for C; element filters take the byte order of
 # the elements they see (`big`).
-codec_c_spec <- function(codec, big = FALSE) {
-  f <- codec$.__enclos_env__$private$c_spec
-  if ("big" %in% names(formals(f))) f(big) else f()
-}
+codec_c_spec <- function(codec, big = FALSE) codec$engine_spec(big)
 
-codec_is_elementwise <- function(codec) isTRUE(codec$.__enclos_env__$private$.elementwise)
+codec_is_elementwise <- function(codec) isTRUE(codec$elementwise)
 
 # Variable-length strings and bytes: the array -> bytes codecs of string arrays.
 zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",

@@ -218,7 +218,7 @@ zarr_group <- R6::R6Class("zarr_group",
       fmt <- as.integer(private$.metadata$zarr_format %||% 3L)
       explicit <- TRUE
       if (inherits(metadata, "array_builder")) {
-        explicit <- !is.null(metadata$.__enclos_env__$private$.format)
+        explicit <- metadata$is_set("format")
         metadata <- metadata$metadata()
       }
       if (!identical(as.integer(metadata$zarr_format %||% 3L), fmt)) {
@@ -365,8 +365,6 @@ str.zarr_group <- function(object, ...) {
 
 # A node whose metadata could not be read: an array that raises `err` when used.
 broken_node <- function(name, err, parent, store) {
-  meta <- structure(list(node_type = "array"), zarr_broken = TRUE)
-  node <- with_node_opening(zarr_array$new(name, meta, parent, store))
-  node$.__enclos_env__$private$.problem <- err
-  node
+  meta <- structure(list(node_type = "array"), zarr_broken = TRUE, zarr_problem = err)
+  with_node_opening(zarr_array$new(name, meta, parent, store))
 }

@@ -40,7 +40,16 @@ index_args <- function(nd, call_args, env, path) {
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
   lapply(seq_along(shape), function(d) {
-    r <- resolve_index(sel[[d]], shape[d], d, path)
+    e <- sel[[d]]
+    # the common case, a run such as i:(i + 99), without the general checks
+    if (is.integer(e) && !is.object(e) && (len <- length(e))) {
+      a <- e[[1L]]
+      b <- e[[len]]
+      if (!is.na(a) && !is.na(b) && a >= 1L && b <= shape[d] && b - a == len - 1L &&
+          isFALSE(is.unsorted(e, strictly = TRUE)))
+        return(zarr_range(a - 1, len))
+    }
+    r <- resolve_index(e, shape[d], d, path)
     if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
   })
 }

@@ -147,24 +147,33 @@ json_scalars <- function(x) {
 json_is_object <- function(x) is.list(x) && !is.null(names(x))
 
 json_format <- function(x, indent = 0L, pretty = TRUE) {
-  pad <- if (pretty) strrep("  ", indent + 1L) else ""
-  end <- if (pretty) strrep("  ", indent) else ""
-  nl <- if (pretty) "\n" else ""
-  sep <- if (pretty) ": " else ":"
   if (is.null(x)) return("null")
+  # plain scalars, the bulk of a metadata document, go the short way
+  if (length(x) == 1L && is.atomic(x) && is.null(attributes(x))) {
+    if (is.character(x)) return(json_str(x))
+    if (is.double(x)) {
+      if (is.finite(x) && x == trunc(x) && abs(x) <= 2^53) return(sprintf("%.0f", x))
+      return(json_num(x))
+    }
+    if (is.logical(x)) return(if (is.na(x)) "null" else if (x) "true" else "false")
+    if (is.integer(x)) return(if (is.na(x)) "null" else as.character(x))
+  }
   if (inherits(x, "json_literal")) return(as.character(x))
+  pad <- if (pretty) strrep("  ", indent + 1L) else ""
+  nl <- if (pretty) "\n" else ""
   if (json_is_object(x)) {
     if (!length(x)) return("{}")
-    parts <- vapply(seq_along(x), function(i) {
-      paste0(pad, json_str(names(x)[i]), sep, json_format(x[[i]], indent + 1L, pretty))
-    }, "")
+    vals <- vapply(x, json_format, "", indent = indent + 1L, pretty = pretty, USE.NAMES = FALSE)
+    parts <- paste0(pad, json_str(names(x)), if (pretty) ": " else ":", vals)
+    end <- if (pretty) strrep("  ", indent) else ""
     return(paste0("{", nl, paste(parts, collapse = paste0(",", nl)), nl, end, "}"))
   }
   if (is.list(x)) {
     if (!length(x)) return("[]")
-    simple <- all(vapply(x, function(e) is.atomic(e) && length(e) == 1L, TRUE))
-    items <- vapply(x, json_format, "", indent = indent + 1L, pretty = pretty)
-    if (simple || !pretty) return(paste0("[", paste(items, collapse = ", "), "]"))
+    items <- vapply(x, json_format, "", indent = indent + 1L, pretty = pretty, USE.NAMES = FALSE)
+    if (!pretty || all(vapply(x, function(e) is.atomic(e) && length(e) == 1L, TRUE)))
+      return(paste0("[", paste(items, collapse = ", "), "]"))
+    end <- strrep("  ", indent)
     return(paste0("[", nl, paste0(pad, items, collapse = paste0(",", nl)), nl, end, "]"))
   }
   if (is.atomic(x)) {

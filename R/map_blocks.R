@@ -221,11 +221,10 @@ map_output <- function(array, output, blocks) {
   }
   if (!inherits(output, "array_builder"))
     zarr_abort("argument", "output must be NULL, a zarr_array, an array_builder or list(builder, path)")
-  priv <- output$.__enclos_env__$private
-  if (is.null(priv$.shape)) output$shape <- array$shape
-  if (!identical(as.numeric(priv$.shape), as.numeric(array$shape)))
+  if (!output$is_set("shape")) output$shape <- array$shape
+  if (!identical(as.numeric(output$shape), as.numeric(array$shape)))
     zarr_abort("argument", "the output array must have the shape of the input array", array = array$path)
-  if (is.null(priv$.chunk)) output$chunk_shape <- array$chunking$chunk_shape
+  if (!output$is_set("chunk_shape")) output$chunk_shape <- array$chunking$chunk_shape
   if (is.null(path)) {
     if (is.null(array$parent)) zarr_abort("argument", "give the output array, or its path: the input array has no group",
                                           array = array$path)

@@ -53,10 +53,19 @@
 #' @name zarr-options
 NULL
 
+# The cores this process may use, asked once (reads take it on every call).
+num_cores <- local({
+  n <- NULL
+  function() {
+    if (is.null(n)) n <<- .Call(ffi_num_cores)
+    n
+  }
+})
+
 zarr_num_threads <- function() {
   n <- getOption("zarr.num_threads")
   if (is.null(n)) {
-    n <- .Call(ffi_num_cores)
+    n <- num_cores()
     limit <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
     if (nzchar(limit) && !identical(tolower(limit), "false")) n <- min(n, 2L)
   }

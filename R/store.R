@@ -212,7 +212,7 @@ zarr_store <- R6::R6Class("zarr_store",
         metadata <- metadata$metadata()
       }
       prefix <- private$new_node_prefix(parent, name)
-      parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
+      p <- parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
       if (identical(as.integer(metadata$zarr_format), 2L)) {
         if (!identical(metadata$chunk_key_encoding$name, "v2"))
           metadata$chunk_key_encoding <- list(name = "v2", configuration = list(separator = "."))
@@ -223,6 +223,8 @@ zarr_store <- R6::R6Class("zarr_store",
           metadata$chunk_key_encoding <- list(name = "default", configuration = list(separator = self$separator))
       }
       self$set_metadata(prefix, metadata)
+      p$key_encoding <- array_key_encoding(metadata)
+      remember_parsed(metadata, p)
       metadata
     },
 

@@ -32,8 +32,8 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       version <- zarr_default_format()
       if (dir.exists(root)) {
         has3 <- file.exists(file.path(root, "zarr.json"))
-        has2 <- file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray")) ||
-          file.exists(file.path(root, ".zmetadata"))
+        has2 <- !has3 && (file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray")) ||
+          file.exists(file.path(root, ".zmetadata")))
         if (!has3 && !has2 && length(list.files(root, all.files = TRUE, no.. = TRUE)) &&
             !has_nested_metadata(root))
           zarr_abort("store", sprintf("'%s' exists but is not a Zarr store", root))

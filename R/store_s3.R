@@ -163,7 +163,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     #' @return A character vector of names.
     list_dir = function(prefix) {
       prefix <- node_prefix(prefix)
-      l <- private$list_objects(prefix, delimiter = "/")
+      l <- self$list_objects(prefix, delimiter = "/")
       n <- nchar(private$key_prefix(prefix))
       sort(unique(c(substring(l$keys, n + 1L), sub("/$", "", substring(l$prefixes, n + 1L)))))
     },
@@ -173,7 +173,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     #' @return A character vector of full keys (relative to the store root).
     list_prefix = function(prefix) {
       prefix <- node_prefix(prefix)
-      keys <- private$list_objects(prefix)$keys
+      keys <- self$list_objects(prefix)$keys
       root <- private$key_prefix("")
       sort(substring(keys, nchar(root) + 1L))
     },
@@ -183,7 +183,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     #' @return The size, or `NA` if the key does not exist.
     getsize = function(key) {
       check_key(key)
-      l <- private$list_objects(key)
+      l <- self$list_objects(key)
       full <- private$key_prefix(key)
       i <- match(full, l$keys)
       if (is.na(i)) NA_real_ else l$sizes[i]
@@ -192,6 +192,35 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     #' @description How the C engine reaches this store: libcurl, with the
     #'   HTTP options as they are set now.
     #' @return An external pointer to the store's C implementation.
+    #' @description List the objects below a store prefix (ListObjectsV2,
+    #'   following continuation tokens).
+    #' @param prefix A store prefix (below the store's own prefix).
+    #' @param delimiter `NULL`, or "/" to group keys below the next "/" into
+    #'   prefixes.
+    #' @return A list with `keys`, `sizes` and `prefixes`: full object keys
+    #'   (relative to the bucket).
+    list_objects = function(prefix, delimiter = NULL) {
+      full <- private$key_prefix(prefix)
+      keys <- character()
+      sizes <- numeric()
+      prefixes <- character()
+      token <- NULL
+      repeat {
+        q <- c(`continuation-token` = token, delimiter = delimiter, `list-type` = "2", prefix = full)
+        res <- s3_request(private$.io, "GET", "", s3_query(q), at_bucket = TRUE)
+        if (res$status != 200L) s3_fail(res, paste0(self$root, "/", prefix))
+        page <- s3_parse_list(res$body)
+        keys <- c(keys, page$keys)
+        sizes <- c(sizes, page$sizes)
+        prefixes <- c(prefixes, page$prefixes)
+        if (!page$truncated) break
+        if (is.null(page$token) || identical(page$token, token))
+          zarr_abort("s3", sprintf("S3 listing of %s is truncated without a continuation token", self$root))
+        token <- page$token
+      }
+      list(keys = keys, sizes = sizes, prefixes = prefixes)
+    },
+
     io_spec = function() {
       .Call(ffi_store_s3_options, private$.io, c(http_options(), list(multipart_size = s3_multipart_size())))
       private$.io
@@ -216,30 +245,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
   private = list(
     .bucket = NULL, .prefix = "", .bucket_url = NULL, .url = NULL, .cfg = NULL,
     # The object key (in the bucket) of a store key or prefix.
-    key_prefix = function(key) if (nzchar(private$.prefix)) paste0(private$.prefix, "/", key) else key,
-    # ListObjectsV2 below a store prefix, following continuation tokens:
-    # list(keys, sizes, prefixes) with full object keys.
-    list_objects = function(prefix, delimiter = NULL) {
-      full <- private$key_prefix(prefix)
-      keys <- character()
-      sizes <- numeric()
-      prefixes <- character()
-      token <- NULL
-      repeat {
-        q <- c(`continuation-token` = token, delimiter = delimiter, `list-type` = "2", prefix = full)
-        res <- s3_request(private$.io, "GET", "", s3_query(q), at_bucket = TRUE)
-        if (res$status != 200L) s3_fail(res, paste0(self$root, "/", prefix))
-        page <- s3_parse_list(res$body)
-        keys <- c(keys, page$keys)
-        sizes <- c(sizes, page$sizes)
-        prefixes <- c(prefixes, page$prefixes)
-        if (!page$truncated) break
-        if (is.null(page$token) || identical(page$token, token))
-          zarr_abort("s3", sprintf("S3 listing of %s is truncated without a continuation token", self$root))
-        token <- page$token
-      }
-      list(keys = keys, sizes = sizes, prefixes = prefixes)
-    }
+    key_prefix = function(key) if (nzchar(private$.prefix)) paste0(private$.prefix, "/", key) else key
   )
 )
 
@@ -411,6 +417,6 @@ s3_list_dir <- function(bucket, prefix = "", region = NULL, profile = NULL, acce
   st <- zarr_s3store$new(bucket, prefix, region = region, profile = profile, access_key = access_key,
                          secret_key = secret_key, session_token = session_token, endpoint = endpoint,
                          path_style = path_style, anonymous = anonymous, read_only = TRUE)
-  l <- st$.__enclos_env__$private$list_objects("", delimiter = "/")
+  l <- st$list_objects("", delimiter = "/")
   unique(c(l$prefixes, l$keys))
 }
