@@ -2,7 +2,11 @@
  * the shard's dimensions, are cut into inner chunks; each is encoded with the
  * inner codec chain, and an index of (offset, length) pairs, itself encoded
  * with the index codecs, goes at the end (or start) of the shard. Inner chunks
- * holding only the fill value are left out (offset and length 2^64 - 1). */
+ * holding only the fill value are left out (offset and length 2^64 - 1).
+ * Reading: the row's engine hooks (engine.h) decode a whole shard, or read
+ * one in two batches of ranged requests, first its index, then the inner
+ * chunks under the selection (neighbours merged). Inner chunks go back to the
+ * engine's decoding (zdec_env.part), so a nested shard comes back here. */
 #include <stdlib.h>
 #include <string.h>
 #include "engine.h"
@@ -57,11 +61,13 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
     ninner *= cps[d];
     ine *= in->chunk_shape[d];
   }
-  if (in->ab != AB_BYTES && in->ab != AB_SHARDING)
+  /* inner chunks whose own codec encodes them (nested sharding) go through
+   * its hooks, as the engine's chunks go through these */
+  const zab_engine *ie = chain_engine(in);
+  if (ie != NULL && ie->encode == NULL) ie = NULL;
+  if (in->ab != AB_BYTES && ie == NULL)
     return zerr_set(e, ZE_CODEC, "only fixed-size elements can be written in shards");
-  for (int d = 0; d < nd; d++)
-    if (in->ab == AB_SHARDING && in->order[d] != d)
-      return zerr_set(e, ZE_CODEC, "a transpose before nested sharding cannot be written");
+  if (ie != NULL && ie->write_check != NULL && ie->write_check(a, in, e)) return -1;
   uint64_t *index = malloc((size_t)ninner * 16);
   if (index == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
   zbuf data = {0};
@@ -83,9 +89,9 @@ int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out
     const uint8_t *payload = inner->data;
     size_t payload_n = (size_t)ine * es;
     zbuf sub = {0}, sub_in = {0}, s1 = {0}, s2 = {0};
-    if (in->ab == AB_SHARDING) { /* nested sharding: the inner chunk is a shard itself */
+    if (ie != NULL) { /* nested sharding: the inner chunk is a shard itself */
       int sub_empty;
-      rc = shard_encode(a, in, inner->data, &sub, &sub_in, &s1, &s2, &sub_empty, e);
+      rc = ie->encode(a, in, inner->data, &sub, &sub_in, &s1, &s2, &sub_empty, e);
       payload = sub.data;
       payload_n = sub.size;
     } else if (in->big_endian && dtype_def(a->dtype)->swap > 1) {
