@@ -498,14 +498,14 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   /* reads (not the merges of a partial write) by parts, where the codec can */
   const zab_engine *ae = g->merged == NULL ? chain_engine(&g->arr->chain) : NULL;
   g->part = ae != NULL && ae->plan_first != NULL ? ae : NULL;
-  int sharded = g->part != NULL;
-  if (sharded) {
+  int by_parts = g->part != NULL;
+  if (by_parts) {
     g->plans = (void **)R_alloc((size_t)g->njobs + 1, sizeof(void *));
     memset(g->plans, 0, sizeof(void *) * ((size_t)g->njobs + 1));
   }
   if (store_fetch(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, &g->stop, &e))
     engine_fail(g, &e, NULL);
-  if (sharded && !g->failed) {
+  if (by_parts && !g->failed) {
     int64_t nr = 0;
     for (int64_t j = 0; j < g->njobs; j++) nr += g->plans[j] ? g->part->plan_count(g->plans[j]) : 0;
     g->r2_job = malloc(sizeof(int64_t) * (size_t)(nr + 1));
@@ -527,7 +527,7 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
     free(g->r2_range);
     g->r2_job = g->r2_range = NULL;
   }
-  if (sharded)
+  if (by_parts)
     for (int64_t j = 0; j < g->njobs; j++)
       if (g->plans[j] != NULL) g->part->plan_free(g->plans[j]);
   g->part = NULL;

@@ -159,8 +159,9 @@ typedef struct {
  * its output would exceed it and reports corrupt data. Output goes to `out`
  * (resized as needed). Optional entries are NULL. */
 /* What a row is. Array codecs (transpose, bytes, the string codecs,
- * sharding) configure the chain's layout (configure()); the engine does their
- * work. Bytes codecs, and element filters R places after the bytes codec,
+ * sharding) configure the chain's layout (configure()); the engine lays the
+ * elements out, and an array -> bytes codec that does more (sharding) gives
+ * the engine its hooks (`engine`, see engine.h). Bytes codecs, and element filters R places after the bytes codec,
  * transform bytes (decode(), encode()). */
 typedef enum { ZC_BYTES_BYTES = 0, ZC_ARRAY_ARRAY, ZC_ARRAY_BYTES } zcodec_kind;
 
