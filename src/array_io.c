@@ -495,8 +495,11 @@ static int handle_range(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
 static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   g->jobs = jobs;
   zerr e = {ZE_OK, ""};
-  /* reads (not the merges of a partial write) by parts, where the codec can */
-  const zab_engine *ae = g->merged == NULL ? chain_engine(&g->arr->chain) : NULL;
+  /* reads (not the merges of a partial write) by parts, where the codec can
+   * and no bytes -> bytes codec follows it (its ranges are then not the
+   * stored value's: a gzipped shard is read whole) */
+  const zab_engine *ae = g->merged == NULL && g->arr->chain.n_bb == 0
+                             ? chain_engine(&g->arr->chain) : NULL;
   g->part = ae != NULL && ae->plan_first != NULL ? ae : NULL;
   int by_parts = g->part != NULL;
   if (by_parts) {
