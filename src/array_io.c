@@ -2,9 +2,10 @@
  *
  * 1. plan: for every dimension, group the selected indices by chunk;
  * 2. fetch: one batch of key or byte-range requests through the store
- *    interface (store.c), decoded as the bytes arrive; a sharded read asks
- *    first for the shard indexes, then for the inner chunks under the
- *    selection, neighbours merged into one range;
+ *    interface (store.c), decoded as the bytes arrive; when the chain's
+ *    array -> bytes codec decodes by parts (engine.h; sharding does), the
+ *    codec plans a first batch (e.g. the shard indexes) and a second one
+ *    (the parts under the selection, neighbours merged into one range);
  * 3. decode / encode every touched chunk in parallel;
  * 4. stitch with one strided copy per chunk (slab.c).
  */
@@ -15,9 +16,10 @@
 #include <unistd.h>
 #include "store.h"
 #include "progress.h"
+#include "engine.h"
 
 #define KEY_CAP 4096
-#define MAX_DEPTH 3
+#define MAX_DEPTH ZENGINE_MAX_DEPTH
 /* bytes of decoded chunks under which a call runs on one thread */
 #define ZARR_SMALL_WORK (1024.0 * 1024.0)
 
@@ -138,38 +140,6 @@ typedef struct {
   zpool *pools; /* string text decoded by this thread; freed after the call */
 } tbufs;
 
-/* A slab's entries grouped by inner chunk, per dimension: group q of
- * dimension d is inner chunk id[d][q], holding cnt[d][q] entries from
- * start[d][q] on in local[d] / out[d]. */
-typedef struct {
-  int nd;
-  int64_t ngrp[ZARR_MAX_DIMS];
-  int64_t *local[ZARR_MAX_DIMS], *out[ZARR_MAX_DIMS];
-  int64_t *start[ZARR_MAX_DIMS], *cnt[ZARR_MAX_DIMS], *id[ZARR_MAX_DIMS];
-  int64_t ostride[ZARR_MAX_DIMS];
-  int64_t total; /* groups in all: the product of ngrp */
-} shard_groups;
-
-/* A shard whose index has been read: the groups of the selection, each
- * group's inner chunk bytes, and those bytes merged into ranges to fetch. */
-typedef struct {
-  int64_t k;          /* group */
-  uint64_t off, len;  /* its inner chunk in the shard */
-} shard_item;
-
-typedef struct {
-  uint64_t off, len;  /* one request */
-  int64_t first, n;   /* its items */
-} shard_range;
-
-typedef struct {
-  shard_groups sg;
-  int64_t cps[ZARR_MAX_DIMS];
-  shard_item *items;
-  shard_range *ranges;
-  int64_t nranges;
-} shard_plan;
-
 typedef struct {
   const zarray *arr;
   int ndim;
@@ -178,10 +148,11 @@ typedef struct {
   zstore *st;
   volatile int stop;         /* set on failure or interrupt: every batch ends */
   int nthreads;
-  /* the jobs a batch is about (NULL: all), and sharded reads */
+  /* the jobs a batch is about (NULL: all), and reads by parts */
   const int64_t *jobs;
   int64_t range_gap, range_max;
-  shard_plan **plans;        /* per job: the inner chunks still to fetch */
+  const zab_engine *part;    /* the chain's codec reads by parts (NULL: whole values) */
+  void **plans;              /* per job: the codec's plan of the parts still to fetch */
   int64_t *r2_job, *r2_range;/* second batch: request -> (job, range) */
   /* R side */
   uint8_t *rdata;
@@ -246,6 +217,25 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
                        int writable, zslab *slab, tbufs *tb, int depth, uint8_t *dst_chunk,
                        zconv *cv, zerr *e);
 
+/* A codec's parts come back to the engine's own decoding. */
+static int env_part(const zdec_env *env, const zchain *ch, const uint8_t *src, size_t n,
+                    int missing, int writable, zslab *slab, uint8_t *dst, int depth, zerr *e) {
+  return decode_into(env->engine, ch, src, n, missing, writable, slab, env->thread, depth, dst,
+                     env->conv, e);
+}
+
+static void env_init(engine *g, tbufs *tb, zconv *cv, zdec_env *env) {
+  env->part = env_part;
+  env->engine = g;
+  env->thread = tb;
+  env->conv = cv;
+  env->a = tb->a;
+  env->b = tb->b;
+  env->elsize = g->arr->elsize;
+  env->range_gap = g->range_gap;
+  env->range_max = g->range_max;
+}
+
 /* Either stitch into the R array (dst_chunk == NULL) or copy the decoded
  * elements into a whole-chunk buffer (writes merging into existing data). */
 static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
@@ -286,200 +276,11 @@ static uint8_t *direct_target(const engine *g, const zchain *ch, const zslab *s,
   return g->rdata + off * (int64_t)elem_rsize(a->dtype, a->rtype);
 }
 
-/* ---- shards ------------------------------------------------------------------ */
-
-/* Inner chunks per shard dimension, and how many in all. */
-static int64_t shard_grid(const zchain *ch, int64_t *cps) {
-  int64_t ninner = 1;
-  for (int d = 0; d < ch->ndim; d++) {
-    cps[d] = ch->chunk_shape[d] / ch->inner->chunk_shape[d];
-    ninner *= cps[d];
-  }
-  return ninner;
-}
-
-/* Size of the encoded index (0 when its codecs are not supported). */
-static size_t shard_index_size(const zchain *ch, int64_t ninner) {
-  size_t enc_n = (size_t)ninner * 16;
-  for (int i = 0; i < ch->index->n_bb; i++) {
-    int over = ch->index->bb[i].vt->overhead; /* a fixed size: checksums */
-    if (over < 0) return 0;
-    enc_n += (size_t)over;
-  }
-  return enc_n;
-}
-
-/* Decode an encoded index (enc_n bytes at ip) into a malloc'd array of
- * (offset, length) pairs in native order. */
-static uint64_t *shard_index_decode(const zchain *ch, const uint8_t *ip, size_t enc_n,
-                                    int64_t ninner, tbufs *tb, int depth, zerr *e) {
-  size_t index_n = (size_t)ninner * 16;
-  const uint8_t *idx;
-  size_t idx_n;
-  if (chain_decode_bytes(ch->index, ip, enc_n, index_n, &tb->a[depth], &tb->b[depth], &idx,
-                         &idx_n, e))
-    return NULL;
-  if (idx_n != index_n) {
-    zerr_set(e, ZE_CORRUPT, "shard index has the wrong size");
-    return NULL;
-  }
-  /* a copy: the buffers are reused by the inner decodes */
-  uint64_t *index = malloc(index_n ? index_n : 1);
-  if (index == NULL) {
-    zerr_set(e, ZE_NOMEM, "out of memory");
-    return NULL;
-  }
-  memcpy(index, idx, index_n);
-  if (ch->index->big_endian) byteswap_inplace((uint8_t *)index, (size_t)ninner * 2, 8);
-  return index;
-}
-
-static int inner_missing(const uint64_t *index, int64_t lin) {
-  return index[2 * lin] == UINT64_MAX && index[2 * lin + 1] == UINT64_MAX;
-}
-
-
-static void shard_groups_free(shard_groups *sg) {
-  for (int d = 0; d < ZARR_MAX_DIMS; d++) {
-    free(sg->local[d]);
-    free(sg->out[d]);
-    free(sg->start[d]);
-    free(sg->cnt[d]);
-    free(sg->id[d]);
-    sg->local[d] = sg->out[d] = sg->start[d] = sg->cnt[d] = sg->id[d] = NULL;
-  }
-}
-
-static int shard_groups_make(const zchain *ch, const int64_t *cps, const zslab *slab,
-                             shard_groups *sg, zerr *e) {
-  memset(sg, 0, sizeof *sg);
-  sg->nd = ch->ndim;
-  sg->total = 1;
-  for (int d = 0; d < ch->ndim; d++) {
-    const zdimmap *m = &slab->dim[d];
-    int64_t ic = ch->inner->chunk_shape[d];
-    size_t cnt = (size_t)(m->cnt ? m->cnt : 1), ng = (size_t)cps[d] + 1;
-    sg->ostride[d] = slab->ostride[d];
-    sg->local[d] = malloc(sizeof(int64_t) * cnt);
-    sg->out[d] = malloc(sizeof(int64_t) * cnt);
-    sg->start[d] = malloc(sizeof(int64_t) * ng);
-    sg->cnt[d] = malloc(sizeof(int64_t) * ng);
-    sg->id[d] = malloc(sizeof(int64_t) * ng);
-    int64_t *fillpos = malloc(sizeof(int64_t) * ng);
-    if (!sg->local[d] || !sg->out[d] || !sg->start[d] || !sg->cnt[d] || !sg->id[d] || !fillpos) {
-      free(fillpos);
-      shard_groups_free(sg);
-      return zerr_set(e, ZE_NOMEM, "out of memory");
-    }
-    /* counting sort by inner chunk keeps each group's original order */
-    int64_t *count = sg->cnt[d];
-    for (int64_t q = 0; q <= cps[d]; q++) count[q] = 0;
-    for (int64_t k = 0; k < m->cnt; k++) count[map_local(m, k) / ic]++;
-    int64_t pos = 0, g2 = 0;
-    for (int64_t q = 0; q < cps[d]; q++) {
-      if (count[q] == 0) continue;
-      sg->id[d][g2] = q;
-      sg->start[d][g2] = pos;
-      fillpos[q] = pos;
-      pos += count[q];
-      g2++;
-    }
-    sg->ngrp[d] = g2;
-    for (int64_t k = 0; k < m->cnt; k++) {
-      int64_t q = map_local(m, k) / ic;
-      int64_t at = fillpos[q]++;
-      sg->local[d][at] = map_local(m, k) - q * ic;
-      sg->out[d][at] = map_out(m, k);
-    }
-    for (int64_t q = 0; q < g2; q++) sg->cnt[d][q] = count[sg->id[d][q]];
-    free(fillpos);
-    sg->total *= g2;
-  }
-  return 0;
-}
-
-/* The slab of group k (0 <= k < total) and its inner chunk's C-order index. */
-static int64_t shard_group_slab(const shard_groups *sg, const int64_t *cps, int64_t k, zslab *sub) {
-  int64_t r = k, lin = 0;
-  memset(sub, 0, sizeof *sub);
-  sub->ndim = sg->nd;
-  for (int d = 0; d < sg->nd; d++) {
-    int64_t gi = r % sg->ngrp[d];
-    r /= sg->ngrp[d];
-    sub->dim[d].cnt = sg->cnt[d][gi];
-    sub->dim[d].local = sg->local[d] + sg->start[d][gi];
-    sub->dim[d].outpos = sg->out[d] + sg->start[d][gi];
-    sub->ostride[d] = sg->ostride[d];
-    lin = lin * cps[d] + sg->id[d][gi]; /* C order: the last dimension varies fastest */
-  }
-  return lin;
-}
-
-/* A whole shard in memory: decode what the slab needs (or, for a partial
- * write, every inner chunk into dst_chunk). */
-static int decode_shard(engine *g, const zchain *ch, const uint8_t *src, size_t n, zslab *slab,
-                        tbufs *tb, int depth, uint8_t *dst_chunk, zconv *cv, zerr *e) {
-  const zchain *in = ch->inner;
-  int64_t cps[ZARR_MAX_DIMS];
-  int64_t ninner = shard_grid(ch, cps);
-  size_t enc_n = shard_index_size(ch, ninner);
-  if (enc_n == 0) return zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
-  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
-  uint64_t *index = shard_index_decode(ch, ch->index_at_end ? src + n - enc_n : src, enc_n, ninner,
-                                       tb, depth, e);
-  if (index == NULL) return -1;
-  int rc = 0;
-  if (dst_chunk != NULL) { /* a partial write: the whole shard, element by element */
-    int64_t ine = chain_nelem(in);
-    uint8_t *innerbuf = malloc((size_t)ine * g->arr->elsize + 1);
-    rc = innerbuf == NULL ? zerr_set(e, ZE_NOMEM, "out of memory") : 0;
-    for (int64_t k = 0; k < ninner && rc == 0; k++) {
-      int64_t ic[ZARR_MAX_DIMS], r = k;
-      for (int d = ch->ndim - 1; d >= 0; d--) {
-        ic[d] = r % cps[d];
-        r /= cps[d];
-      }
-      uint64_t off = index[2 * k], len = index[2 * k + 1];
-      int miss = inner_missing(index, k);
-      if (!miss && (off > n || len > n - off)) {
-        rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
-        break;
-      }
-      rc = decode_into(g, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, NULL, tb,
-                       depth + 1, innerbuf, cv, e);
-      if (rc == 0) shard_inner_copy(ch, ic, dst_chunk, innerbuf, g->arr->elsize, 0);
-    }
-    free(innerbuf);
-    free(index);
-    return rc;
-  }
-  shard_groups sg;
-  if (shard_groups_make(ch, cps, slab, &sg, e)) {
-    free(index);
-    return -1;
-  }
-  for (int64_t k = 0; k < sg.total && rc == 0; k++) {
-    zslab sub;
-    int64_t lin = shard_group_slab(&sg, cps, k, &sub);
-    uint64_t off = index[2 * lin], len = index[2 * lin + 1];
-    int miss = inner_missing(index, lin);
-    if (!miss && (off > n || len > n - off)) {
-      rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
-      break;
-    }
-    rc = decode_into(g, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, &sub, tb,
-                     depth + 1, NULL, cv, e);
-  }
-  shard_groups_free(&sg);
-  free(index);
-  return rc;
-}
-
 static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n, int missing,
                        int writable, zslab *slab, tbufs *tb, int depth, uint8_t *dst_chunk,
                        zconv *cv, zerr *e) {
   const zarray *a = g->arr;
-  if (depth >= MAX_DEPTH) return zerr_set(e, ZE_CODEC, "sharding is nested too deeply");
+  if (depth >= MAX_DEPTH) return zerr_set(e, ZE_CODEC, "codecs are nested too deeply");
   if (missing) {
     if (dst_chunk != NULL) {
       int64_t ne = chain_nelem(ch);
@@ -501,8 +302,12 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
   size_t res_n;
   if (chain_decode_bytes(ch, src, n, expect, &tb->a[depth], &tb->b[depth], &res, &res_n, e))
     return -1;
-  if (ch->ab == AB_SHARDING)
-    return decode_shard(g, ch, res, res_n, slab, tb, depth, dst_chunk, cv, e);
+  const zab_engine *ae = chain_engine(ch);
+  if (ae != NULL && ae->decode != NULL) {
+    zdec_env env;
+    env_init(g, tb, cv, &env);
+    return ae->decode(ch, res, res_n, slab, dst_chunk, depth, &env, e);
+  }
   if (a->dtype == DT_STRING) {
     if (zbuf_reserve(&tb->elem[depth], (size_t)ne * sizeof(zstr) + 1, e)) return -1;
     if (strings_decode(a, res, res_n, ne, ch->big_endian, tb->elem[depth].data, &tb->pools, e))
@@ -613,9 +418,8 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
 
 static int64_t batch_job(const engine *g, size_t i) { return g->jobs ? g->jobs[i] : (int64_t)i; }
 
-static int sharded_read(const engine *g) { return g->merged == NULL && g->arr->chain.ab == AB_SHARDING; }
-
-/* First batch: every chunk whole, or the index of every shard. */
+/* First batch: every chunk whole, or what the codec reading by parts asks
+ * for first (a shard's index). */
 static int req_chunk(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e) {
   engine *g = ctx;
   (void)cap;
@@ -625,80 +429,10 @@ static int req_chunk(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, z
   r->key = keybuf;
   r->off = 0;
   r->len = -1;
-  if (sharded_read(g)) {
-    const zchain *ch = &g->arr->chain;
-    int64_t cps[ZARR_MAX_DIMS];
-    size_t enc_n = shard_index_size(ch, shard_grid(ch, cps));
-    if (enc_n == 0) return zerr_set(e, ZE_CODEC, "only crc32c is supported as a shard index codec");
-    r->off = ch->index_at_end ? -(int64_t)enc_n : 0;
-    r->len = (int64_t)enc_n;
-  }
+  if (g->part != NULL) return g->part->plan_first(&g->arr->chain, &r->off, &r->len, e);
   return 0;
 }
 
-static int cmp_item(const void *a, const void *b) {
-  const shard_item *x = a, *y = b;
-  return x->off < y->off ? -1 : x->off > y->off;
-}
-
-static void shard_plan_free(shard_plan *p) {
-  if (p == NULL) return;
-  shard_groups_free(&p->sg);
-  free(p->items);
-  free(p->ranges);
-  free(p);
-}
-
-/* A shard's index arrived: the missing inner chunks are fill at once; the
- * others become ranges, neighbours closer than range_gap merged into one
- * request of at most range_max bytes. */
-static int shard_index_arrived(engine *g, int64_t job, const uint8_t *p, size_t n, zslab *slab,
-                               tbufs *tb, zconv *cv, zerr *e) {
-  const zchain *ch = &g->arr->chain;
-  shard_plan *sp = calloc(1, sizeof *sp);
-  if (sp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
-  g->plans[job] = sp;
-  int64_t ninner = shard_grid(ch, sp->cps);
-  size_t enc_n = shard_index_size(ch, ninner);
-  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
-  uint64_t *index = shard_index_decode(ch, p, enc_n, ninner, tb, 0, e);
-  if (index == NULL) return -1;
-  int rc = shard_groups_make(ch, sp->cps, slab, &sp->sg, e);
-  if (rc == 0) {
-    sp->items = malloc(sizeof(shard_item) * (size_t)(sp->sg.total ? sp->sg.total : 1));
-    sp->ranges = malloc(sizeof(shard_range) * (size_t)(sp->sg.total ? sp->sg.total : 1));
-    if (sp->items == NULL || sp->ranges == NULL) rc = zerr_set(e, ZE_NOMEM, "out of memory");
-  }
-  int64_t nitems = 0;
-  for (int64_t k = 0; rc == 0 && k < sp->sg.total; k++) {
-    zslab sub;
-    int64_t lin = shard_group_slab(&sp->sg, sp->cps, k, &sub);
-    if (inner_missing(index, lin)) {
-      rc = decode_into(g, ch->inner, NULL, 0, 1, 0, &sub, tb, 1, NULL, cv, e);
-      continue;
-    }
-    uint64_t off = index[2 * lin], len = index[2 * lin + 1];
-    if (len == 0 || off > UINT64_MAX - len || off + len > (uint64_t)INT64_MAX)
-      rc = zerr_set(e, ZE_CORRUPT, "shard index holds an impossible range");
-    sp->items[nitems++] = (shard_item){k, off, len};
-  }
-  free(index);
-  if (rc) return rc;
-  qsort(sp->items, (size_t)nitems, sizeof(shard_item), cmp_item);
-  for (int64_t i = 0; i < nitems; i++) {
-    const shard_item *it = &sp->items[i];
-    shard_range *last = sp->nranges ? &sp->ranges[sp->nranges - 1] : NULL;
-    if (last != NULL && it->off >= last->off + last->len &&
-        it->off - (last->off + last->len) <= (uint64_t)g->range_gap &&
-        it->off + it->len - last->off <= (uint64_t)g->range_max) {
-      last->len = it->off + it->len - last->off;
-      last->n++;
-    } else {
-      sp->ranges[sp->nranges++] = (shard_range){it->off, it->len, i, 1};
-    }
-  }
-  return 0;
-}
 
 static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
                         int writable, zerr *e) {
@@ -711,9 +445,11 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   conv_init(g, &cv);
   tbufs *tb = &g->tb[thread];
   int rc;
-  if (sharded_read(g) && !missing)
-    rc = shard_index_arrived(g, job, p, n, &s, tb, &cv, e);
-  else {
+  if (g->part != NULL && !missing) {
+    zdec_env env;
+    env_init(g, tb, &cv, &env);
+    rc = g->part->plan_next(&g->arr->chain, p, n, &s, &env, &g->plans[job], e);
+  } else {
     zchain tmp;
     rc = decode_into(g, job_chain(g, jc, &tmp), p, n, missing, writable, &s, tb, 0,
                      g->merged ? g->merged[job] : NULL, &cv, e);
@@ -724,17 +460,15 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   return rc;
 }
 
-/* Second batch of a sharded read: the merged ranges of inner chunks. */
+/* Second batch of a read by parts: the ranges the codec planned. */
 static int req_range(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e) {
   engine *g = ctx;
   (void)cap;
   int64_t job = g->r2_job[i], jc[ZARR_MAX_DIMS];
   job_coords(g, job, jc);
   if (job_key(g, jc, keybuf)) return zerr_set(e, ZE_KEY, "chunk key is too long");
-  const shard_range *sr = &g->plans[job]->ranges[g->r2_range[i]];
   r->key = keybuf;
-  r->off = (int64_t)sr->off;
-  r->len = (int64_t)sr->len;
+  g->part->plan_range(g->plans[job], g->r2_range[i], &r->off, &r->len);
   return 0;
 }
 
@@ -745,20 +479,12 @@ static int handle_range(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   char key[KEY_CAP];
   zslab s;
   if (job_begin(g, job, jc, key, &s)) return -1;
-  const shard_plan *sp = g->plans[job];
-  const shard_range *sr = &sp->ranges[g->r2_range[i]];
   zconv cv;
   conv_init(g, &cv);
-  int rc = 0;
-  if (missing || n != sr->len)
-    rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
-  for (int64_t k = 0; rc == 0 && k < sr->n; k++) {
-    const shard_item *it = &sp->items[sr->first + k];
-    zslab sub;
-    shard_group_slab(&sp->sg, sp->cps, it->k, &sub);
-    rc = decode_into(g, g->arr->chain.inner, p + (it->off - sr->off), (size_t)it->len, 0, writable,
-                     &sub, &g->tb[thread], 1, NULL, &cv, e);
-  }
+  zdec_env env;
+  env_init(g, &g->tb[thread], &cv, &env);
+  int rc = g->part->decode_partial(&g->arr->chain, g->plans[job], g->r2_range[i], p, n, missing,
+                                   writable, &env, e);
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) engine_fail(g, e, key);
   return rc;
@@ -769,16 +495,22 @@ static int handle_range(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
 static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   g->jobs = jobs;
   zerr e = {ZE_OK, ""};
-  int sharded = sharded_read(g);
-  if (sharded) {
-    g->plans = (shard_plan **)R_alloc((size_t)g->njobs + 1, sizeof(shard_plan *));
-    memset(g->plans, 0, sizeof(shard_plan *) * ((size_t)g->njobs + 1));
+  /* reads (not the merges of a partial write) by parts, where the codec can
+   * and no bytes -> bytes codec follows it (its ranges are then not the
+   * stored value's: a gzipped shard is read whole) */
+  const zab_engine *ae = g->merged == NULL && g->arr->chain.n_bb == 0
+                             ? chain_engine(&g->arr->chain) : NULL;
+  g->part = ae != NULL && ae->plan_first != NULL ? ae : NULL;
+  int by_parts = g->part != NULL;
+  if (by_parts) {
+    g->plans = (void **)R_alloc((size_t)g->njobs + 1, sizeof(void *));
+    memset(g->plans, 0, sizeof(void *) * ((size_t)g->njobs + 1));
   }
   if (store_fetch(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, &g->stop, &e))
     engine_fail(g, &e, NULL);
-  if (sharded && !g->failed) {
+  if (by_parts && !g->failed) {
     int64_t nr = 0;
-    for (int64_t j = 0; j < g->njobs; j++) nr += g->plans[j] ? g->plans[j]->nranges : 0;
+    for (int64_t j = 0; j < g->njobs; j++) nr += g->plans[j] ? g->part->plan_count(g->plans[j]) : 0;
     g->r2_job = malloc(sizeof(int64_t) * (size_t)(nr + 1));
     g->r2_range = malloc(sizeof(int64_t) * (size_t)(nr + 1));
     if (g->r2_job == NULL || g->r2_range == NULL) {
@@ -787,7 +519,7 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
     } else {
       nr = 0;
       for (int64_t j = 0; j < g->njobs; j++)
-        for (int64_t k = 0; g->plans[j] && k < g->plans[j]->nranges; k++) {
+        for (int64_t k = 0, m = g->plans[j] ? g->part->plan_count(g->plans[j]) : 0; k < m; k++) {
           g->r2_job[nr] = j;
           g->r2_range[nr++] = k;
         }
@@ -798,8 +530,10 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
     free(g->r2_range);
     g->r2_job = g->r2_range = NULL;
   }
-  if (sharded)
-    for (int64_t j = 0; j < g->njobs; j++) shard_plan_free(g->plans[j]);
+  if (by_parts)
+    for (int64_t j = 0; j < g->njobs; j++)
+      if (g->plans[j] != NULL) g->part->plan_free(g->plans[j]);
+  g->part = NULL;
   g->jobs = NULL;
 }
 
@@ -820,14 +554,10 @@ static void write_task(void *ctx, size_t task, int thread) {
   zchain tmp;
   const zchain *ch = job_chain(g, jc, &tmp);
   zerr e = {ZE_OK, ""};
-  if (ch->ab == AB_SHARDING) {
-    for (int d = 0; d < ch->ndim; d++)
-      if (ch->order[d] != d) zerr_set(&e, ZE_CODEC, "a transpose before sharding cannot be written");
-    if (a->dtype == DT_STRING) zerr_set(&e, ZE_CODEC, "sharded string arrays cannot be written yet");
-    if (e.kind != ZE_OK) {
-      engine_fail(g, &e, key);
-      return;
-    }
+  const zab_engine *ae = chain_engine(ch);
+  if (ae != NULL && ae->write_check != NULL && ae->write_check(a, ch, &e)) {
+    engine_fail(g, &e, key);
+    return;
   }
   int64_t ne = chain_nelem(ch);
   size_t nbytes = (size_t)ne * a->elsize;
@@ -856,8 +586,8 @@ static void write_task(void *ctx, size_t task, int thread) {
   if (!empty) {
     const uint8_t *payload = cb->data;
     size_t payload_n = nbytes;
-    if (ch->ab == AB_SHARDING) {
-      if (shard_encode(a, ch, cb->data, &tb->elem[0], &tb->elem[1], &tb->a[1], &tb->b[1], &empty, &e)) {
+    if (ae != NULL && ae->encode != NULL) {
+      if (ae->encode(a, ch, cb->data, &tb->elem[0], &tb->elem[1], &tb->a[1], &tb->b[1], &empty, &e)) {
         engine_fail(g, &e, key);
         return;
       }

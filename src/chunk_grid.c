@@ -1,15 +1,21 @@
 /* The chunk grid of an array as R describes it (chunk_grid_rectilinear's
  * c_spec() in R/chunk_grid.R): per dimension, the lengths of its chunks. A
  * regular grid has none, and the engine keeps its plain arithmetic. */
+#include <stdio.h>
 #include "zarr.h"
+#include "engine.h"
 
 void grid_parse(SEXP spec, zarray *a) {
   SEXP ed = list_get(spec, "chunk_edges");
   if (isNull(ed)) return;
   if (TYPEOF(ed) != VECSXP || XLENGTH(ed) != a->ndim)
     zarr_raise(ZE_METADATA, a->name, NULL, "the chunk edges need one vector per dimension");
-  if (a->chain.ab == AB_SHARDING)
-    zarr_raise(ZE_CODEC, a->name, NULL, "sharding is not supported with a rectilinear chunk grid");
+  if (chain_engine(&a->chain) != NULL) { /* its chunks vary in shape: no codec that splits them */
+    char msg[ZARR_MSG_LEN];
+    snprintf(msg, sizeof msg, "codec '%s' is not supported with a rectilinear chunk grid",
+             a->chain.ab_vt->name);
+    zarr_raise(ZE_CODEC, a->name, NULL, msg);
+  }
   for (int d = 0; d < a->ndim; d++) {
     SEXP v = VECTOR_ELT(ed, d);
     if (TYPEOF(v) != REALSXP)

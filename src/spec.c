@@ -183,6 +183,7 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
       zerr e = {ZE_OK, ""};
       if (vt->configure(c, &cfg, &e)) spec_fail(e.kind, "%s", e.msg);
       seen_ab = vt->kind == ZC_ARRAY_BYTES;
+      if (seen_ab) c->ab_vt = vt;
       continue;
     }
     if (!seen_ab) spec_fail(ZE_CODEC, "bytes-to-bytes codec '%s' before the array codec", name);

@@ -159,8 +159,9 @@ typedef struct {
  * its output would exceed it and reports corrupt data. Output goes to `out`
  * (resized as needed). Optional entries are NULL. */
 /* What a row is. Array codecs (transpose, bytes, the string codecs,
- * sharding) configure the chain's layout (configure()); the engine does their
- * work. Bytes codecs, and element filters R places after the bytes codec,
+ * sharding) configure the chain's layout (configure()); the engine lays the
+ * elements out, and an array -> bytes codec that does more (sharding) gives
+ * the engine its hooks (`engine`, see engine.h). Bytes codecs, and element filters R places after the bytes codec,
  * transform bytes (decode(), encode()). */
 typedef enum { ZC_BYTES_BYTES = 0, ZC_ARRAY_ARRAY, ZC_ARRAY_BYTES } zcodec_kind;
 
@@ -178,6 +179,9 @@ struct zcodec_vt {
   int (*strip)(const zcodec *c, const uint8_t *src, size_t n, size_t *off, size_t *len, zerr *e);
   /* optional: encode in place, growing the buffer that holds the n input bytes */
   int (*encode_inplace)(const zcodec *c, zbuf *buf, size_t n, zerr *e);
+  /* optional, array -> bytes codecs: what the engine calls to decode a
+   * stored value whole or in parts and to encode it (engine.h) */
+  const struct zab_engine *engine;
   int overhead;    /* bytes encoding always adds (checksums); -1: varies */
   int bounded;     /* decode() honours `limit` */
   int main_thread; /* calls into R: only on the R thread */
@@ -215,6 +219,7 @@ struct zchain {
   int64_t chunk_shape[ZARR_MAX_DIMS];  /* logical (Zarr order) chunk shape */
   int order[ZARR_MAX_DIMS];            /* stored dim k holds logical dim order[k] */
   zab_kind ab;
+  const zcodec_vt *ab_vt;              /* the array -> bytes codec's row (NULL: bytes) */
   int big_endian;                      /* bytes codec */
   /* sharding_indexed: the chunk is a shard of inner chunks */
   zchain *inner;

@@ -135,3 +135,22 @@ test_that("an error signalled by a store written in R reaches the caller with it
   # the store still works afterwards
   expect_identical(st$get_metadata("x")$node_type, "array")
 })
+
+test_that("a shard followed by a bytes-to-bytes codec is read whole, not by ranges", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  d <- define_array("float64", c(40, 40))
+  d$chunk_shape <- c(40, 40)
+  d$add_codec("sharding_indexed", list(chunk_shape = c(10, 10), index_location = "end"))
+  d$add_codec("gzip", list(level = 1))
+  a <- z$add_array("/", "g", d)
+  x <- matrix(as.numeric(seq_len(1600)), 40, 40)
+  a$write(x)
+  z2 <- open_zarr(path, read_only = TRUE)
+  st <- z2$store
+  got <- NULL
+  dd <- io_delta(st, got <- z2[["/g"]][1:10, 11:20])
+  expect_identical(got, x[1:10, 11:20])
+  expect_equal(dd[["requests"]], 1)  # the whole shard, gunzipped, then its index and chunk
+  expect_identical(z2[["/g"]][, ], x)
+})

@@ -1,15 +1,17 @@
 /* libFuzzer target: shards (sharding_indexed). The input's first bytes pick
  * the geometry (rank, shard and inner chunk shapes, element size, index
  * location, inner codecs); the rest is used twice:
- *  1. as a shard read from a store: its index is decoded with the index
- *     codecs (bytes + crc32c), each entry checked against the shard, each
- *     inner chunk decoded with the inner chain to exactly its size and copied
- *     into place with shard_inner_copy(), as the engine does;
+ *  1. as a shard read from a store, through the codec's engine hooks
+ *     (engine.h): whole (decode), and by parts (plan_first, plan_next,
+ *     decode_partial) as from a store's ranged reads; both must fail
+ *     cleanly or agree;
  *  2. as elements written with shard_encode(), whose output must decode
  *     (by step 1) to exactly those elements. */
 #include <stdlib.h>
 #include <string.h>
-#include "zarr_core.h"
+#include "engine.h"
+
+extern const zcodec_vt zc_sharding_indexed;
 
 typedef struct {
   zarray a;
@@ -42,6 +44,7 @@ static int setup(geom *g, const uint8_t *d) {
   a->pool_used = 2;
   sh->ndim = nd;
   sh->ab = AB_SHARDING;
+  sh->ab_vt = &zc_sharding_indexed;
   sh->inner = in;
   sh->index = ix;
   sh->index_at_end = !(d[1] & 4);
@@ -72,67 +75,121 @@ static int setup(geom *g, const uint8_t *d) {
   return 2 + nd;
 }
 
-static void swap8(uint8_t *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    for (int k = 0; k < 4; k++) {
-      uint8_t t = p[8 * i + k];
-      p[8 * i + k] = p[8 * i + 7 - k];
-      p[8 * i + 7 - k] = t;
+/* The engine's side of the hooks, as the engine does it: an inner chunk is
+ * decoded with its chain, byte-swapped, and either kept whole (dst) or copied
+ * element by element into the slab of `env->engine` (C-order strides). */
+static int part(const zdec_env *env, const zchain *ch, const uint8_t *src, size_t n, int missing,
+                int writable, zslab *slab, uint8_t *dst, int depth, zerr *e) {
+  (void)writable;
+  if (depth >= ZENGINE_MAX_DEPTH) return zerr_set(e, ZE_CODEC, "codecs are nested too deeply");
+  size_t es = env->elsize;
+  int64_t ne = 1;
+  for (int d = 0; d < ch->ndim; d++) ne *= ch->chunk_shape[d];
+  size_t expect = (size_t)ne * es;
+  zbuf *tmp = &env->b[ZENGINE_MAX_DEPTH - 1];
+  uint8_t *buf = dst;
+  if (buf == NULL) {
+    if (zbuf_reserve(tmp, expect + 1, e)) return -1;
+    buf = tmp->data;
+  }
+  if (missing) {
+    memset(buf, 0, expect);
+  } else {
+    const uint8_t *res;
+    size_t res_n;
+    if (chain_decode_bytes(ch, src, n, expect, &env->a[depth], &env->b[depth], &res, &res_n, e))
+      return -1;
+    if (res_n != expect) return zerr_set(e, ZE_CORRUPT, "inner chunk has the wrong size");
+    memcpy(buf, res, expect);
+    if (ch->big_endian && es > 1) byteswap_inplace(buf, (size_t)ne, es);
+  }
+  if (dst != NULL) return 0;
+  uint8_t *out = env->engine;
+  int64_t cst[ZARR_MAX_DIMS], idx[ZARR_MAX_DIMS] = {0}, total = 1;
+  chunk_strides(ch, cst);
+  for (int d = 0; d < slab->ndim; d++) total *= slab->dim[d].cnt;
+  for (int64_t k = 0; k < total; k++) {
+    int64_t lo = 0, oo = 0;
+    for (int d = 0; d < slab->ndim; d++) {
+      lo += map_local(&slab->dim[d], idx[d]) * cst[d];
+      oo += map_out(&slab->dim[d], idx[d]) * slab->ostride[d];
     }
+    memcpy(out + oo * (int64_t)es, buf + lo * (int64_t)es, es);
+    for (int d = slab->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < slab->dim[d].cnt) break;
+      idx[d] = 0;
+    }
+  }
+  return 0;
 }
 
-/* Decode shard `src` (n bytes) into `out` (nelem * elsize bytes; missing
- * inner chunks are zero). Returns 0 or -1 with e set. */
+static void env_make(const geom *g, uint8_t *out, zbuf *a, zbuf *b, zdec_env *env) {
+  memset(env, 0, sizeof *env);
+  env->part = part;
+  env->engine = out;
+  env->a = a;
+  env->b = b;
+  env->elsize = g->a.elsize;
+  env->range_gap = 16;
+  env->range_max = 64;
+}
+
+static void bufs_free(zbuf *a, zbuf *b) {
+  for (int i = 0; i < ZENGINE_MAX_DEPTH; i++) {
+    zbuf_free(&a[i]);
+    zbuf_free(&b[i]);
+  }
+}
+
+/* Decode shard `src` (n bytes) whole into `out` (nelem * elsize bytes, C
+ * order; missing inner chunks are zero) through the codec's decode hook.
+ * Returns 0 or -1 with e set. */
 static int decode(const geom *g, const uint8_t *src, size_t n, uint8_t *out, zerr *e) {
-  const zarray *a = &g->a;
-  const zchain *sh = &a->chain, *in = sh->inner;
-  size_t es = a->elsize, index_n = (size_t)g->ninner * 16, enc_n = index_n + 4;
-  if (n < enc_n) return zerr_set(e, ZE_CORRUPT, "shard is too short to hold its index");
-  const uint8_t *ip = sh->index_at_end ? src + n - enc_n : src;
-  zbuf t1 = {0}, t2 = {0}, u1 = {0}, u2 = {0};
-  const uint8_t *idx, *res;
-  size_t idx_n, res_n;
-  int rc = chain_decode_bytes(sh->index, ip, enc_n, index_n, &t1, &t2, &idx, &idx_n, e);
-  uint64_t *index = NULL;
-  if (rc == 0 && idx_n != index_n) rc = zerr_set(e, ZE_CORRUPT, "shard index has the wrong size");
+  const zab_engine *ae = chain_engine(&g->a.chain);
+  zbuf a[ZENGINE_MAX_DEPTH] = {{0}}, b[ZENGINE_MAX_DEPTH] = {{0}};
+  zdec_env env;
+  env_make(g, NULL, a, b, &env);
+  memset(out, 0, (size_t)g->nelem * g->a.elsize);
+  int rc = ae->decode(&g->a.chain, src, n, NULL, out, 0, &env, e);
+  bufs_free(a, b);
+  return rc;
+}
+
+/* The same shard read as the engine reads a store by parts, the whole shard
+ * selected: the first range (its index), then the planned ranges (a range
+ * past the end comes back short, as from a store). */
+static int decode_by_parts(const geom *g, uint8_t *src, size_t n, uint8_t *out, zerr *e) {
+  const zab_engine *ae = chain_engine(&g->a.chain);
+  const zchain *sh = &g->a.chain;
+  zbuf a[ZENGINE_MAX_DEPTH] = {{0}}, b[ZENGINE_MAX_DEPTH] = {{0}};
+  zdec_env env;
+  env_make(g, out, a, b, &env);
+  memset(out, 0, (size_t)g->nelem * g->a.elsize);
+  zslab slab;
+  memset(&slab, 0, sizeof slab);
+  slab.ndim = sh->ndim;
+  int64_t acc = 1;
+  for (int d = sh->ndim - 1; d >= 0; d--) {
+    slab.dim[d].cnt = sh->chunk_shape[d];
+    slab.ostride[d] = acc;
+    acc *= sh->chunk_shape[d];
+  }
+  int64_t off, len;
+  void *plan = NULL;
+  int rc = ae->plan_first(sh, &off, &len, e);
   if (rc == 0) {
-    index = malloc(index_n);
-    memcpy(index, idx, index_n);
-    if (sh->index->big_endian) swap8((uint8_t *)index, (size_t)g->ninner * 2);
+    size_t o = off < 0 ? ((size_t)-off > n ? 0 : n - (size_t)-off) : (size_t)off;
+    size_t l = o > n ? 0 : (n - o < (size_t)len ? n - o : (size_t)len);
+    rc = ae->plan_next(sh, src + (o > n ? n : o), l, &slab, &env, &plan, e);
   }
-  int64_t ine = 1;
-  for (int k = 0; k < sh->ndim; k++) ine *= in->chunk_shape[k];
-  uint8_t *ib = malloc((size_t)ine * es);
-  memset(out, 0, (size_t)g->nelem * es);
-  for (int64_t k = 0; rc == 0 && k < g->ninner; k++) {
-    uint64_t off = index[2 * k], len = index[2 * k + 1];
-    if (off == UINT64_MAX && len == UINT64_MAX) continue;
-    if (off > n || len > n - off) {
-      rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
-      break;
-    }
-    size_t expect = (size_t)ine * es;
-    if ((rc = chain_decode_bytes(in, src + off, (size_t)len, expect, &u1, &u2, &res, &res_n, e)))
-      break;
-    if (res_n != expect) {
-      rc = zerr_set(e, ZE_CORRUPT, "inner chunk has the wrong size");
-      break;
-    }
-    memcpy(ib, res, expect);
-    if (in->big_endian && es > 1) byteswap_inplace(ib, (size_t)ine, es);
-    int64_t ic[ZARR_MAX_DIMS], r = k;
-    for (int d = sh->ndim - 1; d >= 0; d--) {
-      ic[d] = r % g->cps[d];
-      r /= g->cps[d];
-    }
-    shard_inner_copy(sh, ic, out, ib, es, 0);
+  for (int64_t k = 0; rc == 0 && plan != NULL && k < ae->plan_count(plan); k++) {
+    ae->plan_range(plan, k, &off, &len);
+    size_t o = (uint64_t)off > n ? n : (size_t)off;
+    size_t l = n - o < (uint64_t)len ? n - o : (size_t)len;
+    rc = ae->decode_partial(sh, plan, k, src + o, l, 0, 0, &env, e);
   }
-  free(ib);
-  free(index);
-  zbuf_free(&t1);
-  zbuf_free(&t2);
-  zbuf_free(&u1);
-  zbuf_free(&u2);
+  if (plan != NULL) ae->plan_free(plan);
+  bufs_free(a, b);
   return rc;
 }
 
@@ -148,7 +205,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *copy = malloc(n ? n : 1);
   memcpy(copy, rest, n);
   zerr e = {ZE_OK, ""};
-  if (decode(&g, copy, n, out, &e) != 0 && e.kind == ZE_OK) abort();
+  int whole = decode(&g, copy, n, out, &e);
+  if (whole != 0 && e.kind == ZE_OK) abort();
+  /* by parts: fails only with an error set, and where both succeed they agree */
+  uint8_t *out2 = malloc(total);
+  zerr ep = {ZE_OK, ""};
+  int parts = decode_by_parts(&g, copy, n, out2, &ep);
+  if (parts != 0 && ep.kind == ZE_OK) abort();
+  if (whole == 0 && parts == 0 && memcmp(out, out2, total) != 0) abort();
+  free(out2);
 
   /* round trip: the input's bytes as elements */
   uint8_t *elems = calloc(1, total);
