@@ -746,6 +746,7 @@ static zstr *strings_from_r(SEXP x, const zstr *fill) {
  * without MADV_POPULATE_WRITE) leave the pages to fault in as before. */
 #define PREFAULT_MIN ((size_t)8 << 20)
 #define PREFAULT_PIECE ((size_t)4 << 20)
+#define HUGE_PAGE ((uintptr_t)2 << 20)
 
 typedef struct {
   uint8_t *p;
@@ -770,6 +771,14 @@ static void prefault(uint8_t *p, size_t n, int nthreads) {
   uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
   uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)pg - 1);
   if (b <= a) return;
+#ifdef MADV_HUGEPAGE
+  /* where transparent huge pages are on request ("madvise"), ask for them:
+   * one fault per 2 MiB instead of per 4 KiB (numpy does the same for its
+   * large arrays); ignored where they are off or always on */
+  uintptr_t ha = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+  uintptr_t hb = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
+  if (hb > ha) (void)madvise((void *)ha, (size_t)(hb - ha), MADV_HUGEPAGE);
+#endif
   prefault_ctx c = {(uint8_t *)a, (size_t)(b - a)};
   parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, NULL);
 }
