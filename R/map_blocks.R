@@ -290,7 +290,9 @@ map_node <- function(where) {
 # are returned (not raised) so that the caller raises them with the block.
 map_block_task <- function(item, src, dst, fun, args) {
   tryCatch({
-    a <- map_node(src)
+    # Opening is not interrupted: a cancellation landing while a daemon first
+    # loads the package's classes left them unusable for its next tasks.
+    a <- suspendInterrupts(map_node(src))
     sel <- lapply(seq_along(item$start), function(d) seq(item$start[d], item$end[d]))
     x <- a$read(sel)
     idx <- sel
@@ -308,7 +310,7 @@ map_block_task <- function(item, src, dst, fun, args) {
     if (length(val) != n)
       zarr_abort("value", sprintf("the function returned %s value(s) for a block of %s element(s)",
                                   format(length(val)), format(n)), array = a$path)
-    map_node(dst)$write(val, sel)
+    suspendInterrupts(map_node(dst))$write(val, sel)
     NULL
   }, error = function(e) {
     e$call <- NULL
@@ -377,7 +379,12 @@ map_on_daemons <- function(items, src, dst, fun, args, path) {
                         .args = list(src = src, dst = dst, fun = fun, args = args))
   tasks <- unclass(m)
   finished <- FALSE
-  on.exit(if (!finished) mirai::stop_mirai(tasks), add = TRUE)
+  # Cancel what is left, and wait until the cancellations have landed, so that
+  # none reaches the daemons' next tasks.
+  on.exit(if (!finished) {
+    mirai::stop_mirai(tasks)
+    mirai::call_mirai(tasks)
+  }, add = TRUE)
   results <- vector("list", n)
   done <- logical(length(tasks))
   pb <- if (map_progress(n)) cli::cli_progress_bar("Blocks", total = n, .envir = environment())

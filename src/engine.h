@@ -1,4 +1,4 @@
-/* What the engine (array_io.c) asks of an array -> bytes codec that does more
+/* What the engine (engine.c) asks of an array -> bytes codec that does more
  * than lay elements out: decode a stored value whole, decode part of it from
  * byte ranges of the stored value, and encode it. A codec offers this by
  * pointing its table row's `engine` at a zab_engine (sharding_indexed does;
