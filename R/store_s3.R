@@ -189,9 +189,6 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       if (is.na(i)) NA_real_ else l$sizes[i]
     },
 
-    #' @description How the C engine reaches this store: libcurl, with the
-    #'   HTTP options as they are set now.
-    #' @return An external pointer to the store's C implementation.
     #' @description List the objects below a store prefix (ListObjectsV2,
     #'   following continuation tokens).
     #' @param prefix A store prefix (below the store's own prefix).
@@ -221,6 +218,9 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       list(keys = keys, sizes = sizes, prefixes = prefixes)
     },
 
+    #' @description How the C engine reaches this store: libcurl, with the
+    #'   HTTP options as they are set now.
+    #' @return An external pointer to the store's C implementation.
     io_spec = function() {
       .Call(ffi_store_s3_options, private$.io, c(http_options(), list(multipart_size = s3_multipart_size())))
       private$.io
