@@ -45,6 +45,12 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};
 
+/* The persistent worker threads run this library's code: stop them first. */
+void R_unload_zarr(DllInfo *dll) {
+  (void)dll;
+  threads_shutdown();
+}
+
 void R_init_zarr(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);

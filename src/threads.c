@@ -2,6 +2,7 @@
  * thread 0; tasks are handed out through atomic counters so uneven chunk
  * costs balance themselves. */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "zarr.h"
 
@@ -50,6 +51,104 @@ static void run_tasks(pool_state *st, int id) {
   }
 }
 
+/* Workers live from their first use until the package is unloaded, so that
+ * each keeps its malloc arena (blosc's and the engine's scratch buffers)
+ * warm between reads instead of faulting it in again in a new thread on
+ * every call. One job runs at a time; a call made while a job runs (from
+ * another thread) starts threads of its own, as does a forked child. */
+#define MAX_WORKERS (MAX_SHARES - 1)
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_go = PTHREAD_COND_INITIALIZER, pool_done = PTHREAD_COND_INITIALIZER;
+static struct {
+  pthread_t tids[MAX_WORKERS];
+  unsigned long born[MAX_WORKERS]; /* the job number when each was started */
+  int nworkers;        /* persistent workers started: ids 1..nworkers */
+  unsigned long gen;   /* job number, bumped for each job */
+  pool_state *job;
+  int want;            /* workers taking part in the current job: ids 1..want */
+  int remaining;       /* of those, the ones still working */
+  int busy;
+  int shutdown;
+} P;
+
+static void *persistent_main(void *p) {
+  int id = (int)(intptr_t)p;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&pool_mu);
+  seen = P.born[id - 1]; /* the job it was started for is one after this */
+  for (;;) {
+    while (!P.shutdown && (P.gen == seen || id > P.want)) {
+      if (P.gen != seen) seen = P.gen; /* a job without this worker */
+      pthread_cond_wait(&pool_go, &pool_mu);
+    }
+    if (P.shutdown) break;
+    seen = P.gen;
+    pool_state *st = P.job;
+    pthread_mutex_unlock(&pool_mu);
+    run_tasks(st, id);
+    pthread_mutex_lock(&pool_mu);
+    if (--P.remaining == 0) pthread_cond_signal(&pool_done);
+  }
+  pthread_mutex_unlock(&pool_mu);
+  return NULL;
+}
+
+/* In a forked child the workers do not exist: start afresh. */
+static void pool_after_fork_child(void) {
+  pthread_mutex_init(&pool_mu, NULL);
+  pthread_cond_init(&pool_go, NULL);
+  pthread_cond_init(&pool_done, NULL);
+  P.nworkers = 0;
+  P.busy = 0;
+  P.job = NULL;
+  P.want = P.remaining = 0;
+}
+
+static void pool_register_atfork(void) { pthread_atfork(NULL, NULL, pool_after_fork_child); }
+
+/* Runs `st` on this thread and up to nthreads - 1 persistent workers;
+ * returns 0 when the pool is taken (the caller then starts threads). */
+static int pool_run(pool_state *st, int nthreads) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, pool_register_atfork);
+  pthread_mutex_lock(&pool_mu);
+  if (P.busy || P.shutdown) {
+    pthread_mutex_unlock(&pool_mu);
+    return 0;
+  }
+  P.busy = 1;
+  while (P.nworkers < nthreads - 1 && P.nworkers < MAX_WORKERS) {
+    P.born[P.nworkers] = P.gen;
+    if (pthread_create(&P.tids[P.nworkers], NULL, persistent_main, (void *)(intptr_t)(P.nworkers + 1)) != 0) break;
+    P.nworkers++;
+  }
+  P.want = nthreads - 1 < P.nworkers ? nthreads - 1 : P.nworkers;
+  P.remaining = P.want;
+  P.job = st;
+  P.gen++;
+  pthread_cond_broadcast(&pool_go);
+  pthread_mutex_unlock(&pool_mu);
+  run_tasks(st, 0); /* thread 0 also takes the shares of workers that could not start */
+  pthread_mutex_lock(&pool_mu);
+  while (P.remaining > 0) pthread_cond_wait(&pool_done, &pool_mu);
+  P.job = NULL;
+  P.busy = 0;
+  pthread_mutex_unlock(&pool_mu);
+  return 1;
+}
+
+/* Called when the package is unloaded: the workers' code is about to go. */
+void threads_shutdown(void) {
+  pthread_mutex_lock(&pool_mu);
+  P.shutdown = 1;
+  pthread_cond_broadcast(&pool_go);
+  int n = P.nworkers;
+  P.nworkers = 0;
+  pthread_mutex_unlock(&pool_mu);
+  for (int t = 0; t < n; t++) pthread_join(P.tids[t], NULL);
+}
+
 static void *worker_main(void *p) {
   worker_arg *a = p;
   run_tasks(a->st, a->id);
@@ -78,19 +177,25 @@ void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll)
     stp->sh[t].end = n * (size_t)(t + 1) / (size_t)nthreads;
   }
   pool_state *st = stp;
-  pthread_t *tids = NULL;
-  worker_arg *args = NULL;
+  if (nthreads == 1) {
+    run_tasks(st, 0);
+    free(stp);
+    return;
+  }
+  if (pool_run(st, nthreads)) {
+    free(stp);
+    return;
+  }
+  /* the pool is busy: threads of this call's own */
+  pthread_t *tids = malloc(sizeof(pthread_t) * (size_t)nthreads);
+  worker_arg *args = malloc(sizeof(worker_arg) * (size_t)nthreads);
   int started = 0;
-  if (nthreads > 1) {
-    tids = malloc(sizeof(pthread_t) * (size_t)nthreads);
-    args = malloc(sizeof(worker_arg) * (size_t)nthreads);
-    if (tids != NULL && args != NULL) {
-      for (int t = 1; t < nthreads; t++) {
-        args[t].st = st;
-        args[t].id = t;
-        if (pthread_create(&tids[t], NULL, worker_main, &args[t]) != 0) break;
-        started++;
-      }
+  if (tids != NULL && args != NULL) {
+    for (int t = 1; t < nthreads; t++) {
+      args[t].st = st;
+      args[t].id = t;
+      if (pthread_create(&tids[t], NULL, worker_main, &args[t]) != 0) break;
+      started++;
     }
   }
   run_tasks(st, 0); /* if thread creation failed, thread 0 takes every share */

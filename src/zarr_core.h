@@ -417,6 +417,7 @@ typedef int (*zpoll_fn)(void *ctx);
 /* Run fn(ctx, i, thread) for i in [0, n) on up to `nthreads` threads (the
  * calling thread is thread 0). Workers must not call the R API. */
 void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll);
+void threads_shutdown(void); /* joins the persistent workers (package unload) */
 /* ---- local files that a store names (fileio.c) ---- */
 
 /* Open a file for reading without ever blocking: a FIFO, socket or device is
