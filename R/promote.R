@@ -69,9 +69,6 @@ promote_array <- function(arr, priv, dimension, length) {
   if (identical(as.integer(m$zarr_format), 2L)) m$attributes[["_ARRAY_DIMENSIONS"]] <- NULL
   parse_array_metadata(m, path) # nothing is changed for metadata that would not work
 
-  # Chunks move in two steps, through keys of their own, so that no new key
-  # lands on an old one (with "/", "c/0/1" is a file before and a directory
-  # after).
   enc <- priv$.grid$chunk_encoding
   prefix <- node_prefix(path)
   old <- stored_chunk_keys(store, prefix, enc, r)
@@ -79,16 +76,7 @@ promote_array <- function(arr, priv, dimension, length) {
   new_coords <- if (r) cbind(coords[, seq_len(k), drop = FALSE], 0, coords[, k + seq_len(r - k), drop = FALSE])
     else matrix(0, nrow(coords), 1L)
   new_keys <- chunk_key_of(prefix, enc, new_coords)
-  tmp <- paste0(prefix, "__zarr_promote/", seq_along(old$keys))
-  move <- function(from, to) {
-    v <- store$get(from)
-    if (!is.null(v)) {
-      store$set(to, v)
-      store$erase(from)
-    }
-  }
-  for (i in seq_along(old$keys)) if (old$keys[i] != new_keys[i]) move(old$keys[i], tmp[i])
-  for (i in seq_along(old$keys)) if (old$keys[i] != new_keys[i]) move(tmp[i], new_keys[i])
+  move_chunks(store, old$keys, new_keys, prefix)
   priv$.metadata <- m
   priv$write_metadata(FALSE)
   priv$metadata_changed()

@@ -9,28 +9,12 @@ stored_chunks <- function(arr, limit = NULL) {
   nd <- length(arr$shape)
   store <- arr$store
   if (isTRUE(tryCatch(store$supports_listing, error = function(e) FALSE))) {
-    prefix <- arr$prefix
-    keys <- store$list_prefix(prefix)
-    rel <- substring(keys, nchar(prefix) + 1L)
-    enc <- grid$chunk_encoding
-    sep <- enc$separator
-    if (identical(enc$name, "v2")) {
-      body <- rel
-    } else {
-      ok <- startsWith(rel, paste0("c", sep)) | rel == "c"
-      keys <- keys[ok]
-      body <- substring(rel[ok], 3L)
+    st <- stored_chunk_keys(store, arr$prefix, grid$chunk_encoding, nd)
+    if (length(st$keys)) { # keys that are not this array's canonical chunk keys are left alone
+      same <- grid$chunk_keys(st$coords) == st$keys
+      st <- list(keys = st$keys[same], coords = st$coords[same, , drop = FALSE])
     }
-    parts <- strsplit(body, sep, fixed = TRUE)
-    ok <- vapply(parts, function(p) length(p) == nd && all(grepl("^[0-9]+$", p)), TRUE)
-    keys <- keys[ok]
-    coords <- matrix(as.numeric(unlist(parts[ok])), ncol = nd, byrow = TRUE)
-    if (length(keys)) {
-      same <- grid$chunk_keys(coords) == keys # not a chunk key of this array: left alone
-      keys <- keys[same]
-      coords <- coords[same, , drop = FALSE]
-    }
-    return(list(keys = keys, coords = coords))
+    return(st)
   }
   limit <- limit %||% grid$chunk_grid
   if (prod(limit) > 1e6)
@@ -59,16 +43,7 @@ resize_chunks <- function(arr, new_shape, shift) {
   inside <- rowSums(to < 0 | sweep(to, 2L, new_grid, `>=`)) == 0
   for (k in st$keys[!inside]) store$erase(k)
   if (all(shift == 0)) return(invisible())
-  # a translation: moving the chunks in decreasing order of coords . shift
-  # never overwrites a chunk that is still to be moved
-  from_keys <- st$keys[inside]
-  to_keys <- arr$chunking$chunk_keys(to[inside, , drop = FALSE])
-  ord <- order(drop(st$coords[inside, , drop = FALSE] %*% shift), decreasing = TRUE)
-  for (j in ord) {
-    v <- store$get(from_keys[j])
-    if (!is.null(v)) store$set(to_keys[j], v)
-  }
-  for (k in setdiff(from_keys, to_keys)) store$erase(k)
+  move_chunks(store, st$keys[inside], arr$chunking$chunk_keys(to[inside, , drop = FALSE]), arr$prefix)
   invisible()
 }
 
@@ -87,5 +62,25 @@ resize_clip <- function(arr, old, shift) {
       if (e == d) seq(floor(new_shape[d] / chunk[d]) * chunk[d] + 1, new_shape[d]) else seq_len(new_shape[e]))
     arr$write(arr$read(sel, fill_as_na = FALSE), sel)
   }
+  invisible()
+}
+
+# Rename stored values `from[i]` to `to[i]` in one store. The values are
+# copied by the C engine (ffi_store_copy, concurrently) to keys of their own
+# first, then to their new keys, so that no new key lands on a value still to
+# be moved (and, with "/" keys, no file stands where a directory must go).
+move_chunks <- function(store, from, to, prefix) {
+  moving <- from != to
+  from <- from[moving]
+  to <- to[moving]
+  if (!length(from)) return(invisible())
+  tmp <- paste0(prefix, "__zarr_move/", seq_along(from))
+  io <- store$io_spec()
+  nthreads <- zarr_num_threads()
+  .Call(ffi_store_copy, io, io, from, tmp, nthreads)
+  for (k in from) store$erase(k)
+  .Call(ffi_store_copy, io, io, tmp, to, nthreads)
+  for (k in tmp) store$erase(k)
+  store$erase(paste0(prefix, "__zarr_move")) # the directory, on a local store
   invisible()
 }

@@ -74,45 +74,25 @@ say "Rscript bench/run.R"
 status=0
 Rscript bench/run.R || status=$?
 
-# ---- 5. the remote (HTTP) benchmarks
-if is_false "${ZARR_BENCH_REMOTE:-true}"; then
-  say "skipping the remote benchmarks (ZARR_BENCH_REMOTE=false)"
+# ---- 5-9. the other benchmarks, each skipped with ZARR_BENCH_<NAME>=false
+# bench_step NAME SCRIPT WHAT: run bench/SCRIPT unless ZARR_BENCH_NAME is false
+bench_step() {
+  local var="ZARR_BENCH_$1"
+  if is_false "${!var:-true}"; then
+    say "skipping $3 ($var=false)"
+  else
+    say "Rscript bench/$2"
+    Rscript "bench/$2" || status=$?
+  fi
+}
+bench_step REMOTE remote.R "the remote benchmarks"           # HTTP
+bench_step PEER peer.R "the peer benchmark"                  # zarr-python 2 on the same stores
+bench_step S3 s3.R "the S3 benchmark"                        # s3rver behind the signature-checking proxy
+bench_step REFERENCES references.R "the reference benchmarks" # Kerchunk beside the netCDF readers
+# zarr_map_blocks() on mirai daemons
+if Rscript -e 'quit(status = !requireNamespace("mirai", quietly = TRUE))' >/dev/null 2>&1; then
+  bench_step MAPBLOCKS mapblocks.R "the map_blocks benchmark"
 else
-  say "Rscript bench/remote.R"
-  Rscript bench/remote.R || status=$?
-fi
-
-# ---- 6. the peer benchmark: zarr-python 2 on the same stores
-if is_false "${ZARR_BENCH_PEER:-true}"; then
-  say "skipping the peer benchmark (ZARR_BENCH_PEER=false)"
-else
-  say "Rscript bench/peer.R"
-  Rscript bench/peer.R || status=$?
-fi
-
-# ---- 7. S3 (a local s3rver behind the signature-checking proxy)
-if is_false "${ZARR_BENCH_S3:-true}"; then
-  say "skipping the S3 benchmark (ZARR_BENCH_S3=false)"
-else
-  say "Rscript bench/s3.R"
-  Rscript bench/s3.R || status=$?
-fi
-
-# ---- 8. Kerchunk references beside the netCDF readers
-if is_false "${ZARR_BENCH_REFERENCES:-true}"; then
-  say "skipping the reference benchmarks (ZARR_BENCH_REFERENCES=false)"
-else
-  say "Rscript bench/references.R"
-  Rscript bench/references.R || status=$?
-fi
-
-# ---- 9. zarr_map_blocks() on mirai daemons
-if is_false "${ZARR_BENCH_MAPBLOCKS:-true}"; then
-  say "skipping the map_blocks benchmark (ZARR_BENCH_MAPBLOCKS=false)"
-elif ! Rscript -e 'quit(status = !requireNamespace("mirai", quietly = TRUE))' >/dev/null 2>&1; then
   say "skipping the map_blocks benchmark (no mirai package; tools/setup.sh installs it)"
-else
-  say "Rscript bench/mapblocks.R"
-  Rscript bench/mapblocks.R || status=$?
 fi
 exit "$status"

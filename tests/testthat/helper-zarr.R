@@ -140,3 +140,14 @@ expect_same_values <- function(object, expected) {
 # 1..5); tests that pick scattered indices pass them through this to mean
 # exactly those indices, as `[` does.
 exact_sel <- function(arr, sel) if (is.null(sel)) NULL else zarr:::resolved_selection(sel, arr$shape, arr$path)
+
+# A 40 x 40 float64 array "/s" in shards of 20 x 20 holding 5 x 5 chunks,
+# written with `x`.
+sharded_fixture <- function(z, x) {
+  d <- define_array("float64", c(40, 40))
+  d$chunk_shape <- c(20, 20)
+  d$add_codec("sharding_indexed", list(chunk_shape = c(5, 5)))
+  a <- z$add_array("/", "s", d)
+  a$write(x)
+  a
+}

@@ -89,12 +89,8 @@ test_that("a sequential map gives each block its values, indices and names", {
 
 test_that("the blocks of a sharded array are its shards", {
   z <- create_zarr(local_store_path())
-  d <- define_array("float64", c(40, 40))
-  d$chunk_shape <- c(20, 20)
-  d$add_codec("sharding_indexed", list(chunk_shape = c(5, 5)))
-  a <- z$add_array("/", "s", d)
   x <- matrix(as.numeric(1:1600), 40, 40)
-  a$write(x)
+  a <- sharded_fixture(z, x)
   got <- zarr_map_blocks(a, function(v) dim(v))
   expect_equal(dim(got), c(2, 2))
   expect_true(all(vapply(got, identical, TRUE, c(20L, 20L))))

@@ -97,6 +97,8 @@ test_that("resize(low, high) works as in CRAN's zarr: whole chunks at the start"
   expect_equal(f$a$shape, c(20, 30))
   expect_identical(f$a[], f$x)
   expect_length(chunk_files(f$path), 9)
+  # the chunks moved through temporary keys, which are gone
+  expect_false(any(grepl("__zarr_move", list.files(f$path, recursive = TRUE, include.dirs = TRUE))))
   expect_error(f$a$resize(c(1, 1), high = c(1, 1)), class = "zarr_error_argument")
   expect_error(f$a$resize(c(1, 1, 1)), class = "zarr_error_argument")
   expect_error(f$a$resize(high = c(-21, 0)), class = "zarr_error_argument")
@@ -124,12 +126,8 @@ test_that("resize updates consolidated metadata once, and refuses read-only stor
 
 test_that("a sharded array shrinks by whole shards and clears the cut shard", {
   z <- create_zarr(local_store_path())
-  d <- define_array("float64", c(40, 40))
-  d$chunk_shape <- c(20, 20)
-  d$add_codec("sharding_indexed", list(chunk_shape = c(5, 5)))
-  a <- z$add_array("/", "s", d)
   x <- matrix(as.numeric(1:1600), 40, 40)
-  a$write(x)
+  a <- sharded_fixture(z, x)
   a$resize(c(30, 40))
   expect_identical(a[], x[1:30, ])
   a$resize(c(40, 40))
