@@ -116,17 +116,31 @@ zarr_array <- R6::R6Class("zarr_array",
     },
 
     #' @description Read some or all of the array.
+    #'
+    #'   A selection here is not the index of `[`: as in zarr 1.0.0, an
+    #'   element of two positive numbers is a range, so
+    #'   `read(list(c(2, 7)))` reads elements 2 to 7 (six of them), whereas
+    #'   `x[c(2, 7)]` reads elements 2 and 7. Use
+    #'   [`[`][array-indexing] to index as base R does.
     #' @param selection `NULL` or missing for the whole array, or a list with
-    #'   one element per dimension: a vector of 1-based indices (any order,
-    #'   repeats allowed), or `NULL` for the whole extent.
-    #' @param fill_as_na Whether elements equal to the fill value read as `NA`;
-    #'   defaults to the `zarr.fill_as_na` option (`TRUE`).
+    #'   one element per dimension (a vector for a 1-d array), each one of:
+    #'   `NULL` for the whole extent; two positive numbers `c(from, to)`,
+    #'   the range between them (in either order, both included); a single
+    #'   index; or any other vector of indices, taken as base R takes it
+    #'   (positive in any order and with repeats, negative to exclude, or
+    #'   logical).
+    #' @param fill_as_na Whether elements equal to the fill value read as
+    #'   `NA`, where the fill value marks missing values; defaults to the
+    #'   `zarr.fill_as_na` option (`TRUE`). A fill value equal to zero (`0`,
+    #'   `""`, `false`, ...), the default of zarr-python, zarrs, tensorstore
+    #'   and zarrita for elements never written, always reads as itself: see
+    #'   `zarr.fill_as_na` in [zarr-options].
     #' @return A vector (0-d and 1-d arrays), matrix or array.
     read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
       private$check_usable()
       sel <- private$normalize_selection(selection)
-      # a v2 fill value of null means "none": nothing to show as NA
-      fill_as_na <- isTRUE(fill_as_na) && !private$.fill_null && !isTRUE(self$raw_read)
+      # which fill values mark missing ones is fill_is_missing_marker()'s call
+      fill_as_na <- isTRUE(fill_as_na) && !isTRUE(self$raw_read)
       out <- if (private$is_json2()) {
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
@@ -269,7 +283,8 @@ zarr_array <- R6::R6Class("zarr_array",
 
     #' @field raw_read `FALSE` (default): reads follow `fill_as_na` (see
     #'   [zarr-options]). `TRUE`: elements equal to the fill value are
-    #'   returned as stored, never as `NA`, whatever `fill_as_na` says.
+    #'   returned as stored, never as `NA`, whatever `fill_as_na` says (a
+    #'   fill value of zero reads as zero either way).
     raw_read = FALSE,
 
     #' @description A summary of the array as a named character vector.
@@ -366,7 +381,6 @@ zarr_array <- R6::R6Class("zarr_array",
   ),
   private = list(
     .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL,
-    .fill_null = FALSE,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
     is_json2 = function() "json2" %in% private$.codecs$names,
@@ -381,7 +395,6 @@ zarr_array <- R6::R6Class("zarr_array",
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
       p <- take_parsed(m) %||% parse_array_metadata(m, self$path)
-      private$.fill_null <- p$fill_null
       private$.dt <- p$data_type
       private$.shape <- p$shape
       private$.codecs <- p$codecs
@@ -520,7 +533,8 @@ str.zarr_array <- function(object, ...) {
   invisible(NULL)
 }
 
-# v2 arrays whose fill value is null read unwritten elements as zero (or "").
+# v2 arrays whose fill value is null read unwritten elements as zero (or "");
+# a zero fill value marks nothing as missing (fill_is_missing_marker()).
 fill_for_null <- function(name) {
   switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), 0)
 }
@@ -539,8 +553,8 @@ parse_array_metadata <- function(m, path = NULL) {
   if (is.list(dtname)) dtname <- dtname[["name"]]
   if (!dtname %in% dtype_table$name && is.null(r_dtype_get(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
-  fill_null <- is.null(m[["fill_value"]])
-  dt <- tryCatch(zarr_data_type$new(m[["data_type"]], if (fill_null) fill_for_null(dtname) else m[["fill_value"]]),
+  fill <- if (is.null(m[["fill_value"]])) fill_for_null(dtname) else m[["fill_value"]]
+  dt <- tryCatch(zarr_data_type$new(m[["data_type"]], fill),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   grid <- m[["chunk_grid"]]
   edges <- NULL
@@ -572,7 +586,7 @@ parse_array_metadata <- function(m, path = NULL) {
   if (!is.null(edges) && any(codecs$names == "sharding_indexed"))
     zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
-       key_encoding = key_encoding, fill_null = fill_null)
+       key_encoding = key_encoding)
 }
 
 # The chunk key encoding of (valid) array metadata.

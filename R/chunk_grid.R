@@ -130,6 +130,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       else coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
+      warn_na_as_fill(data, private$.dt, spec$fill_marks_missing, private$.path)
       spec$rtype <- r_storage(data)
       n <- prod(sel_lengths(sel))
       if (ndata != n && ndata != 1L)
@@ -214,7 +215,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         stored_size = if (is.na(strkind)) 0 else as.numeric(dt$size %|NA|% 0),
         rtype = engine_rtype(dt),
         fill = fill_bytes(dt$data_type, dt$fill_value),
-        fill_is_nan = fill_is_nan(dt$fill_value),
+        fill_marks_missing = fill_is_missing_marker(dt),
         codecs = if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_spec(private$.codecs)
           else chain_c_spec(private$.codecs),
         key_prefix = private$.prefix,
@@ -237,11 +238,11 @@ str.chunk_grid_regular <- function(object, ...) {
   invisible(NULL)
 }
 
-# Strings follow the rule of the other types: elements equal to the fill
-# value read as NA. The engine does this itself; json2 arrays, decoded in R,
-# come here.
+# Strings follow the rule of the other types: elements equal to a fill value
+# that marks missing values (fill_is_missing_marker()) read as NA. The engine
+# does this itself; json2 arrays, decoded in R, come here.
 strings_fill_as_na <- function(out, dt) {
-  if (!is.character(out) || !length(out)) return(out)
+  if (!is.character(out) || !length(out) || !fill_is_missing_marker(dt)) return(out)
   fill <- dt$fill_value
   if (!is.character(fill) || length(fill) != 1L) return(out)
   hit <- which(out == fill)

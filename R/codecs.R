@@ -329,8 +329,11 @@ zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
 
     #' @description Write R values as bytes, as the array engine writes a
     #'   chunk: the elements of an array of the chunk's shape in C order
-    #'   (last index fastest). `NA` becomes the fill value (`bool` cannot
-    #'   hold `NA`, so it becomes `FALSE`).
+    #'   (last index fastest). `NA` becomes the fill value when that marks
+    #'   missing values (see `fill_as_na` in [zarr-options]); otherwise a
+    #'   floating point `NA` keeps R's own `NA` bits (a NaN to other
+    #'   readers), and types that cannot hold `NA` store the fill value
+    #'   (`bool`: `FALSE`).
     #' @param data An R vector, matrix or array with the chunk's elements.
     #' @return A raw vector.
     encode = function(data) {
@@ -342,19 +345,21 @@ zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
         class(data) <- keep
       }
       .Call(ffi_encode_elements, coerce_for_dtype(data, dt$data_type), dt$data_type,
-            private$.endian == "big", .Call(ffi_fill_bytes, dt$data_type, dt$fill_value))
+            private$.endian == "big", .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
+            zarr_fill_as_na() && fill_is_missing_marker(dt))
     },
 
     #' @description Read bytes written in C order as R values, the reverse
-    #'   of `encode()`; elements equal to the fill value become `NA` (except
-    #'   for `bool`).
+    #'   of `encode()`; elements equal to a fill value that marks missing
+    #'   values become `NA` (see `fill_as_na` in [zarr-options]: never for
+    #'   `bool`, a NaN fill value or a fill value of zero).
     #' @param data A raw vector.
     #' @return An R vector, or an array of the chunk's shape.
     decode = function(data) {
       dt <- private$.dt
       out <- .Call(ffi_decode_elements, data, dt$data_type, dt$Rtype, private$.endian == "big",
                    .Call(ffi_fill_bytes, dt$data_type, dt$fill_value),
-                   zarr_fill_as_na() && dt$data_type != "bool" && !fill_is_nan(dt$fill_value))
+                   zarr_fill_as_na() && fill_is_missing_marker(dt))
       shape <- private$.chunk_shape
       if (length(shape) > 1L && length(out) == prod(shape)) # C order -> R order
         out <- aperm(array(out, rev(shape)), rev(seq_along(shape)))

@@ -269,6 +269,47 @@ fill_is_nan <- function(v) {
   (is.numeric(v) && is.nan(v)) || identical(v, "NaN")
 }
 
+# Whether elements equal to the fill value of data type `dt` stand for
+# missing values: read as NA when fill_as_na is on, and NA written as the fill
+# value. The one rule for every read and write path (the C engine gets it as
+# the spec's fill_marks_missing). A fill value equal to the type's zero (0,
+# -0, "", empty bytes, 0+0i; for datetime64/timedelta64 the epoch, NaT being
+# their sentinel) is what zarr-python, zarrs, tensorstore and zarrita write
+# for "nothing written here", so in their data it is an ordinary value.
+# bool holds no NA; a NaN fill keeps NaN and NA apart (R's NA has NaN bits of
+# its own); types implemented in R get their bytes as they are.
+fill_is_missing_marker <- function(dt) {
+  kind <- dtype_kind(dt$data_type)
+  v <- dt$fill_value
+  !is.na(kind) && !kind %in% c("b", "r") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
+}
+
+# NA written to a type without an NA of its own (integers, strings, times)
+# is stored as the fill value; when that is an ordinary value (zero, "") it
+# reads back as that value, so the writer is told. (bool's NA -> FALSE is
+# documented; floating point types keep R's NA bits.)
+warn_na_as_fill <- function(data, dt, marks_missing, path) {
+  if (marks_missing || !dtype_kind(dt$data_type) %in% c("i", "u", "s", "M", "m") || !anyNA(data)) return(invisible())
+  fill <- dt$fill_value
+  fill <- if (is.character(fill) && is_string_dtype(dt$data_type)) encodeString(fill, quote = "\"") else format_fill(fill)
+  zarr_warn("na", sprintf(paste("%s NA value(s) written to array '%s' as its fill value %s, which reads back as",
+                                "%s, not NA: a fill value of zero or \"\" marks nothing as missing"),
+                          format(sum(is.na(data))), path %||% "/", fill, fill))
+}
+
+# Whether a fill value is all zero bits, but for the sign of floating point
+# zeros.
+fill_is_zero <- function(name, value) {
+  b <- fill_bytes(name, value)
+  kind <- dtype_kind(name)
+  if (kind %in% c("f", "c") && length(b)) {
+    part <- length(b) %/% if (kind == "c") 2L else 1L
+    sign <- if (.Platform$endian == "little") seq(part, length(b), by = part) else seq(1L, length(b), by = part)
+    b[sign] <- b[sign] & as.raw(0x7f)
+  }
+  all(b == as.raw(0))
+}
+
 format_fill <- function(v) {
   if (is.raw(v)) return(paste0("0x", paste(as.character(v), collapse = "")))
   if (is.list(v)) return(paste0("(", paste(vapply(v, format_fill, ""), collapse = ", "), ")"))

@@ -6,11 +6,17 @@
 #' that hold selected elements are read, each once. A single index on an
 #' array with more than one dimension selects elements by their position in
 #' column-major order, as for base arrays. Replacement writes the values into
-#' the store; a single value is recycled.
+#' the store; a single value is recycled. (The selection of
+#' [`$read()`][zarr_array] is the one of zarr 1.0.0 instead: there `c(2, 7)`
+#' is the range of elements 2 to 7.)
 #'
 #' @param x A [zarr_array].
 #' @param i,j,... Indices, one per dimension.
 #' @param drop Whether to drop extents of length one (default `TRUE`).
+#' @param fill_as_na Whether elements equal to a fill value that marks
+#'   missing values read as `NA` (default: the `zarr.fill_as_na` option,
+#'   `TRUE`); a fill value of zero always reads as itself. See
+#'   `zarr.fill_as_na` in [zarr-options].
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
 #' @name array-indexing
@@ -56,29 +62,29 @@ resolved_selection <- function(sel, shape, path) {
 
 #' @rdname array-indexing
 #' @export
-`[.zarr_array` <- function(x, i, j, ..., drop = TRUE) {
+`[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
   call_args <- as.list(sys.call())[-c(1L, 2L)]
-  call_args <- call_args[names(call_args) %||% rep("", length(call_args)) != "drop"]
+  call_args <- call_args[!names(call_args) %||% rep("", length(call_args)) %in% c("drop", "fill_as_na")]
   shape <- x$shape
   nd <- length(shape)
-  if (nd == 0L) return(x$read())
+  if (nd == 0L) return(x$read(fill_as_na = fill_as_na))
   sel <- index_args(nd, call_args, parent.frame(), x$path)
-  if (!is.null(sel$linear)) return(read_linear(x, sel$linear))
-  out <- x$read(resolved_selection(sel, shape, x$path))
+  if (!is.null(sel$linear)) return(read_linear(x, sel$linear, fill_as_na))
+  out <- x$read(resolved_selection(sel, shape, x$path), fill_as_na = fill_as_na)
   if (nd > 1L && isTRUE(drop)) out <- drop(out)
   out
 }
 
-read_linear <- function(x, idx) {
+read_linear <- function(x, idx, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
   shape <- x$shape
   n <- prod(shape)
   pos <- sel_indices(resolve_index(idx, n, 1L, x$path)) # 0-based linear positions
-  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")))[0])
+  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")), fill_as_na)[0])
   sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
   # read the bounding box of the wanted elements once, then pick
   lo <- apply(sub, 2L, min)
   hi <- apply(sub, 2L, max)
-  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)))
+  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)), fill_as_na)
   dim(box) <- hi - lo + 1
   as.vector(box[sweep(sub, 2L, lo - 1)])
 }

@@ -8,12 +8,28 @@
 #'     chunks. Defaults to the number of cores, and to at most 2 when the
 #'     environment variable `_R_CHECK_LIMIT_CORES_` is set. With 1 thread the
 #'     results are identical.}
-#'   \item{`zarr.fill_as_na`}{`TRUE` (default): elements equal to an array's
-#'     fill value are read as `NA`, and `NA` is written as the fill value.
-#'     `FALSE`: the stored values are returned as they are, which is what you
-#'     want for arrays written elsewhere that use `0` as their fill value.
-#'     Floating point arrays whose fill value is `NaN` keep `NaN` and `NA`
-#'     apart either way.}
+#'   \item{`zarr.fill_as_na`}{`TRUE` (default): where an array's fill value
+#'     marks missing values, elements equal to it are read as `NA`, and `NA`
+#'     is written as the fill value. `FALSE`: the stored values are returned
+#'     as they are. Reads and `[` take a `fill_as_na` argument that
+#'     overrides this option for one call.
+#'
+#'     A fill value equal to zero (`0`, `-0`, `0+0i`, `false`, `""`, empty
+#'     bytes; for datetime64 and timedelta64 the value 0, whose sentinel is
+#'     NaT) never marks missing values: it reads as itself. It is what
+#'     zarr-python, zarrs, tensorstore and zarrita write by default for
+#'     elements never written, so in data written by other software it is
+#'     an ordinary value, and reading it as `NA` would turn every real zero
+#'     into `NA`. This is the one deliberate departure from the manual of
+#'     zarr 1.0.0 on CRAN, which maps every fill value to `NA`. The fill
+#'     values this package chooses by default (the smallest signed integer,
+#'     the largest unsigned one, NaT) and other non-zero fill values such as
+#'     `-9999` keep the mapping. Floating point arrays whose fill value is
+#'     `NaN` keep `NaN` and `NA` apart either way (`NA` is written with R's
+#'     own `NA` bits), as do arrays with a fill value of zero; `bool` arrays
+#'     cannot hold `NA`. In integer and string arrays whose fill value is
+#'     zero or `""`, `NA` is written as that fill value and reads back as
+#'     it.}
 #'   \item{`zarr.format`}{The Zarr format of new stores made by
 #'     [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
 #'     know Zarr v2. Groups and arrays follow the format of their store.}

@@ -344,6 +344,7 @@ write_json2 <- function(array, grid, sel, data) {
   if (store$read_only) zarr_abort("read_only", "the store is read-only", array = array$path)
   data <- coerce_for_dtype(data, "string", array = array$path)
   fill <- enc2utf8(as.character(array$data_type$fill_value))
+  warn_na_as_fill(data, array$data_type, fill_is_missing_marker(array$data_type), array$path)
   data[is.na(data)] <- fill # NA is written as the fill value
   p <- json2_plan(array, grid, sel)
   if (length(data) != prod(p$n_out) && length(data) != 1L)

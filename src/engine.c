@@ -647,9 +647,8 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
     g->ostride[d] = acc;
     acc *= g->dp[d].n;
   }
-  int fill_as_na = asLogical(list_get(opts, "fill_as_na")) != FALSE;
-  char kind = dtype_def(a->dtype)->kind;
-  g->na = fill_as_na && kind != 'b' && kind != 'r' && !((kind == 'f' || kind == 'c') && a->fill_is_nan);
+  /* which fill values stand for NA is decided in R (fill_is_missing_marker()) */
+  g->na = asLogical(list_get(opts, "fill_as_na")) == TRUE && a->fill_marks_missing;
   int32_t f32;
   memcpy(&f32, a->fill, 4);
   if (a->dtype == DT_INT32 && a->rtype == RT_INTEGER && f32 == INT32_MIN) g->na = 0; /* already NA */

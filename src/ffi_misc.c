@@ -87,7 +87,7 @@ static zrtype rtype_of(SEXP x) {
   }
 }
 
-SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill) {
+SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill, SEXP na) {
   int dt = dtype_from_name(CHAR(STRING_ELT(dtype, 0)));
   if (dt < 0) zarr_raise(ZE_CODEC, NULL, NULL, "unknown data type");
   zrtype rt = rtype_of(data);
@@ -105,7 +105,7 @@ SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill) {
   zconv cv;
   memset(&cv, 0, sizeof cv);
   memcpy(cv.fill, RAW(fill), es);
-  cv.na = 1;
+  cv.na = asLogical(na) == TRUE;
   slab_encode(&s, (zdtype)dt, rt, DATAPTR(data), RAW(out), &cv);
   size_t unit = dtype_def((zdtype)dt)->swap;
   if (asLogical(big_endian) == TRUE && unit > 1) byteswap_inplace(RAW(out), (size_t)n * es / unit, unit);

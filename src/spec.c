@@ -242,7 +242,7 @@ void spec_parse(SEXP spec, zarray *a) {
                 TYPEOF(fill) == RAWSXP ? (double)XLENGTH(fill) : 0.0, (double)a->elsize);
     memcpy(a->fill, RAW(fill), a->elsize);
   }
-  a->fill_is_nan = asLogical(list_get(spec, "fill_is_nan")) == TRUE;
+  a->fill_marks_missing = asLogical(list_get(spec, "fill_marks_missing")) == TRUE;
   int64_t chunk_shape[ZARR_MAX_DIMS];
   int cd = parse_dims(list_get(spec, "chunk_shape"), chunk_shape, ZARR_MAX_DIMS, "chunk shape");
   if (cd != a->ndim)

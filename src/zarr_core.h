@@ -237,7 +237,7 @@ typedef struct {
   zdtype dtype;
   size_t elsize;
   uint8_t fill[16];         /* fill value, native byte order */
-  int fill_is_nan;
+  int fill_marks_missing;   /* the fill value stands for NA (R's fill_is_missing_marker()) */
   zchain chain;
   /* chunk key encoding */
   const char *key_prefix;   /* e.g. "group/array/" or "" */

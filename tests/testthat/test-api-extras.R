@@ -160,14 +160,14 @@ test_that("details() summarises an array", {
 test_that("raw_read returns fill values as stored, and flush() is harmless", {
   z <- create_zarr()
   ab <- define_array("int32", 6)
-  ab$fill_value <- 0L
+  ab$fill_value <- -1L
   a <- z$add_array("/", "x", ab)
-  a$write(c(1L, 0L, 3L), list(1:3))
+  a$write(c(1L, -1L, 3L), list(1:3))
   expect_identical(a$read(), c(1L, NA, 3L, NA, NA, NA))
   expect_false(a$raw_read)
   a$raw_read <- TRUE
-  expect_identical(a$read(), c(1L, 0L, 3L, 0L, 0L, 0L))
-  expect_identical(a[2:4], c(0L, 3L, 0L))
+  expect_identical(a$read(), c(1L, -1L, 3L, -1L, -1L, -1L))
+  expect_identical(a[2:4], c(-1L, 3L, -1L))
   a$raw_read <- FALSE
   expect_identical(a$flush(), a)
   expect_identical(a[2], NA_integer_)
@@ -235,7 +235,7 @@ make_tree <- function(loc, format = 3L) {
   s$write(matrix(5L, 10, 10), list(21:30, 71:80))
   s$set_attribute("units", "m")
   txt <- z$add_array("/", "names", define_array("string", 5))
-  txt$write(c("a", "bb", NA, "dddd", "\u00e9"))
+  txt$write(c("a", "bb", "", "dddd", "\u00e9"))
   list(z = z, x = x)
 }
 

@@ -85,7 +85,7 @@ test_that("int4 and uint4 take the low nibble of each byte", {
   arr <- open_zarr(root)[["/a"]]
   expect_identical(arr$data_type$Rtype, "integer")
   expect_identical(arr$read(fill_as_na = FALSE), c(7L, -1L, -1L, -8L, 0L, -8L))
-  arr$write(c(-8L, 7L, -1L, 0L, 3L, NA))
+  expect_warning(arr$write(c(-8L, 7L, -1L, 0L, 3L, NA)), class = "zarr_warning_na") # NA -> the fill value 0
   expect_identical(chunk_file(root), as.raw(c(0x08, 0x07, 0x0f, 0x00, 0x03, 0x00)))
   expect_error(arr$write(8L, list(1)), class = "zarr_error_value")
   expect_error(arr$write(-9, list(1)), class = "zarr_error_value")

@@ -108,14 +108,15 @@ fixture_copy <- function(rel, env = parent.frame()) {
   p
 }
 
-test_that("7: a v2 |O string array with fill value 0 reads missing elements as NA", {
+test_that("7: a v2 |O string array with fill value 0 reads stored and missing elements as \"\"", {
   skip_without_fixtures()
   z <- open_zarr(file.path(fixtures_dir(), "zarr-python/compat/str_v2_fv_0.zarr"), read_only = TRUE)
   a <- z[["/"]]
-  # "" was written explicitly at [3:4]; [5] is in a chunk never written
-  expect_identical(a$read(), c("a", "bb", NA, NA, NA))
+  # "" was written explicitly at [3:4]; [5] is in a chunk never written. A
+  # fill value of 0 ("") marks nothing as missing.
+  expect_identical(a$read(), c("a", "bb", "", "", ""))
   expect_identical(a$read(fill_as_na = FALSE), c("a", "bb", "", "", ""))
-  expect_identical(a[4:5], c(NA_character_, NA_character_))
+  expect_identical(a[4:5], c("", ""))
   # a fill value of null means none: nothing is NA
   z <- open_zarr(file.path(fixtures_dir(), "zarr-python/compat/str_v2_fv_null.zarr"), read_only = TRUE)
   expect_identical(z[["/"]]$read(), c("a", "bb", "", "", ""))
@@ -131,13 +132,14 @@ test_that("13: NA in a character vector is written as the fill value and read ba
     a[1:4] <- c("a", NA, "missing", "")
     expect_identical(a[], c("a", NA, NA, "", NA))
     expect_identical(a$read(fill_as_na = FALSE), c("a", "missing", "missing", "", "missing"))
+    # the default fill value "" marks nothing as missing: NA is written as ""
     b <- z$add_array("/", "t", define_array("string", c(2, 2)))
-    b[, ] <- matrix(c("x", NA, "", "y"), 2)
+    expect_warning(b[, ] <- matrix(c("x", NA, "", "y"), 2), class = "zarr_warning_na")
     expect_identical(b$read(fill_as_na = FALSE), matrix(c("x", "", "", "y"), 2))
-    expect_identical(b[, ], matrix(c("x", NA, NA, "y"), 2))
+    expect_identical(b[, ], matrix(c("x", "", "", "y"), 2))
     u <- z$add_array("/", "u", define_array(list(name = "fixed_length_utf32", configuration = list(length_bytes = 8L)), 3))
-    u[] <- c("ab", NA, "c")
-    expect_identical(u[], c("ab", NA, "c"))
+    expect_warning(u[] <- c("ab", NA, "c"), class = "zarr_warning_na")
+    expect_identical(u[], c("ab", "", "c"))
     expect_identical(u$read(fill_as_na = FALSE), c("ab", "", "c"))
   }
 })
@@ -168,9 +170,9 @@ test_that("10: v2 json2 arrays are written in the numcodecs JSON format and read
   expect_identical(open_zarr(p)[["/j2"]][], x)
   raw <- readBin(file.path(p, "j2", "1.2"), "raw", 1000)
   expect_identical(rawToChar(zarr_codec_zstd$new()$decode(raw)), "[[\"o\",\"\"],[\"\",\"\"],\"|O\",[2,2]]")
-  b[3, 5] <- NA
+  expect_warning(b[3, 5] <- NA, class = "zarr_warning_na") # stored as the fill value ""
   expect_identical(b$read(fill_as_na = FALSE)[3, ], c("c", "f", "i", "l", ""))
-  expect_identical(b[2:3, 4:5], matrix(c("k", "l", "n", NA), 2))
+  expect_identical(b[2:3, 4:5], matrix(c("k", "l", "n", ""), 2))
   expect_identical(jsonlite::fromJSON(file.path(p, "j2", ".zarray"), simplifyVector = FALSE)$filters,
                    list(list(id = "json2")))
 })

@@ -35,9 +35,9 @@ write_r_v2_store <- function(path) {
     a <- g$add_array(dt, d)
     a[] <- dtype_array(dt, c(5, 7))
   }
-  # strings of the three kinds, with NA (written as the fill value) and non-ASCII text
+  # strings of the three kinds, with NA (written as the fill value "") and non-ASCII text
   s <- z$add_array("/", "vlen", define_array("string", 6))
-  s[1:5] <- c("a", "\u00e9t\u00e9", NA, "", "\U0001F600")
+  expect_warning(s[1:5] <- c("a", "\u00e9t\u00e9", NA, "", "\U0001F600"), class = "zarr_warning_na")
   u <- z$add_array("/", "utf32", define_array(list(name = "fixed_length_utf32", configuration = list(length_bytes = 12L)), 4))
   u[] <- c("abc", "\u00e9", "", "xyz")
   b <- z$add_array("/", "bytes", define_array(list(name = "null_terminated_bytes", configuration = list(length_bytes = 4L)), 3))
@@ -238,7 +238,8 @@ test_that("this package reads the v2 stores zarr-python 2 writes", {
   expect_identical(z[["/g1/g2/nested"]]$attributes$units, "\u00b0C")
   expect_identical(z[["/fill_uint64"]]$data_type$fill_value, "18446744073709551615")
   expect_identical(z[["/fill_partial"]][5:6, 5], c(NA_real_, NA_real_))
-  expect_identical(z[["/vlen_fill_0"]][], c("x", NA, "z", NA, NA, NA))
+  # a fill value of 0 ("") marks nothing as missing
+  expect_identical(z[["/vlen_fill_0"]][], c("x", "", "z", "", "", ""))
   expect_identical(z[["/vlen_fill_none"]]$read(fill_as_na = FALSE)[1:3], c("a", "\u00e9t\u00e9", "\U0001F600"))
   expect_true(all(is.na(z[["/fill_nat"]][])))
   expect_identical(z[["/json2"]][2, ], c("e", "\u00e9", "g", "h"))
