@@ -68,6 +68,7 @@ resolved_selection <- function(sel, shape, path) {
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) return(x$read(fill_as_na = fill_as_na))
+  if (!length(call_args)) call_args <- list(quote(expr = )) # x[fill_as_na = ]: as x[]
   sel <- index_args(nd, call_args, parent.frame(), x$path)
   if (!is.null(sel$linear)) return(read_linear(x, sel$linear, fill_as_na))
   out <- x$read(resolved_selection(sel, shape, x$path), fill_as_na = fill_as_na)

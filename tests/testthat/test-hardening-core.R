@@ -34,7 +34,7 @@ expect_classed <- function(cnd, kind = NULL) {
 hc_spec <- function(.shape, .chunk, ...) {
   s <- list(name = "/x", shape = as.numeric(.shape), chunk_shape = as.numeric(.chunk),
             dtype = "int32", strkind = NA_character_, stored_size = 0, rtype = "integer",
-            fill = as.raw(c(0, 0, 0, 0)), fill_is_nan = FALSE,
+            fill = as.raw(c(0, 0, 0, 0)), fill_marks_missing = FALSE,
             codecs = list(list(name = "bytes", endian = "little")),
             key_prefix = "x/", key_sep = "/", key_v2 = FALSE)
   o <- list(...)
