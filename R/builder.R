@@ -201,7 +201,9 @@ array_builder <- R6::R6Class("array_builder",
       if (any(is_ab) && private$.codecs[[which(is_ab)[1L]]]$name != ab)
         private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = if (ab == "bytes") list(endian = "little") else named_list())
     },
-    #' @field fill_value The value of elements that were never written.
+    #' @field fill_value The value of elements that were never written. Any
+    #'   value but zero (`0`, `FALSE`, `""`, ...) and `NaN` also marks missing
+    #'   values: they read as `NA` (see `zarr.fill_as_na` in [zarr-options]).
     fill_value = function(value) {
       if (is.null(private$.dt)) zarr_abort("argument", "set the data type first")
       if (missing(value)) return(private$.dt$fill_value)

@@ -64,7 +64,9 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     #' @description Read the elements at the cross product of per-dimension
     #'   index vectors (0-based), in any order and with repeats.
     #' @param sel A list of numeric vectors of 0-based indices, one per dimension.
-    #' @param fill_as_na Whether to read the fill value as `NA`.
+    #' @param fill_as_na Whether to read the fill value as `NA` where it marks
+    #'   missing values (not when it is zero; see `zarr.fill_as_na` in
+    #'   [zarr-options]).
     #' @return A vector (0-d and 1-d) or array.
     read_selection = function(sel, fill_as_na = zarr_fill_as_na()) {
       private$check_ready()

@@ -166,7 +166,10 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #' @param data_type The name of the data type, a single character string.
     #' @param fill_value Optionally, the fill value. The default depends on the
     #'   type: the smallest value of signed integers, the largest of unsigned
-    #'   integers, `NaN` for floating point and `FALSE` for `bool`.
+    #'   integers, `NaN` for floating point, `FALSE` for `bool` and `""` for
+    #'   strings. Elements equal to a fill value read as `NA` unless it is
+    #'   zero (`0`, `FALSE`, `""`, ...), `NaN` or of type `bool`; see
+    #'   `zarr.fill_as_na` in [zarr-options].
     #' @return An instance of this class.
     initialize = function(data_type, fill_value = NULL) {
       if (is.list(data_type)) {
