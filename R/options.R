@@ -28,8 +28,8 @@
 #'     `NaN` keep `NaN` and `NA` apart either way (`NA` is written with R's
 #'     own `NA` bits), as do arrays with a fill value of zero; `bool` arrays
 #'     cannot hold `NA`. In integer and string arrays whose fill value is
-#'     zero or `""`, `NA` is written as that fill value and reads back as
-#'     it.}
+#'     zero or `""`, `NA` is written as that fill value (with a warning of
+#'     class `zarr_warning_na`) and reads back as it.}
 #'   \item{`zarr.format`}{The Zarr format of new stores made by
 #'     [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
 #'     know Zarr v2. Groups and arrays follow the format of their store.}
