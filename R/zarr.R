@@ -155,9 +155,9 @@ zarr <- R6::R6Class("zarr",
     #'   converts a v2 store to v3 or back, saves a memory store to disk or
     #'   makes a local copy of a remote store. Chunks are copied as stored,
     #'   without decoding (only their keys change between formats), many at
-    #'   a time; a progress bar shows when the copy takes more than a couple
-    #'   of seconds (see `zarr.progress` in [zarr-options]). Consolidated
-    #'   metadata is not copied.
+    #'   a time; in interactive sessions a progress bar shows when the copy
+    #'   takes more than a couple of seconds (see `zarr.progress` in
+    #'   [zarr-options]). Consolidated metadata is not copied.
     #' @param location Where to save: the path of a directory that does not
     #'   exist or is empty (or a "file://" URI), an `s3://bucket/prefix`
     #'   location that holds no keys, or a writable [zarr_store] (or [zarr]
