@@ -171,7 +171,7 @@ zarr_store <- R6::R6Class("zarr_store",
       private$check_writable()
       prefix <- node_prefix(prefix)
       if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
-      if (identical(as.integer(metadata$zarr_format), 2L)) {
+      if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
         v2_set_metadata(self, prefix, metadata)
       } else {
         self$set(paste0(prefix, "zarr.json"), charToRaw(json_write(json_prepare_metadata(metadata))))
@@ -184,7 +184,7 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @return `TRUE` or `FALSE`.
     is_group = function(path) {
       m <- tryCatch(self$get_metadata(path), zarr_error = function(e) NULL)
-      identical(m$node_type, "group")
+      identical(m[["node_type"]], "group")
     },
 
     #' @description Create a group.
@@ -213,14 +213,14 @@ zarr_store <- R6::R6Class("zarr_store",
       }
       prefix <- private$new_node_prefix(parent, name)
       p <- parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
-      if (identical(as.integer(metadata$zarr_format), 2L)) {
-        if (!identical(metadata$chunk_key_encoding$name, "v2"))
-          metadata$chunk_key_encoding <- list(name = "v2", configuration = list(separator = "."))
+      if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
+        if (!identical(metadata[["chunk_key_encoding"]][["name"]], "v2"))
+          metadata[["chunk_key_encoding"]] <- list(name = "v2", configuration = list(separator = "."))
       } else {
-        enc <- metadata$chunk_key_encoding
-        sep <- enc$configuration$separator
+        enc <- metadata[["chunk_key_encoding"]]
+        sep <- enc[["configuration"]][["separator"]]
         if (is.null(enc) || !(identical(sep, "/") || identical(sep, ".")))
-          metadata$chunk_key_encoding <- list(name = "default", configuration = list(separator = self$separator))
+          metadata[["chunk_key_encoding"]] <- list(name = "default", configuration = list(separator = self$separator))
       }
       self$set_metadata(prefix, metadata)
       p$key_encoding <- array_key_encoding(metadata)
@@ -334,11 +334,11 @@ named_list <- function() structure(list(), names = character())
 # Metadata as written: shapes and other vectors stay JSON arrays.
 json_prepare_metadata <- function(meta) {
   for (f in c("shape", "dimension_names")) if (!is.null(meta[[f]])) meta[[f]] <- json_array(meta[[f]])
-  cs <- meta$chunk_grid$configuration$chunk_shape
-  if (is.atomic(cs) && !is.null(cs)) meta$chunk_grid$configuration$chunk_shape <- json_array(cs)
-  if (!is.null(meta$attributes)) {
-    meta$attributes <- json_prepare(meta$attributes)
-    if (!length(meta$attributes)) meta$attributes <- named_list()
+  cs <- meta[["chunk_grid"]][["configuration"]][["chunk_shape"]]
+  if (is.atomic(cs) && !is.null(cs)) meta[["chunk_grid"]][["configuration"]][["chunk_shape"]] <- json_array(cs)
+  if (!is.null(meta[["attributes"]])) {
+    meta[["attributes"]] <- json_prepare(meta[["attributes"]])
+    if (!length(meta[["attributes"]])) meta[["attributes"]] <- named_list()
   }
   meta
 }

@@ -52,8 +52,8 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
       if (!is.null(root)) {
         cm <- tryCatch(json_parse(root, "zarr.json", key = "zarr.json")$consolidated_metadata,
                        zarr_error = function(e) NULL)
-        if (is.list(cm) && is.list(cm$metadata) && length(names(cm$metadata)))
-          private$.nodes <- names(cm$metadata)
+        if (is.list(cm) && is.list(cm[["metadata"]]) && length(names(cm[["metadata"]])))
+          private$.nodes <- names(cm[["metadata"]])
       } else {
         zmeta <- self$get(".zmetadata")
         if (!is.null(zmeta)) private$keep_consolidated_v2(zmeta)

@@ -174,7 +174,7 @@ zarr <- R6::R6Class("zarr",
     #' @field version (read-only) The Zarr format version of the root node.
     version = function(value) {
       if (is.null(private$.root)) return(as.integer(private$.store$version %||% 3L))
-      as.integer(private$.root$metadata$zarr_format %||% 3L)
+      as.integer(private$.root$metadata[["zarr_format"]] %||% 3L)
     },
     #' @field root The root node (`NULL` while the store has none). Setting
     #'   a [zarr_group] or [zarr_array] of this object's store makes it the
