@@ -18,6 +18,12 @@
 zarr_convention <- R6::R6Class("zarr_convention",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create a convention agent. Meant for descendant classes.
     #' @param name The name of the convention (with a trailing ":" for
     #'   conventions that prefix their attribute names).

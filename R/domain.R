@@ -11,6 +11,12 @@
 zarr_domain <- R6::R6Class("zarr_domain",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create a domain. Called by descendant classes.
     #' @param name The name of the domain, unique in the session.
     #' @return A new domain object.

@@ -9,6 +9,12 @@
 zarr_extension <- R6::R6Class("zarr_extension",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create an extension object.
     #' @param name The name of the extension, a single character string.
     #' @return An instance of this class.

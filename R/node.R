@@ -44,12 +44,12 @@ zarr_node <- R6::R6Class("zarr_node",
       attrs <- private$display_attributes()
       if (!length(attrs)) return(invisible(self))
       args <- list(...)
-      title <- if (isTRUE(args$dirty %||% private$.dirty)) "Attributes (*)" else "Attributes"
+      title <- if (isTRUE(args[["dirty"]] %||% private$.dirty)) "Attributes (*)" else "Attributes"
       if (use_cli()) {
         print_attribute_block(attrs, title)
         return(invisible(self))
       }
-      width <- args$width %||% max(20L, getOption("width", 80L) - 24L)
+      width <- args[["width"]] %||% max(20L, getOption("width", 80L) - 24L)
       cat(title, ":\n", sep = "")
       nm <- names(attrs)
       w <- max(nchar(nm))

@@ -41,6 +41,12 @@ check_node_name <- function(name) {
 zarr_store <- R6::R6Class("zarr_store",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create a store. Only descendant classes should call this.
     #' @param read_only Whether the store is read-only.
     #' @param version The Zarr version of the store, 2 or 3.

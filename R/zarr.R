@@ -7,6 +7,12 @@
 zarr <- R6::R6Class("zarr",
   cloneable = TRUE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Open the hierarchy in a store, or start a new one.
     #' @param store A [zarr_store]; or a location: a directory path (or
     #'   "file://" URI; the directory is created when absent), an `http(s)://`
@@ -52,10 +58,10 @@ zarr <- R6::R6Class("zarr",
         val <- c(version, if (inherits(root, "zarr_group")) c(length(self$groups), length(self$arrays)))
         print_lines(title, lab, val)
         if (inherits(root, "zarr_group")) {
-          cli::cli_verbatim(tree_lines(root))
+          cat(tree_lines(root), sep = "\n")
           root$print_attributes()
         } else if (is.null(root)) {
-          cli::cli_text("(uninitialised: no root group or array yet)")
+          cat("(uninitialised: no root group or array yet)\n")
         } else {
           print(root)
         }
