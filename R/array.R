@@ -5,6 +5,8 @@
 #' `shape`, whatever order the chunks are stored in. Element `x[i, j]` is Zarr
 #' element `[i-1, j-1]`. See [`[.zarr_array`][array-indexing] for indexing.
 #'
+#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group],
+#'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
 #' @export
 zarr_array <- R6::R6Class("zarr_array",
   inherit = zarr_node,

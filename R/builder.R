@@ -7,6 +7,8 @@
 #' `portable <- TRUE` to store chunks in C order without a transpose codec,
 #' for tools that do not implement it; both read back identically.
 #'
+#' @seealso [define_array()], [zarr_codec] and its subclasses,
+#'   [chunk_grid_regular], [chunk_grid_rectilinear], [zarr_data_type]
 #' @export
 array_builder <- R6::R6Class("array_builder",
   cloneable = FALSE,
@@ -298,6 +300,8 @@ ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2")
 #' zstd compression. Adjust the returned [array_builder] before creating the
 #' array with `add_array()`.
 #'
+#' @seealso [array_builder] for the settings it offers, [zarr_group]
+#'   (`add_array()`), [as_zarr()]
 #' @param data_type The data type, such as "int32", "float64" or "string";
 #'   parametrised types as a list, e.g. `list(name = "numpy.datetime64",
 #'   configuration = list(unit = "s", scale_factor = 1))`.

@@ -6,6 +6,8 @@
 #' plans the chunks, fetches, decodes or encodes them in parallel and copies
 #' between chunks and the R array in one pass.
 #'
+#' @seealso [chunk_grid_rectilinear], [array_builder] (`chunk_shape`),
+#'   [zarr_array] (`chunking`)
 #' @export
 chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   inherit = zarr_extension,
@@ -318,6 +320,8 @@ machine_memory_read <- function() {
 #' [array_builder] to a list with one vector of chunk lengths per dimension
 #' (or a single number for a dimension of regular chunks).
 #'
+#' @seealso [chunk_grid_regular], [array_builder] (`chunk_shape`), [zarr_array]
+#'   (`chunking`)
 #' @export
 chunk_grid_rectilinear <- R6::R6Class("chunk_grid_rectilinear",
   inherit = chunk_grid_regular,

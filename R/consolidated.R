@@ -61,6 +61,7 @@ consolidated_metadata_of <- function(group, name) {
 #' matters for remote stores. Changes this package makes later (new groups or
 #' arrays, attributes, deletions) keep the consolidated copy up to date.
 #'
+#' @seealso [zarr], [zarr_httpstore]
 #' @param x A [zarr] object, or the path of a local store.
 #' @return `x`, invisibly (a reopened [zarr] object when `x` is a path).
 #' @export

@@ -157,6 +157,7 @@ fill_json <- function(name, value) {
 #' installed) and complex. Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
+#' @seealso [array_builder] (`data_type`), [zarr_register_data_type()]
 #' @export
 zarr_data_type <- R6::R6Class("zarr_data_type",
   inherit = zarr_extension,

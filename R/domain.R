@@ -7,6 +7,8 @@
 #' first, and nodes that no domain takes become plain [zarr_group] and
 #' [zarr_array] objects.
 #'
+#' @seealso [zarr_register_domain()], [zarr_domains()], [zarr_group],
+#'   [zarr_array]
 #' @export
 zarr_domain <- R6::R6Class("zarr_domain",
   cloneable = FALSE,

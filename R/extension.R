@@ -5,6 +5,8 @@
 #' produces the metadata fragment that describes the object, including nested
 #' extensions (for example the codecs inside a sharding codec).
 #'
+#' @seealso [zarr_codec], [zarr_data_type], [chunk_grid_regular],
+#'   [chunk_grid_rectilinear]
 #' @export
 zarr_extension <- R6::R6Class("zarr_extension",
   cloneable = FALSE,

@@ -4,6 +4,8 @@
 #' discovered from the store the first time they are needed (from consolidated
 #' metadata when the store has it, otherwise by listing).
 #'
+#' @seealso [zarr_array], [zarr] (the whole hierarchy), [define_array()],
+#'   [zarr_node]
 #' @export
 zarr_group <- R6::R6Class("zarr_group",
   inherit = zarr_node,

@@ -13,6 +13,8 @@
 #' @param drop Whether to drop extents of length one (default `TRUE`).
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
+#' @seealso [zarr_array] (its `read()` and `write()` methods), [zarr-options]
+#'   (`zarr.fill_as_na`, `zarr.dimnames`)
 #' @name array-indexing
 #' @examples
 #' x <- array(1:100, c(10, 10))

@@ -3,6 +3,7 @@
 #' The common ancestor of [zarr_group] and [zarr_array]: a named node in the
 #' hierarchy with a parent, a store, a metadata document and attributes.
 #'
+#' @seealso [zarr_group], [zarr_array], [zarr_object]
 #' @export
 zarr_node <- R6::R6Class("zarr_node",
   inherit = zarr_object,

@@ -17,6 +17,14 @@
 #'   \item{`zarr.format`}{The Zarr format of new stores made by
 #'     [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
 #'     know Zarr v2. Groups and arrays follow the format of their store.}
+#'   \item{`zarr.dimnames`}{`FALSE` (default): values read from an array
+#'     carry no dimnames. `TRUE`: values read from an array of two or more
+#'     dimensions whose metadata names its dimensions (`dimension_names` in
+#'     Zarr v3, the `_ARRAY_DIMENSIONS` attribute of xarray in v2; see the
+#'     `dimension_names` field of [zarr_array]) come with those names as
+#'     `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
+#'     values from `[` that drops dimensions carry none. [as_zarr()] stores
+#'     the names of `dimnames(x)` either way.}
 #'   \item{`zarr.int64`}{How 64-bit integers are returned: `"integer64"`
 #'     (default when the \pkg{bit64} package is installed) or `"double"`
 #'     (with a warning when a value cannot be represented exactly).}
@@ -52,6 +60,7 @@
 #' }
 #' [zarr_options()] lists and sets these options, and [save_options()] keeps
 #' them for later sessions.
+#' @seealso [zarr_options()], [save_options()], [reset_options()]
 #' @name zarr-options
 NULL
 

@@ -37,6 +37,8 @@ check_node_name <- function(name) {
 #' [zarr_memorystore]) implement the key-value primitives; this class builds
 #' everything else on them, including reading Zarr v2 metadata as v3.
 #'
+#' @seealso [zarr_localstore], [zarr_memorystore], [zarr_zipstore],
+#'   [zarr_httpstore], [zarr_s3store], [zarr_refstore], [open_zarr()]
 #' @export
 zarr_store <- R6::R6Class("zarr_store",
   cloneable = FALSE,

@@ -22,6 +22,8 @@
 #' in the URL (as in signed URLs) is sent with every request; names with
 #' spaces or other characters are percent-encoded.
 #'
+#' @seealso [zarr_store], [open_zarr()], [zarr_consolidate()], [zarr-options]
+#'   for the HTTP options
 #' @export
 zarr_httpstore <- R6::R6Class("zarr_httpstore",
   inherit = zarr_store,

@@ -41,6 +41,8 @@
 #' local and remote files) are read at the same time, and chunks are decoded
 #' while the rest are still arriving.
 #'
+#' @seealso [zarr_store], [open_zarr()], [zarr-options] (`zarr.range_gap`,
+#'   `zarr.range_max`)
 #' @export
 zarr_refstore <- R6::R6Class("zarr_refstore",
   inherit = zarr_store,

@@ -35,6 +35,8 @@
 #' and `s3_message`. A chunk that is not there (404, or 403 on anonymous
 #' reads) is the fill value.
 #'
+#' @seealso [zarr_store], [open_zarr()], [s3_list_dir()], [zarr-options] for the
+#'   HTTP and S3 options
 #' @export
 zarr_s3store <- R6::R6Class("zarr_s3store",
   inherit = zarr_store,
@@ -398,6 +400,7 @@ s3_parse_url <- function(url) {
 #' ListObjectsV2 and the credentials and endpoint found as for
 #' [zarr_s3store].
 #'
+#' @seealso [zarr_s3store], [open_zarr()]
 #' @param bucket The bucket name.
 #' @param prefix The prefix to list below (`""`, the default: the top of the
 #'   bucket).

@@ -3,6 +3,8 @@
 #' A Zarr object is one Zarr data set: a store and the hierarchy of groups
 #' and arrays in it. The root is usually a group, but may be a single array.
 #'
+#' @seealso [open_zarr()], [create_zarr()], [zarr_group], [zarr_array],
+#'   [zarr_store], [zarr_consolidate()], [zarr-options]
 #' @export
 zarr <- R6::R6Class("zarr",
   cloneable = TRUE,

@@ -15,6 +15,7 @@
 #' Descendants may override the private method `display_attributes()`, which
 #' returns the attributes that `print_attributes()` shows.
 #'
+#' @seealso [zarr_node]
 #' @export
 zarr_object <- R6::R6Class("zarr_object",
   cloneable = TRUE,
