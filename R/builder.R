@@ -53,7 +53,7 @@ array_builder <- R6::R6Class("array_builder",
       if (is.null(codecs)) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
       dt <- private$.dt
       meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
-                   data_type = dt$metadata_fragment()$data_type,
+                   data_type = dt$metadata_fragment()[["data_type"]],
                    chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
                      else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),

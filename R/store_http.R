@@ -52,7 +52,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
       super$initialize(read_only = TRUE, version = 3L)
       root <- self$get("zarr.json")
       if (!is.null(root)) {
-        cm <- tryCatch(json_parse(root, "zarr.json", key = "zarr.json")$consolidated_metadata,
+        cm <- tryCatch(json_parse(root, "zarr.json", key = "zarr.json")[["consolidated_metadata"]],
                        zarr_error = function(e) NULL)
         if (is.list(cm) && is.list(cm[["metadata"]]) && length(names(cm[["metadata"]])))
           private$.nodes <- names(cm[["metadata"]])
@@ -188,7 +188,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     },
     # .zmetadata holds every v2 document: keep them, and the node paths.
     keep_consolidated_v2 = function(raw) {
-      docs <- tryCatch(json_parse(raw, ".zmetadata", key = ".zmetadata")$metadata,
+      docs <- tryCatch(json_parse(raw, ".zmetadata", key = ".zmetadata")[["metadata"]],
                        zarr_error = function(e) NULL)
       if (!is.list(docs) || is.null(names(docs))) return(invisible())
       for (k in names(docs)) {
