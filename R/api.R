@@ -4,6 +4,9 @@
 #' the local file system, in an S3 bucket (`s3://bucket/prefix`, see
 #' [zarr_s3store]) or, without a location, in memory.
 #'
+#' @seealso [open_zarr()] to open an existing store, [as_zarr()] to store an R
+#'   array, [define_array()] and [zarr] (its `add_array()` and `add_group()`
+#'   methods) to build a hierarchy
 #' @param location Path of the new store directory (a "file://" URI works
 #'   too). By convention it ends in ".zarr". The directory must not exist yet
 #'   or be empty. An `s3://bucket/prefix` location must hold no keys yet.
@@ -44,6 +47,9 @@ create_zarr <- function(location) {
 #' or a path or URL ending in ".json" that holds references; see
 #' [zarr_refstore]; always read-only).
 #'
+#' @seealso [create_zarr()]; the stores it opens: [zarr_localstore],
+#'   [zarr_httpstore], [zarr_s3store], [zarr_zipstore], [zarr_refstore]; [zarr]
+#'   for what the object offers
 #' @param location Path of the store directory or zip file (or a "file://"
 #'   URI), the URL of a store on a web server, an `s3://` or `gs://`
 #'   location, or the location of references.
@@ -113,6 +119,8 @@ r_data_type <- function(x) {
 #' along each dimension and zstd compression. `names(dimnames(x))` become the
 #' array's dimension names.
 #'
+#' @seealso [create_zarr()], [auto_chunk()], [zarr_array] and [array-indexing]
+#'   for reading the values back
 #' @param x The R vector, matrix or array.
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store.

@@ -5,6 +5,8 @@
 #' `shape`, whatever order the chunks are stored in. Element `x[i, j]` is Zarr
 #' element `[i-1, j-1]`. See [`[.zarr_array`][array-indexing] for indexing.
 #'
+#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group],
+#'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
 #' @export
 zarr_array <- R6::R6Class("zarr_array",
   inherit = zarr_node,
@@ -35,10 +37,10 @@ zarr_array <- R6::R6Class("zarr_array",
         if (inherits(existing, "zarr_node")) existing <- existing$metadata
         if (is.null(existing)) {
           if (inherits(parent, "zarr_group")) {
-            fmt <- as.integer(parent$metadata$zarr_format %||% 3L)
-            if (!identical(as.integer(metadata$zarr_format %||% 3L), fmt)) {
-              metadata$zarr_format <- fmt
-              metadata$chunk_key_encoding <- NULL
+            fmt <- as.integer(parent$metadata[["zarr_format"]] %||% 3L)
+            if (!identical(as.integer(metadata[["zarr_format"]] %||% 3L), fmt)) {
+              metadata[["zarr_format"]] <- fmt
+              metadata[["chunk_key_encoding"]] <- NULL
             }
           }
           metadata <- st$create_array(if (inherits(parent, "zarr")) "/" else parent$path, name,
@@ -89,7 +91,7 @@ zarr_array <- R6::R6Class("zarr_array",
       add("Chunks", c(if (inherits(cg, "chunk_grid_rectilinear")) "rectilinear, at most", paste(format_dims(cg$chunk_shape), collapse = " x "),
                       sprintf("(grid %s)", paste(format_dims(cg$chunk_grid), collapse = " x "))))
       add("Codecs", paste(vapply(codec_chain_objects(private$.codecs), codec_label, ""), collapse = " -> "))
-      add("Format", paste0("Zarr v", self$metadata$zarr_format %||% 3, ", keys '",
+      add("Format", paste0("Zarr v", self$metadata[["zarr_format"]] %||% 3, ", keys '",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
           "', ..."))
       size <- tryCatch({
@@ -237,7 +239,7 @@ zarr_array <- R6::R6Class("zarr_array",
       }
       if (identical(new_shape, as.numeric(old))) return(invisible(self))
       m <- private$.metadata
-      m$shape <- json_array(new_shape)
+      m[["shape"]] <- json_array(new_shape)
       parse_array_metadata(m, self$path) # within the engine's limits, before any chunk changes
       resize_chunks(self, new_shape, shift)
       private$.metadata <- m
@@ -373,9 +375,9 @@ zarr_array <- R6::R6Class("zarr_array",
           zarr_abort("argument", "dimension_names needs one name per dimension", array = self$path)
       }
       private$.dimnames <- value
-      private$.metadata$dimension_names <- if (is.null(value)) NULL else as.list(value)
-      if (identical(as.integer(private$.metadata$zarr_format), 2L))
-        private$.metadata$attributes[["_ARRAY_DIMENSIONS"]] <- as.list(value)
+      private$.metadata[["dimension_names"]] <- if (is.null(value)) NULL else as.list(value)
+      if (identical(as.integer(private$.metadata[["zarr_format"]]), 2L))
+        private$.metadata[["attributes"]][["_ARRAY_DIMENSIONS"]] <- as.list(value)
       private$autosave(attributes_only = TRUE) # v2: the names are in .zattrs
     }
   ),
@@ -460,10 +462,10 @@ codec_label <- function(cd) {
   cfg <- cd$configuration
   switch(cd$name,
     transpose = sprintf("transpose(%s)", paste(cd$order, collapse = ",")),
-    bytes = if (length(cfg$endian)) sprintf("bytes(%s)", cfg$endian) else "bytes",
-    gzip = sprintf("gzip(%d)", cfg$level),
-    zstd = sprintf("zstd(%d)", cfg$level),
-    blosc = sprintf("blosc(%s, %d, %s)", cfg$cname, cfg$clevel, cfg$shuffle),
+    bytes = if (length(cfg[["endian"]])) sprintf("bytes(%s)", cfg[["endian"]]) else "bytes",
+    gzip = sprintf("gzip(%d)", cfg[["level"]]),
+    zstd = sprintf("zstd(%d)", cfg[["level"]]),
+    blosc = sprintf("blosc(%s, %d, %s)", cfg[["cname"]], cfg[["clevel"]], cfg[["shuffle"]]),
     sharding_indexed = sprintf("sharding(%s: %s)", paste(cd$inner_shape, collapse = "x"),
                                paste(vapply(cd$codecs, codec_label, ""), collapse = " -> ")),
     cd$name

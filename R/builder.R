@@ -7,6 +7,8 @@
 #' `portable <- TRUE` to store chunks in C order without a transpose codec,
 #' for tools that do not implement it; both read back identically.
 #'
+#' @seealso [define_array()], [zarr_codec] and its subclasses,
+#'   [chunk_grid_regular], [chunk_grid_rectilinear], [zarr_data_type]
 #' @export
 array_builder <- R6::R6Class("array_builder",
   cloneable = FALSE,
@@ -20,16 +22,16 @@ array_builder <- R6::R6Class("array_builder",
                               list(name = "zstd", configuration = codec_defaults$zstd))
       if (is.null(metadata)) return(invisible(self))
       if (is.character(metadata)) metadata <- json_parse(metadata, "array metadata")
-      fmt <- as.integer(metadata$zarr_format %||% 3L)
+      fmt <- as.integer(metadata[["zarr_format"]] %||% 3L)
       private$.format <- fmt
-      private$.dt <- zarr_data_type$new(metadata$data_type, metadata$fill_value)
-      private$.shape <- check_shape(metadata$shape, "shape")
-      private$.chunk <- check_shape(metadata$chunk_grid$configuration$chunk_shape, "chunk shape")
-      private$.codecs <- lapply(metadata$codecs, function(cd) list(name = cd$name, configuration = cd$configuration))
-      private$.attributes <- metadata$attributes
-      private$.dimnames <- metadata$dimension_names
-      private$.encoding <- metadata$chunk_key_encoding
-      private$.portable <- !any(vapply(private$.codecs, function(cd) cd$name == "transpose", TRUE))
+      private$.dt <- zarr_data_type$new(metadata[["data_type"]], metadata[["fill_value"]])
+      private$.shape <- check_shape(metadata[["shape"]], "shape")
+      private$.chunk <- check_shape(metadata[["chunk_grid"]][["configuration"]][["chunk_shape"]], "chunk shape")
+      private$.codecs <- lapply(metadata[["codecs"]], function(cd) list(name = cd[["name"]], configuration = cd[["configuration"]]))
+      private$.attributes <- metadata[["attributes"]]
+      private$.dimnames <- metadata[["dimension_names"]]
+      private$.encoding <- metadata[["chunk_key_encoding"]]
+      private$.portable <- !any(vapply(private$.codecs, function(cd) cd[["name"]] == "transpose", TRUE))
     },
 
     #' @description Print the metadata being built.
@@ -51,15 +53,15 @@ array_builder <- R6::R6Class("array_builder",
       if (is.null(codecs)) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
       dt <- private$.dt
       meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
-                   data_type = dt$metadata_fragment()$data_type,
+                   data_type = dt$metadata_fragment()[["data_type"]],
                    chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
                      else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
                    fill_value = fill_json(dt$data_type, dt$fill_value),
                    codecs = codec_chain_fragments(codecs),
                    attributes = private$.attributes %||% named_list())
-      if (!is.null(private$.encoding)) meta$chunk_key_encoding <- private$.encoding
+      if (!is.null(private$.encoding)) meta[["chunk_key_encoding"]] <- private$.encoding
       if (!is.null(private$.dimnames))
-        meta$dimension_names <- lapply(private$.dimnames, function(n) if (is.na(n)) NULL else n)
+        meta[["dimension_names"]] <- lapply(private$.dimnames, function(n) if (is.na(n)) NULL else n)
       if (format == "JSON") return(json_write(json_prepare_metadata(meta)))
       meta
     },
@@ -91,19 +93,19 @@ array_builder <- R6::R6Class("array_builder",
         zarr_abort("codec", sprintf("unsupported codec '%s'", codec))
       entry <- list(name = codec, configuration = configuration)
       codecs <- private$.codecs
-      at <- match(codec, vapply(codecs, function(cd) cd$name, ""))
+      at <- match(codec, vapply(codecs, function(cd) cd[["name"]], ""))
       trial <- if (codec == "sharding_indexed") { # the chain so far encodes each inner chunk
-        if (is.null(configuration$chunk_shape))
+        if (is.null(configuration[["chunk_shape"]]))
           zarr_abort("codec", "sharding_indexed needs the inner chunk_shape")
         cfg <- configuration
-        cfg$chunk_shape <- json_array(check_shape(cfg$chunk_shape, "inner chunk shape"))
-        cfg$codecs <- cfg$codecs %||% codecs
-        cfg$index_codecs <- cfg$index_codecs %||%
+        cfg[["chunk_shape"]] <- json_array(check_shape(cfg[["chunk_shape"]], "inner chunk shape"))
+        cfg[["codecs"]] <- cfg[["codecs"]] %||% codecs
+        cfg[["index_codecs"]] <- cfg[["index_codecs"]] %||%
           list(list(name = "bytes", configuration = list(endian = "little")), list(name = "crc32c"))
-        cfg$index_location <- cfg$index_location %||% "end"
+        cfg[["index_location"]] <- cfg[["index_location"]] %||% "end"
         list(list(name = codec, configuration = cfg))
       } else if (codec %in% ab_codec_names &&
-                 any(names_ab <- vapply(codecs, function(cd) cd$name %in% ab_codec_names, TRUE))) {
+                 any(names_ab <- vapply(codecs, function(cd) cd[["name"]] %in% ab_codec_names, TRUE))) {
         # the one array -> bytes codec is reconfigured or replaced
         codecs[[which(names_ab)[1L]]] <- entry
         codecs
@@ -133,7 +135,7 @@ array_builder <- R6::R6Class("array_builder",
         zarr_warn("codec", "the bytes codec cannot be removed")
         return(invisible(self))
       }
-      keep <- vapply(private$.codecs, function(cd) !identical(cd$name, codec), TRUE)
+      keep <- vapply(private$.codecs, function(cd) !identical(cd[["name"]], codec), TRUE)
       if (all(keep)) return(invisible(self))
       # the remaining codecs must still form a chain (one array -> bytes codec)
       ok <- tryCatch({
@@ -182,7 +184,7 @@ array_builder <- R6::R6Class("array_builder",
       if (!is.logical(value) || length(value) != 1L || is.na(value))
         zarr_abort("argument", "portable must be TRUE or FALSE")
       private$.portable <- value
-      private$.codecs <- Filter(function(cd) cd$name != "transpose", private$.codecs)
+      private$.codecs <- Filter(function(cd) cd[["name"]] != "transpose", private$.codecs)
       if (!value && length(private$.shape) > 1L)
         private$.codecs <- c(list(list(name = "transpose",
                                        configuration = list(order = rev(seq_along(private$.shape) - 1L)))),
@@ -193,11 +195,11 @@ array_builder <- R6::R6Class("array_builder",
     data_type = function(value) {
       if (missing(value)) return(if (is.null(private$.dt)) NULL else private$.dt$data_type)
       if (inherits(value, "zarr_data_type"))
-        value <- if (is.null(value$configuration)) value$data_type else list(name = value$data_type, configuration = value$configuration)
+        value <- if (is.null(value[["configuration"]])) value[["data_type"]] else list(name = value[["data_type"]], configuration = value[["configuration"]])
       private$.dt <- zarr_data_type$new(value)
       # variable-length types need their own array -> bytes codec
       ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = "vlen-bytes", "bytes")
-      is_ab <- vapply(private$.codecs, function(cd) cd$name %in% c("bytes", "vlen-utf8", "vlen-bytes"), TRUE)
+      is_ab <- vapply(private$.codecs, function(cd) cd[["name"]] %in% c("bytes", "vlen-utf8", "vlen-bytes"), TRUE)
       if (any(is_ab) && private$.codecs[[which(is_ab)[1L]]]$name != ab)
         private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = if (ab == "bytes") list(endian = "little") else named_list())
     },
@@ -213,7 +215,7 @@ array_builder <- R6::R6Class("array_builder",
     shape = function(value) {
       if (missing(value)) return(private$.shape)
       value <- check_shape(value, "shape")
-      had_transpose <- any(vapply(private$.codecs, function(cd) cd$name == "transpose", TRUE))
+      had_transpose <- any(vapply(private$.codecs, function(cd) cd[["name"]] == "transpose", TRUE))
       private$.shape <- value
       private$.chunk <- NULL
       private$.edges <- NULL
@@ -300,6 +302,8 @@ ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2")
 #' zstd compression. Adjust the returned [array_builder] before creating the
 #' array with `add_array()`.
 #'
+#' @seealso [array_builder] for the settings it offers, [zarr_group]
+#'   (`add_array()`), [as_zarr()]
 #' @param data_type The data type, such as "int32", "float64" or "string";
 #'   parametrised types as a list, e.g. `list(name = "numpy.datetime64",
 #'   configuration = list(unit = "s", scale_factor = 1))`.

@@ -6,6 +6,8 @@
 #' plans the chunks, fetches, decodes or encodes them in parallel and copies
 #' between chunks and the R array in one pass.
 #'
+#' @seealso [chunk_grid_rectilinear], [array_builder] (`chunk_shape`),
+#'   [zarr_array] (`chunking`)
 #' @export
 chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   inherit = zarr_extension,
@@ -255,8 +257,8 @@ strings_fill_as_na <- function(out, dt) {
 normalize_key_encoding <- function(value) {
   if (is.character(value) && length(value) == 1L) value <- list(name = "default", separator = value)
   if (!is.list(value)) zarr_abort("argument", "invalid chunk key encoding")
-  name <- value$name %||% "default"
-  sep <- value$separator %||% value$configuration$separator %||% (if (name == "v2") "." else "/")
+  name <- value[["name"]] %||% "default"
+  sep <- value[["separator"]] %||% value[["configuration"]][["separator"]] %||% (if (name == "v2") "." else "/")
   if (!name %in% c("default", "v2"))
     zarr_abort("metadata", sprintf("unsupported chunk key encoding '%s'", name))
   if (!sep %in% c("/", "."))
@@ -321,6 +323,8 @@ machine_memory_read <- function() {
 #' [array_builder] to a list with one vector of chunk lengths per dimension
 #' (or a single number for a dimension of regular chunks).
 #'
+#' @seealso [chunk_grid_regular], [array_builder] (`chunk_shape`), [zarr_array]
+#'   (`chunking`)
 #' @export
 chunk_grid_rectilinear <- R6::R6Class("chunk_grid_rectilinear",
   inherit = chunk_grid_regular,
@@ -441,6 +445,20 @@ rectilinear_edges <- function(x, extent, d = 1L) {
   if (total < extent)
     bad(sprintf("the chunk lengths add up to %s, less than the extent %s", format(total), format(extent)))
   unlist(out) %||% numeric()
+}
+
+# Chunks per dimension of an array of `shape`, from its metadata (v3 form):
+# a regular or a rectilinear grid.
+metadata_chunk_counts <- function(m, shape) {
+  grid <- m[["chunk_grid"]]
+  if (identical(grid[["name"]], "rectilinear")) {
+    cs <- grid[["configuration"]][["chunk_shapes"]]
+    if (!is.list(cs) || length(cs) != length(shape))
+      zarr_abort("metadata", "the rectilinear chunk grid needs chunk_shapes for every dimension")
+    return(vapply(seq_along(shape), function(d) length(rectilinear_edges(cs[[d]], shape[d], d)), 0))
+  }
+  chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
+  ceiling(shape / pmax(1, chunk))
 }
 
 # The metadata of a rectilinear grid: per dimension a single number when the

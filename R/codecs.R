@@ -132,6 +132,9 @@ cfg_int <- function(config, name, default, lo = -Inf, hi = Inf, codec = "") {
 #' of bytes-to-bytes codecs (compressors and checksums). The base class does
 #' nothing to the data.
 #'
+#' @seealso [array_builder] (`add_codec()`), [register_zarr_codec()],
+#'   [zarr_codec_bytes], [zarr_codec_transpose], [zarr_codec_gzip],
+#'   [zarr_codec_zstd], [zarr_codec_blosc], [zarr_codec_crc32c]
 #' @export
 zarr_codec <- R6::R6Class("zarr_codec",
   inherit = zarr_extension,
@@ -231,6 +234,7 @@ zarr_codec <- R6::R6Class("zarr_codec",
 #' makes reading and writing a plain copy; any other order is folded into the
 #' single strided copy between chunks and the R array.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_transpose <- R6::R6Class("zarr_codec_transpose",
   inherit = zarr_codec,
@@ -294,6 +298,7 @@ register_codec("transpose", function(config, data_type, chunk_shape)
 #' Turns array elements into bytes with a given byte order (endianness), and
 #' back. The byte order does not matter for one-byte types.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
   inherit = zarr_codec,
@@ -388,6 +393,7 @@ register_codec("bytes", function(config, data_type, chunk_shape)
 #'
 #' Compresses chunks with gzip (zlib's deflate with a gzip header).
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
   inherit = zarr_codec,
@@ -432,6 +438,7 @@ register_codec("gzip", function(config, data_type, chunk_shape) zarr_codec_gzip$
 #'
 #' Compresses chunks with Zstandard.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
   inherit = zarr_codec,
@@ -489,6 +496,7 @@ blosc_shuffles <- c("noshuffle", "shuffle", "bitshuffle")
 #' Compresses chunks with the blosc meta-compressor, optionally shuffling
 #' bytes or bits of the elements first, which helps numeric data compress.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
   inherit = zarr_codec,
@@ -581,6 +589,7 @@ register_codec("blosc", function(config, data_type, chunk_shape)
 #' Appends a CRC-32C checksum to each chunk when writing and verifies it when
 #' reading. A mismatch is an error of class `zarr_error_checksum`.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_crc32c <- R6::R6Class("zarr_codec_crc32c",
   inherit = zarr_codec,

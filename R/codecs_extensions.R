@@ -9,6 +9,7 @@
 #' other, least significant bit first; `bool` takes one bit per element.
 #' Signed integers are sign-extended when read.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
   inherit = zarr_codec,
@@ -123,6 +124,7 @@ json_scalar_num <- function(v, what) {
 #' of the mantissa for floating point types, from the highest set bit for
 #' integers. The rounding is lossy; it makes data compress better.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_bitround <- R6::R6Class("zarr_codec_bitround",
   inherit = zarr_codec_elementwise,
@@ -157,6 +159,7 @@ register_codec("bitround", function(config, data_type, chunk_shape) zarr_codec_b
 #' the array's data type. Often followed by `cast_value` to store floating
 #' point data as small integers.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_scale_offset <- R6::R6Class("zarr_codec_scale_offset",
   inherit = zarr_codec_elementwise,
@@ -200,6 +203,7 @@ cast_roundings <- c("nearest-even", "towards-zero", "towards-positive", "towards
 #' ("clamp" or "wrap"; by default such a value is an error). `scalar_map`
 #' maps chosen values (such as NaN) explicitly.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
   inherit = zarr_codec_elementwise,
@@ -292,6 +296,7 @@ register_codec("cast_value", function(config, data_type, chunk_shape) zarr_codec
 #' the chunk (`zarr_error_codec` when encoding, `zarr_error_corrupt_chunk`
 #' when decoding).
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @param name The codec's name, as it appears in the metadata (`"name"` in
 #'   Zarr v3, `"id"` in Zarr v2). The names of built-in codecs are refused.
 #' @param encode A function `(data, configuration)` taking a raw vector and
@@ -352,6 +357,7 @@ zarr_codec_r <- R6::R6Class("zarr_codec_r",
 #' shape could tell, and a `transpose` or `sharding_indexed` codec after it
 #' is not supported.
 #'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
 zarr_codec_reshape <- R6::R6Class("zarr_codec_reshape",
   inherit = zarr_codec,

@@ -103,18 +103,18 @@ chain_c_spec <- function(codecs) {
       reshaped <- TRUE
       next
     }
-    if (reshaped && cd$name %in% c("transpose", "sharding_indexed"))
-      zarr_abort("unsupported", sprintf("a '%s' codec after reshape is not supported", cd$name))
+    if (reshaped && cd[["name"]] %in% c("transpose", "sharding_indexed"))
+      zarr_abort("unsupported", sprintf("a '%s' codec after reshape is not supported", cd[["name"]]))
     if (codec_is_elementwise(cd)) {
       moved[[length(moved) + 1L]] <- cd
       next
     }
-    if (length(moved) && identical(cd$name, "transpose"))
+    if (length(moved) && identical(cd[["name"]], "transpose"))
       zarr_abort("unsupported", "an element filter before a transpose codec is not supported")
-    if (identical(cd$from, "array") && identical(cd$to, "bytes")) {
-      if (length(moved) && cd$name %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2"))
-        zarr_abort("unsupported", sprintf("an element filter before '%s' is not supported", cd$name))
-      big <- identical(cd$endian, "big")
+    if (identical(cd[["from"]], "array") && identical(cd[["to"]], "bytes")) {
+      if (length(moved) && cd[["name"]] %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2"))
+        zarr_abort("unsupported", sprintf("an element filter before '%s' is not supported", cd[["name"]]))
+      big <- identical(cd[["endian"]], "big")
       sp <- codec_c_spec(cd)
       if (!is.null(names(sp))) sp <- list(sp)
       specs <- c(specs, sp[1L], lapply(moved, codec_c_spec, big = big), sp[-1L])

@@ -7,7 +7,7 @@
 read_consolidated <- function(store, root_meta) {
   cm <- root_meta[["consolidated_metadata"]]
   if (is_json_object(cm) && is_json_object(cm[["metadata"]])) return(cm[["metadata"]])
-  if (!identical(as.integer(root_meta$zarr_format), 2L)) return(NULL)
+  if (!identical(as.integer(root_meta[["zarr_format"]]), 2L)) return(NULL)
   raw <- tryCatch(store$get(".zmetadata"), zarr_error = function(e) NULL)
   if (is.null(raw)) return(NULL)
   docs <- tryCatch(json_parse(raw, ".zmetadata", key = ".zmetadata"), zarr_error = function(e) NULL)
@@ -61,6 +61,7 @@ consolidated_metadata_of <- function(group, name) {
 #' matters for remote stores. Changes this package makes later (new groups or
 #' arrays, attributes, deletions) keep the consolidated copy up to date.
 #'
+#' @seealso [zarr], [zarr_httpstore]
 #' @param x A [zarr] object, or the path of a local store.
 #' @return `x`, invisibly (a reopened [zarr] object when `x` is a path).
 #' @export
@@ -106,7 +107,7 @@ write_consolidated <- function(node) {
 # node it touches and writes the document once. Bytes, not strings: R would
 # hash every document-sized string it makes.
 
-consolidated_is_v2 <- function(root) identical(as.integer(root$metadata$zarr_format), 2L)
+consolidated_is_v2 <- function(root) identical(as.integer(root$metadata[["zarr_format"]]), 2L)
 
 # Whether `node` is the root of a hierarchy with consolidated metadata that
 # can be written: then the v3 root document is written with the copy in it.
@@ -157,12 +158,12 @@ consolidated_write <- function(root) {
   meta <- st$metadata
   if (consolidated_is_v2(root)) {
     head <- paste0("{\n  \"metadata\": {\n    \".zgroup\": ", json_format(list(zarr_format = 2L), 2L))
-    if (length(meta$attributes))
-      head <- paste0(head, ",\n    \".zattrs\": ", json_format(json_prepare(meta$attributes), 2L))
+    if (length(meta[["attributes"]]))
+      head <- paste0(head, ",\n    \".zattrs\": ", json_format(json_prepare(meta[["attributes"]]), 2L))
     store$set(".zmetadata", c(charToRaw(head), body, charToRaw("\n  },\n  \"zarr_consolidated_format\": 1\n}\n")))
   } else {
     mark <- "\001zarr-consolidated-entries\001"
-    meta$consolidated_metadata <- list(kind = "inline", must_understand = FALSE,
+    meta[["consolidated_metadata"]] <- list(kind = "inline", must_understand = FALSE,
                                        metadata = structure(mark, class = "json_literal"))
     doc <- json_write(json_prepare_metadata(meta))
     at <- regexpr(mark, doc, fixed = TRUE)
@@ -170,7 +171,7 @@ consolidated_write <- function(root) {
     store$set("zarr.json", c(charToRaw(substr(doc, 1L, at - 1L)), obj,
                              charToRaw(substring(doc, at + attr(at, "match.length")))))
     map <- st$map
-    meta$consolidated_metadata$metadata <- if (length(map)) map else named_list()
+    meta[["consolidated_metadata"]][["metadata"]] <- if (length(map)) map else named_list()
     root$consolidated_state(metadata = meta)
   }
   invisible(NULL)

@@ -18,6 +18,12 @@
 zarr_convention <- R6::R6Class("zarr_convention",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create a convention agent. Meant for descendant classes.
     #' @param name The name of the convention (with a trailing ":" for
     #'   conventions that prefix their attribute names).
@@ -54,10 +60,10 @@ zarr_convention <- R6::R6Class("zarr_convention",
         else Filter(Negate(is.null), list(uuid = private$.uuid, schema_url = private$.schema,
                                           spec_url = private$.spec, name = private$.name,
                                           description = private$.description))
-      known <- attributes$zarr_conventions %||% list()
+      known <- attributes[["zarr_conventions"]] %||% list()
       same <- vapply(known, function(k) identical(k$uuid, private$.uuid) ||
                        (identical(k$schema_url, private$.schema) && is.null(k$uuid)), TRUE)
-      attributes$zarr_conventions <- c(known[!same], list(entry))
+      attributes[["zarr_conventions"]] <- c(known[!same], list(entry))
       attributes
     },
 
@@ -148,7 +154,7 @@ zarr_convention_ref <- R6::R6Class("zarr_convention_ref",
                                      index = private$.index, name = private$.refname))
       if (!length(ref)) zarr_abort("argument", "set at least one property of the reference")
       attributes <- self$register(attributes)
-      attributes$ref <- ref
+      attributes[["ref"]] <- ref
       attributes
     },
 
@@ -274,9 +280,9 @@ zarr_convention_uom <- R6::R6Class("zarr_convention_uom",
     write = function(attributes) {
       if (is.null(private$.unit)) zarr_abort("argument", "set the unit first")
       uom <- list(ucum = Filter(Negate(is.null), list(version = private$.version, unit = private$.unit)))
-      if (!is.null(private$.uom_description)) uom$description <- private$.uom_description
+      if (!is.null(private$.uom_description)) uom[["description"]] <- private$.uom_description
       attributes <- self$register(attributes)
-      attributes$uom <- uom
+      attributes[["uom"]] <- uom
       attributes
     },
 

@@ -157,6 +157,7 @@ fill_json <- function(name, value) {
 #' installed) and complex. Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
+#' @seealso [array_builder] (`data_type`), [zarr_register_data_type()]
 #' @export
 zarr_data_type <- R6::R6Class("zarr_data_type",
   inherit = zarr_extension,
@@ -173,14 +174,14 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #' @return An instance of this class.
     initialize = function(data_type, fill_value = NULL) {
       if (is.list(data_type)) {
-        private$.config <- data_type$configuration
-        data_type <- data_type$name
+        private$.config <- data_type[["configuration"]]
+        data_type <- data_type[["name"]]
       }
       dtype_info(data_type)
       super$initialize(data_type)
       if (data_type %in% c("numpy.datetime64", "numpy.timedelta64")) time_unit_seconds(private$.config)
       if (data_type %in% c("fixed_length_utf32", "null_terminated_bytes")) {
-        n <- suppressWarnings(as.numeric(private$.config$length_bytes))
+        n <- suppressWarnings(as.numeric(private$.config[["length_bytes"]]))
         if (length(n) != 1L || is.na(n) || n < 0 || (data_type == "fixed_length_utf32" && n %% 4 != 0))
           zarr_abort("data_type", sprintf("%s needs a valid length_bytes", data_type))
       }
@@ -228,7 +229,7 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     size = function(value) {
       if (!missing(value)) zarr_abort("read_only", "size is read-only")
       n <- dtype_info(private$.name)$size
-      if (is.na(n) && !is.null(private$.config$length_bytes)) n <- as.integer(private$.config$length_bytes)
+      if (is.na(n) && !is.null(private$.config[["length_bytes"]])) n <- as.integer(private$.config[["length_bytes"]])
       n
     },
     #' @field configuration (read-only) Parameters of parametrised types (for

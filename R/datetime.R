@@ -7,15 +7,15 @@ time_units <- list(Y = c(NA, 1), M = c(NA, 1), W = c(604800, 1), D = c(86400, 1)
                    m = c(60, 1), s = c(1, 1), ms = c(1, 1e3), us = c(1, 1e6), ns = c(1, 1e9))
 
 time_unit_seconds <- function(config) {
-  unit <- config$unit %||% "s"
+  unit <- config[["unit"]] %||% "s"
   if (!unit %in% names(time_units))
     zarr_abort("data_type", sprintf("unsupported time unit '%s'", unit))
-  scale <- as.numeric(config$scale_factor %||% 1)
+  scale <- as.numeric(config[["scale_factor"]] %||% 1)
   f <- time_units[[unit]]
   list(unit = unit, scale = scale, num = f[1L] * scale, den = f[2L], seconds = f[1L] * scale / f[2L])
 }
 
-time_unit_is_calendar <- function(config) (config$unit %||% "s") %in% c("Y", "M", "W", "D")
+time_unit_is_calendar <- function(config) (config[["unit"]] %||% "s") %in% c("Y", "M", "W", "D")
 
 # values read as double counts -> R time classes
 time_from_storage <- function(x, dt) {

@@ -7,10 +7,18 @@
 #' first, and nodes that no domain takes become plain [zarr_group] and
 #' [zarr_array] objects.
 #'
+#' @seealso [zarr_register_domain()], [zarr_domains()], [zarr_group],
+#'   [zarr_array]
 #' @export
 zarr_domain <- R6::R6Class("zarr_domain",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create a domain. Called by descendant classes.
     #' @param name The name of the domain, unique in the session.
     #' @return A new domain object.

@@ -5,10 +5,18 @@
 #' produces the metadata fragment that describes the object, including nested
 #' extensions (for example the codecs inside a sharding codec).
 #'
+#' @seealso [zarr_codec], [zarr_data_type], [chunk_grid_regular],
+#'   [chunk_grid_rectilinear]
 #' @export
 zarr_extension <- R6::R6Class("zarr_extension",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create an extension object.
     #' @param name The name of the extension, a single character string.
     #' @return An instance of this class.

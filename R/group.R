@@ -4,6 +4,8 @@
 #' discovered from the store the first time they are needed (from consolidated
 #' metadata when the store has it, otherwise by listing).
 #'
+#' @seealso [zarr_array], [zarr] (the whole hierarchy), [define_array()],
+#'   [zarr_node]
 #' @export
 zarr_group <- R6::R6Class("zarr_group",
   inherit = zarr_node,
@@ -40,13 +42,13 @@ zarr_group <- R6::R6Class("zarr_group",
       if (inherits(existing, "zarr_node")) existing <- existing$metadata
       created <- is.null(existing)
       if (created) {
-        fmt <- if (inherits(parent, "zarr_group")) parent$metadata$zarr_format else NULL
+        fmt <- if (inherits(parent, "zarr_group")) parent$metadata[["zarr_format"]] else NULL
         existing <- st$create_group(if (inherits(parent, "zarr")) "/" else parent$path, name,
                                     fmt %||% st$version)
       }
       if (missing(metadata) || is.null(metadata)) metadata <- existing
       super$initialize(name, metadata, parent)
-      if (created && length(metadata$attributes)) self$save()
+      if (created && length(metadata[["attributes"]])) self$save()
       if (inherits(parent, "zarr")) parent$root <- self
       else {
         parent$set_node(self)
@@ -199,7 +201,7 @@ zarr_group <- R6::R6Class("zarr_group",
       check_node_name(name)
       if (!is.null(self$open_child(name)))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
-      meta <- private$.store$create_group(self$path, name, private$.metadata$zarr_format)
+      meta <- private$.store$create_group(self$path, name, private$.metadata[["zarr_format"]])
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
       update_consolidated(node)
@@ -215,19 +217,19 @@ zarr_group <- R6::R6Class("zarr_group",
       if (!is.null(self$open_child(name)))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
       # an array takes the format of its group unless its builder sets one
-      fmt <- as.integer(private$.metadata$zarr_format %||% 3L)
+      fmt <- as.integer(private$.metadata[["zarr_format"]] %||% 3L)
       explicit <- TRUE
       if (inherits(metadata, "array_builder")) {
         explicit <- metadata$is_set("format")
         metadata <- metadata$metadata()
       }
-      if (!identical(as.integer(metadata$zarr_format %||% 3L), fmt)) {
+      if (!identical(as.integer(metadata[["zarr_format"]] %||% 3L), fmt)) {
         if (explicit)
           zarr_abort("format", sprintf(
             "a Zarr v%d array cannot be added to the Zarr v%d group '%s'; create the store with options(zarr.format = %d)",
-            as.integer(metadata$zarr_format %||% 3L), fmt, self$path, as.integer(metadata$zarr_format %||% 3L)))
-        metadata$zarr_format <- fmt
-        metadata$chunk_key_encoding <- NULL
+            as.integer(metadata[["zarr_format"]] %||% 3L), fmt, self$path, as.integer(metadata[["zarr_format"]] %||% 3L)))
+        metadata[["zarr_format"]] <- fmt
+        metadata[["chunk_key_encoding"]] <- NULL
       }
       meta <- private$.store$create_array(self$path, name, metadata)
       node <- build_node(name, meta, self, private$.store)
@@ -273,7 +275,7 @@ zarr_group <- R6::R6Class("zarr_group",
       store <- private$.store
       if (store$read_only) zarr_abort("read_only", "the store is read-only")
       store$erase_prefix(self$prefix)
-      private$.metadata <- list(zarr_format = private$.metadata$zarr_format %||% 3L,
+      private$.metadata <- list(zarr_format = private$.metadata[["zarr_format"]] %||% 3L,
                                 node_type = "group", attributes = named_list())
       private$.children <- list()
       private$.built <- TRUE
@@ -359,7 +361,7 @@ str.zarr_group <- function(object, ...) {
   kids <- object$children
   n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
   cat(sprintf("Zarr group '%s': %d group(s), %d array(s), %d attribute(s)\n", object$path, n_g,
-              length(kids) - n_g, length(object$metadata$attributes)))
+              length(kids) - n_g, length(object$metadata[["attributes"]])))
   invisible(NULL)
 }
 

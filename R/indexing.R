@@ -19,6 +19,8 @@
 #'   `zarr.fill_as_na` in [zarr-options].
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
+#' @seealso [zarr_array] (its `read()` and `write()` methods), [zarr-options]
+#'   (`zarr.fill_as_na`, `zarr.dimnames`)
 #' @name array-indexing
 #' @examples
 #' x <- array(1:100, c(10, 10))

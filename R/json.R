@@ -16,42 +16,60 @@ json_parse <- function(x, what = "metadata", array = NULL, key = NULL) {
                array = array, key = key)
   Encoding(x) <- "UTF-8"
   tryCatch({
-    big <- json_protect_integers(x)
-    out <- jsonlite::parse_json(big$text, simplifyVector = FALSE, bigint_as_char = TRUE)
-    if (big$found) json_restore_integers(out) else out
+    lit <- json_protect_literals(x)
+    out <- jsonlite::parse_json(lit$text, simplifyVector = FALSE, bigint_as_char = TRUE)
+    if (lit$found) json_restore_literals(out) else out
   }, error = function(e) {
     zarr_abort("metadata", sprintf("malformed JSON in %s: %s", what, conditionMessage(e)),
                array = array, key = key)
   })
 }
 
-# Integers that a double cannot hold exactly (beyond 2^53) keep every digit:
-# they are parsed as strings of class "json_literal", which are written back
-# as the same bare number. The text is marked before parsing, because
-# jsonlite returns integers beyond the int64 range as rounded doubles.
+# Two kinds of literal are marked in the text before parsing and restored
+# after it (outside strings only):
+# - integers that a double cannot hold exactly (beyond 2^53) keep every
+#   digit: they become strings of class "json_literal", written back as the
+#   same bare number (jsonlite returns integers beyond the int64 range as
+#   rounded doubles);
+# - bare NaN, Infinity and -Infinity, not JSON but what Python's json module
+#   writes (zarr-python and xarray attributes, "_FillValue": NaN), become the
+#   doubles NaN, Inf and -Inf (jsonlite refuses them).
 json_mark <- "\\u001bzarr-int:"
-json_protect_integers <- function(x) {
-  if (!grepl("[0-9]{16}", x, perl = TRUE)) return(list(text = x, found = FALSE))
-  m <- gregexpr("\"(?:[^\"\\\\]++|\\\\.)*+\"|(?<![0-9.eE+-])-?[0-9]{16,}(?![.eE0-9])", x, perl = TRUE)
+json_mark_num <- "\\u001bzarr-num:"
+json_protect_literals <- function(x) {
+  big <- grepl("[0-9]{16}", x, perl = TRUE)
+  odd <- grepl("NaN|Infinity", x, perl = TRUE)
+  if (!big && !odd) return(list(text = x, found = FALSE))
+  m <- gregexpr(paste0("\"(?:[^\"\\\\]++|\\\\.)*+\"",
+                       if (big) "|(?<![0-9.eE+-])-?[0-9]{16,}(?![.eE0-9])",
+                       if (odd) "|(?<![A-Za-z0-9_.+-])(?:-?Infinity|NaN)(?![A-Za-z0-9_])"),
+                x, perl = TRUE)
   tok <- regmatches(x, m)[[1L]]
   num <- !startsWith(tok, "\"")
+  nonfinite <- num & grepl("[IN]", tok)
+  num <- num & !nonfinite
   if (any(num)) {
     digits <- sub("^-", "", tok[num])
     exact <- nchar(digits) < 16L | (nchar(digits) == 16L & digits <= "9007199254740992")
     num[num] <- !exact
   }
-  if (!any(num)) return(list(text = x, found = FALSE))
+  if (!any(num) && !any(nonfinite)) return(list(text = x, found = FALSE))
   tok[num] <- paste0("\"", json_mark, tok[num], "\"")
+  tok[nonfinite] <- paste0("\"", json_mark_num, tok[nonfinite], "\"")
   regmatches(x, m) <- list(tok)
   list(text = x, found = TRUE)
 }
 
-json_restore_integers <- function(x) {
-  if (is.character(x) && length(x) == 1L && startsWith(x, "\033zarr-int:"))
-    return(structure(substring(x, 11L), class = "json_literal"))
+json_restore_literals <- function(x) {
+  if (is.character(x) && length(x) == 1L && startsWith(x, "\033zarr-")) {
+    if (startsWith(x, "\033zarr-int:"))
+      return(structure(substring(x, 11L), class = "json_literal"))
+    if (startsWith(x, "\033zarr-num:"))
+      return(c("NaN" = NaN, "Infinity" = Inf, "-Infinity" = -Inf)[[substring(x, 11L)]])
+  }
   if (is.list(x) && length(x)) {
     nm <- names(x)
-    x <- lapply(x, json_restore_integers)
+    x <- lapply(x, json_restore_literals)
     names(x) <- nm
   }
   x

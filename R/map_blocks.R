@@ -131,7 +131,8 @@ map_block_shape <- function(block_shape, shape, chunk, path) {
 #' condition (for example `zarr_error_value`), with a message naming the
 #' block and its indices and fields `block`, `start`, `end` and `parent` (the
 #' task's condition). Progress is shown with the cli package when it is
-#' installed and the `zarr.progress` option is not `FALSE`.
+#' installed, in interactive sessions or when the `zarr.progress` option is
+#' `TRUE` (see [zarr-options]).
 #'
 #' Metadata are never written by the tasks: resize or append, and set
 #' attributes, in one process.
@@ -335,7 +336,7 @@ map_raise <- function(f, path) {
 }
 
 map_progress <- function(n) {
-  isTRUE(getOption("zarr.progress", TRUE)) && n > 1L && requireNamespace("cli", quietly = TRUE)
+  progress_wanted() && n > 1L && requireNamespace("cli", quietly = TRUE)
 }
 
 map_sequential <- function(items, array, out, fun, args) {

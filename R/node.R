@@ -3,6 +3,7 @@
 #' The common ancestor of [zarr_group] and [zarr_array]: a named node in the
 #' hierarchy with a parent, a store, a metadata document and attributes.
 #'
+#' @seealso [zarr_group], [zarr_array], [zarr_object]
 #' @export
 zarr_node <- R6::R6Class("zarr_node",
   inherit = zarr_object,
@@ -44,12 +45,12 @@ zarr_node <- R6::R6Class("zarr_node",
       attrs <- private$display_attributes()
       if (!length(attrs)) return(invisible(self))
       args <- list(...)
-      title <- if (isTRUE(args$dirty %||% private$.dirty)) "Attributes (*)" else "Attributes"
+      title <- if (isTRUE(args[["dirty"]] %||% private$.dirty)) "Attributes (*)" else "Attributes"
       if (use_cli()) {
         print_attribute_block(attrs, title)
         return(invisible(self))
       }
-      width <- args$width %||% max(20L, getOption("width", 80L) - 24L)
+      width <- args[["width"]] %||% max(20L, getOption("width", 80L) - 24L)
       cat(title, ":\n", sep = "")
       nm <- names(attrs)
       w <- max(nchar(nm))
@@ -79,9 +80,9 @@ zarr_node <- R6::R6Class("zarr_node",
       for (p in path[!grepl("^[0-9]+$", path)])
         if (nchar(p, type = "bytes") > 255L || !grepl("^[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*\\z", p, perl = TRUE))
           zarr_abort("argument", sprintf("invalid attribute name '%s'", name))
-      attrs <- private$.metadata$attributes %||% named_list()
+      attrs <- private$.metadata[["attributes"]] %||% named_list()
       attrs <- attr_set(attrs, path, value)
-      private$.metadata$attributes <- attrs
+      private$.metadata[["attributes"]] <- attrs
       private$autosave(attributes_only = TRUE)
       invisible(self)
     },
@@ -91,13 +92,13 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @return Self, invisibly.
     delete_attributes = function(name) {
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
-      attrs <- private$.metadata$attributes
+      attrs <- private$.metadata[["attributes"]]
       if (is.null(attrs)) return(invisible(self))
       keep <- !names(attrs) %in% name
       if (all(keep)) return(invisible(self))
       attrs <- attrs[keep]
       if (!length(attrs)) attrs <- named_list()
-      private$.metadata$attributes <- attrs
+      private$.metadata[["attributes"]] <- attrs
       private$autosave(attributes_only = TRUE)
       invisible(self)
     },
@@ -168,7 +169,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #'   segments indexing JSON arrays from 1).
     #' @param name The name or path.
     #' @return The value, or `NULL` when there is none.
-    attribute = function(name) json_unliteral(attr_get(private$.metadata$attributes, name)),
+    attribute = function(name) json_unliteral(attr_get(private$.metadata[["attributes"]], name)),
 
     #' @description Append a value to an attribute that is a JSON array
     #'   (creating it), and save the metadata when the store is writable.
@@ -178,7 +179,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @return Self, invisibly.
     append_array_attribute = function(name, value, after = NULL) {
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
-      private$.metadata$attributes <- attr_append(private$.metadata$attributes %||% named_list(),
+      private$.metadata[["attributes"]] <- attr_append(private$.metadata[["attributes"]] %||% named_list(),
                                                   name, value, after)
       private$autosave(attributes_only = TRUE)
       invisible(self)
@@ -192,11 +193,11 @@ zarr_node <- R6::R6Class("zarr_node",
     delete_attribute = function(name) {
       if (!grepl("/", name, fixed = TRUE)) return(self$delete_attributes(name))
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
-      attrs <- private$.metadata$attributes
+      attrs <- private$.metadata[["attributes"]]
       if (is.null(attrs)) return(invisible(self))
       new <- attr_delete(attrs, name)
       if (identical(new, attrs)) return(invisible(self))
-      private$.metadata$attributes <- if (length(new)) new else named_list()
+      private$.metadata[["attributes"]] <- if (length(new)) new else named_list()
       private$autosave(attributes_only = TRUE)
       invisible(self)
     }
@@ -255,7 +256,7 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @field attributes (read-only) The attributes, as a named list.
     attributes = function(value) {
       if (!missing(value)) zarr_abort("read_only", "use set_attribute() and delete_attributes()")
-      json_unliteral(private$.metadata$attributes %||% named_list())
+      json_unliteral(private$.metadata[["attributes"]] %||% named_list())
     }
   ),
   private = list(
@@ -265,14 +266,14 @@ zarr_node <- R6::R6Class("zarr_node",
     # attributes shown
     .domain = "", .glyph = "#",
     print_details = function(...) invisible(NULL),
-    display_attributes = function() private$.metadata$attributes,
+    display_attributes = function() private$.metadata[["attributes"]],
     autosave = function(attributes_only = FALSE) {
       if (!private$.store$read_only) private$write_metadata(attributes_only)
     },
     # The node's documents (v2: only .zattrs when only attributes changed),
     # then its entry of the consolidated copy, if there is one.
     write_metadata = function(attributes_only) {
-      v2 <- identical(as.integer(private$.metadata$zarr_format), 2L)
+      v2 <- identical(as.integer(private$.metadata[["zarr_format"]]), 2L)
       # a v3 root with consolidated metadata is written once, with the copy
       v3_root <- !v2 && is.null(private$.parent) && consolidated_active(self)
       if (v2 && attributes_only) {
@@ -321,8 +322,8 @@ node_metadata <- function(m) {
   if (!is.list(m) || isTRUE(attr(m, "zarr_broken"))) return(m)
   for (f in c("shape", "dimension_names"))
     if (is.list(m[[f]])) m[[f]] <- json_simplify(m[[f]])
-  cs <- m$chunk_grid$configuration$chunk_shape
-  if (is.list(cs)) m$chunk_grid$configuration$chunk_shape <- json_simplify(cs)
-  if (is.list(m$attributes) && length(m$attributes)) m$attributes <- json_simplify(m$attributes, literal = TRUE)
+  cs <- m[["chunk_grid"]][["configuration"]][["chunk_shape"]]
+  if (is.list(cs)) m[["chunk_grid"]][["configuration"]][["chunk_shape"]] <- json_simplify(cs)
+  if (is.list(m[["attributes"]]) && length(m[["attributes"]])) m[["attributes"]] <- json_simplify(m[["attributes"]], literal = TRUE)
   m
 }

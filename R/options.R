@@ -33,6 +33,14 @@
 #'   \item{`zarr.format`}{The Zarr format of new stores made by
 #'     [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
 #'     know Zarr v2. Groups and arrays follow the format of their store.}
+#'   \item{`zarr.dimnames`}{`FALSE` (default): values read from an array
+#'     carry no dimnames. `TRUE`: values read from an array of two or more
+#'     dimensions whose metadata names its dimensions (`dimension_names` in
+#'     Zarr v3, the `_ARRAY_DIMENSIONS` attribute of xarray in v2; see the
+#'     `dimension_names` field of [zarr_array]) come with those names as
+#'     `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
+#'     values from `[` that drops dimensions carry none. [as_zarr()] stores
+#'     the names of `dimnames(x)` either way.}
 #'   \item{`zarr.int64`}{How 64-bit integers are returned: `"integer64"`
 #'     (default when the \pkg{bit64} package is installed) or `"double"`
 #'     (with a warning when a value cannot be represented exactly).}
@@ -59,13 +67,16 @@
 #'   \item{`zarr.s3_multipart_size`}{Values larger than this many bytes
 #'     (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
 #'     size, uploaded concurrently (a multipart upload).}
-#'   \item{`zarr.progress`}{`TRUE` (default): reads, writes and copies that
-#'     take longer than about 2 seconds show a progress bar (with the
-#'     \pkg{cli} package, when it is installed, in interactive sessions).
-#'     `FALSE`: never.}
+#'   \item{`zarr.progress`}{Unset (default): in interactive sessions, reads,
+#'     writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
+#'     longer than about 2 seconds show a progress bar (with the \pkg{cli}
+#'     package, when it is installed); scripts run by `Rscript` or in batch
+#'     show none. `TRUE`: in every session, as in interactive ones. `FALSE`:
+#'     never.}
 #' }
 #' [zarr_options()] lists and sets these options, and [save_options()] keeps
 #' them for later sessions.
+#' @seealso [zarr_options()], [save_options()], [reset_options()]
 #' @name zarr-options
 NULL
 
@@ -152,7 +163,7 @@ zarr_option_table <- function() list(
   format               = list(3L, function(v) is_count(v) && v %in% c(2, 3)),
   int64                = list(NULL, function(v) is.character(v) && length(v) == 1L && v %in% c("integer64", "double")),
   dimnames             = list(FALSE, is_flag),
-  progress             = list(TRUE, is_flag),
+  progress             = list(NULL, is_flag),
   range_gap            = list(1048576, function(v) is_count(v, 0)),
   range_max            = list(16777216, function(v) is_count(v, 1)),
   http_concurrency     = list(32L, function(v) is_count(v, 1)),
@@ -183,7 +194,7 @@ option_key <- function(key) {
 option_value <- function(key, entry) {
   v <- getOption(paste0("zarr.", key))
   if (!is.null(v)) return(v)
-  switch(key, num_threads = zarr_num_threads(), int64 = zarr_int64_mode(), entry[[1L]])
+  switch(key, num_threads = zarr_num_threads(), int64 = zarr_int64_mode(), progress = progress_wanted(), entry[[1L]])
 }
 
 #' Package options as a list, and changing them

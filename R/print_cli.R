@@ -1,8 +1,9 @@
-# Printing through cli, as zarr 1.0.0 prints, when cli is installed and the
-# theme is made from the style options of zarr_options(); plain text
-# otherwise, or with options(zarr.cli = FALSE). Descendant classes in domain
-# packages read the theme with zarr_options("zarr_theme") and print their
-# details with cli when it is a list.
+# Printing styled with cli, as zarr 1.0.0 prints, when cli is installed and
+# the theme is made from the style options of zarr_options(); plain text
+# otherwise, or with options(zarr.cli = FALSE). Either way the lines go to
+# standard output. Descendant classes in domain packages read the theme with
+# zarr_options("zarr_theme") and style their details with it when it is a
+# list.
 
 use_cli <- function() is.list(zarr_theme())
 
@@ -37,36 +38,51 @@ make_zarr_theme <- function() {
        span.minor = list(fmt = style("minor_style", "grey")))
 }
 
-# Lines "label : value" of a node summary, through cli or cat().
+# Printing follows r-lib: the lines are made first (format_*), then written
+# to standard output with cat(), so that capture.output(), sink() and knitr
+# see them. With cli they carry the theme's styles (ANSI, when the output
+# supports colours); nothing goes through cli's message stream.
+
+# The styling function of one span of the theme (identity without cli).
+theme_style <- function(span) {
+  th <- zarr_theme()
+  f <- if (is.list(th)) th[[paste0("span.", span)]][["fmt"]]
+  if (is.function(f)) f else identity
+}
+
+# The heading of a summary or block: a rule with the title under cli.
+format_heading <- function(title, plain) {
+  if (use_cli()) as.character(cli::rule(left = title)) else plain
+}
+
+# Lines "label : value" of a node summary under a title.
+format_lines <- function(title, labels, values) {
+  w <- max(0L, nchar(labels))
+  c(format_heading(title, paste(title, "")),
+    paste0(theme_style("label")(paste(formatC(labels, width = -w), ":")), " ", theme_style("text")(values)))
+}
+
 print_lines <- function(title, labels, values) {
-  if (use_cli()) {
-    div <- cli::cli_div(theme = zarr_theme())
-    cli::cli_h1(title)
-    # padded with no-break spaces: cli squeezes ordinary ones
-    padded <- gsub(" ", "\u00a0", formatC(labels, width = -max(nchar(labels))), fixed = TRUE)
-    for (i in seq_along(labels))
-      cli::cli_text("{.label {padded[i]} :} {.text {values[i]}}")
-    cli::cli_end(div)
-  } else {
-    cat(title, "\n")
-    w <- max(nchar(labels))
-    for (i in seq_along(labels)) cat(sprintf("%-*s : %s\n", w, labels[i], values[i]))
-  }
+  cat(format_lines(title, labels, values), sep = "\n")
   invisible(NULL)
 }
 
-# A block of (nested) attributes, through cli or cat().
+# A block of (nested) attributes.
+format_attribute_block <- function(atts, title = "Attributes") {
+  if (use_cli()) c(format_heading(title), attribute_lines_cli(atts, 0L))
+  else c(paste0(title, ":"), attribute_lines_text(atts, 1L))
+}
+
 print_attribute_block <- function(atts, title = "Attributes") {
-  if (use_cli()) {
-    div <- cli::cli_div(theme = zarr_theme())
-    cli::cli_rule(title)
-    print_attribute_levels_cli(atts)
-    cli::cli_end(div)
-  } else {
-    cat(title, ":\n", sep = "")
-    print_attribute_levels_text(atts, 1L)
-  }
+  cat(format_attribute_block(atts, title), sep = "\n")
   invisible(NULL)
+}
+
+# format() of the package's R6 objects (nodes, stores, codecs, data types,
+# chunk grids): the lines their print() writes.
+format_printed <- function(x) {
+  if (!is.function(x$print)) return(sprintf("<%s>", class(x)[1L]))
+  utils::capture.output(x$print())
 }
 
 attr_scalar_text <- function(v) {
@@ -75,32 +91,29 @@ attr_scalar_text <- function(v) {
   if (length(v) == 1L) format(v) else paste0("[", paste(format(v), collapse = ", "), "]")
 }
 
-print_attribute_levels_text <- function(atts, indent) {
+attribute_lines_text <- function(atts, indent) {
   pad <- strrep("  ", indent)
   nm <- names(atts) %||% paste0("[", seq_along(atts), "]")
   w <- max(nchar(nm))
-  for (i in seq_along(atts)) {
+  unlist(lapply(seq_along(atts), function(i) {
     v <- atts[[i]]
-    if (is.list(v) && (attr_is_object(v) || any(vapply(v, is.list, TRUE)))) {
-      cat(pad, formatC(nm[i], width = -w), " :\n", sep = "")
-      print_attribute_levels_text(v, indent + 1L)
-    } else {
-      cat(pad, formatC(nm[i], width = -w), " : ", attr_scalar_text(v), "\n", sep = "")
-    }
-  }
+    if (is.list(v) && (attr_is_object(v) || any(vapply(v, is.list, TRUE))))
+      c(paste0(pad, formatC(nm[i], width = -w), " :"), attribute_lines_text(v, indent + 1L))
+    else paste0(pad, formatC(nm[i], width = -w), " : ", attr_scalar_text(v))
+  }))
 }
 
-print_attribute_levels_cli <- function(atts) {
+# Bullets as cli's lists show them, two spaces deeper per level.
+attribute_lines_cli <- function(atts, indent) {
+  pad <- strrep("  ", indent)
+  bullet <- cli::symbol$bullet
   nm <- names(atts) %||% paste0("[", seq_along(atts), "]")
-  ul <- cli::cli_ul()
-  for (i in seq_along(atts)) {
+  label <- theme_style("label")
+  text <- theme_style("text")
+  unlist(lapply(seq_along(atts), function(i) {
     v <- atts[[i]]
-    if (is.list(v) && (attr_is_object(v) || any(vapply(v, is.list, TRUE)))) {
-      cli::cli_li("{.label {nm[i]}:}")
-      print_attribute_levels_cli(v)
-    } else {
-      cli::cli_li("{.label {nm[i]}:} {.text {attr_scalar_text(v)}}")
-    }
-  }
-  cli::cli_end(ul)
+    if (is.list(v) && (attr_is_object(v) || any(vapply(v, is.list, TRUE))))
+      c(paste0(pad, bullet, " ", label(paste0(nm[i], ":"))), attribute_lines_cli(v, indent + 1L))
+    else paste0(pad, bullet, " ", label(paste0(nm[i], ":")), " ", text(attr_scalar_text(v)))
+  }))
 }

@@ -1,7 +1,7 @@
 # Progress bars (cli) for long reads, writes and copies.
 #
 # A read or write is one .Call into the engine. For one that may take long
-# (a large selection, with the zarr.progress option on and cli installed),
+# (a large selection, with progress wanted, see progress_wanted(), and cli installed),
 # with_progress() hands the engine an R function; the engine's R thread calls
 # it from the polls it already makes (src/progress.c), never before
 # `zarr.progress_after` seconds (default 2) and at most 5 times a second.
@@ -16,9 +16,16 @@ progress_state$reports <- 0 # reports made in this session (for the tests)
 # the delay.
 progress_min_bytes <- function() getOption("zarr.progress_min_bytes", 2^20)
 
+# Bars are for people watching: by default only in interactive sessions, so
+# that Rscript and batch logs get none; zarr.progress = TRUE or FALSE forces
+# them on or off.
+progress_wanted <- function() {
+  v <- getOption("zarr.progress")
+  if (is.null(v)) interactive() else isTRUE(v)
+}
+
 progress_on <- function() {
-  isTRUE(getOption("zarr.progress", TRUE)) && !progress_state$active &&
-    requireNamespace("cli", quietly = TRUE)
+  progress_wanted() && !progress_state$active && requireNamespace("cli", quietly = TRUE)
 }
 
 # Evaluate `expr` (an engine call) with a progress bar when it moves at least

@@ -28,20 +28,20 @@ save_destination <- function(location) {
 
 # Array metadata (v3 form) for an array written in format `fmt`.
 convert_array_metadata <- function(m, fmt) {
-  from <- as.integer(m$zarr_format %||% 3L)
-  m$zarr_format <- fmt
+  from <- as.integer(m[["zarr_format"]] %||% 3L)
+  m[["zarr_format"]] <- fmt
   if (from == fmt) return(m)
-  m$chunk_key_encoding <- NULL # the destination's default for that format
+  m[["chunk_key_encoding"]] <- NULL # the destination's default for that format
   if (fmt == 3L) {
-    attrs <- m$attributes %||% named_list()
-    if (is.null(m$dimension_names) && !is.null(attrs[["_ARRAY_DIMENSIONS"]]))
-      m$dimension_names <- attrs[["_ARRAY_DIMENSIONS"]]
+    attrs <- m[["attributes"]] %||% named_list()
+    if (is.null(m[["dimension_names"]]) && !is.null(attrs[["_ARRAY_DIMENSIONS"]]))
+      m[["dimension_names"]] <- attrs[["_ARRAY_DIMENSIONS"]]
     attrs[["_ARRAY_DIMENSIONS"]] <- NULL
-    m$attributes <- if (length(attrs)) attrs else named_list()
-    if (is.null(m$fill_value)) {
-      dt <- m$data_type
-      if (is.list(dt)) dt <- dt$name
-      m$fill_value <- fill_for_null(dt)
+    m[["attributes"]] <- if (length(attrs)) attrs else named_list()
+    if (is.null(m[["fill_value"]])) {
+      dt <- m[["data_type"]]
+      if (is.list(dt)) dt <- dt[["name"]]
+      m[["fill_value"]] <- fill_for_null(dt)
     }
   }
   m
@@ -55,11 +55,11 @@ fail_for_array <- function(e, path) {
 
 # The chunk key encoding and grid of an array, from its metadata (v3 form).
 metadata_keys_layout <- function(m) {
-  enc <- m$chunk_key_encoding
-  shape <- check_shape(m$shape, "shape")
-  chunk <- check_shape(m$chunk_grid$configuration$chunk_shape, "chunk shape")
-  list(enc = normalize_key_encoding(list(name = enc$name %||% "default", separator = enc$configuration$separator)),
-       nd = length(shape), grid = ceiling(shape / pmax(1, chunk)))
+  enc <- m[["chunk_key_encoding"]]
+  shape <- check_shape(m[["shape"]], "shape")
+  grid <- metadata_chunk_counts(m, shape)
+  list(enc = normalize_key_encoding(list(name = enc[["name"]] %||% "default", separator = enc[["configuration"]][["separator"]])),
+       nd = length(shape), grid = grid)
 }
 
 # Grid coordinates (rows) of the chunks with 0-based linear indices `lin`.
@@ -111,12 +111,12 @@ save_zarr_to <- function(z, location, verbose = FALSE, format = 3L) {
   # stays the same.
   plan <- lapply(arrays, function(a) {
     m0 <- a$metadata
-    if (isTRUE(attr(m0, "zarr_broken")) || is.null(m0$shape))
+    if (isTRUE(attr(m0, "zarr_broken")) || is.null(m0[["shape"]]))
       zarr_abort("metadata", "the array's metadata cannot be read, so it cannot be saved", array = a$path)
-    if (length(m0$storage_transformers))
+    if (length(m0[["storage_transformers"]]))
       zarr_abort("unsupported", "arrays with storage transformers cannot be saved", array = a$path)
     m <- convert_array_metadata(m0, format)
-    same <- identical(as.integer(m0$zarr_format %||% 3L), format)
+    same <- identical(as.integer(m0[["zarr_format"]] %||% 3L), format)
     err <- tryCatch({
       parse_array_metadata(m, a$path)
       if (format == 2L) v2_from_v3(m)
@@ -134,7 +134,7 @@ save_zarr_to <- function(z, location, verbose = FALSE, format = 3L) {
     say("group %s", g$path)
     dst$set_metadata(node_prefix(g$path),
                      list(zarr_format = format, node_type = "group",
-                          attributes = g$metadata$attributes %||% named_list()))
+                          attributes = g$metadata[["attributes"]] %||% named_list()))
   }
   # how many chunks there are to copy, for the progress bar (at most that
   # many: without listing, missing chunks are counted too)

@@ -37,10 +37,18 @@ check_node_name <- function(name) {
 #' [zarr_memorystore]) implement the key-value primitives; this class builds
 #' everything else on them, including reading Zarr v2 metadata as v3.
 #'
+#' @seealso [zarr_localstore], [zarr_memorystore], [zarr_zipstore],
+#'   [zarr_httpstore], [zarr_s3store], [zarr_refstore], [open_zarr()]
 #' @export
 zarr_store <- R6::R6Class("zarr_store",
   cloneable = FALSE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create a store. Only descendant classes should call this.
     #' @param read_only Whether the store is read-only.
     #' @param version The Zarr version of the store, 2 or 3.
@@ -171,7 +179,7 @@ zarr_store <- R6::R6Class("zarr_store",
       private$check_writable()
       prefix <- node_prefix(prefix)
       if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
-      if (identical(as.integer(metadata$zarr_format), 2L)) {
+      if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
         v2_set_metadata(self, prefix, metadata)
       } else {
         self$set(paste0(prefix, "zarr.json"), charToRaw(json_write(json_prepare_metadata(metadata))))
@@ -184,7 +192,7 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @return `TRUE` or `FALSE`.
     is_group = function(path) {
       m <- tryCatch(self$get_metadata(path), zarr_error = function(e) NULL)
-      identical(m$node_type, "group")
+      identical(m[["node_type"]], "group")
     },
 
     #' @description Create a group.
@@ -213,14 +221,14 @@ zarr_store <- R6::R6Class("zarr_store",
       }
       prefix <- private$new_node_prefix(parent, name)
       p <- parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
-      if (identical(as.integer(metadata$zarr_format), 2L)) {
-        if (!identical(metadata$chunk_key_encoding$name, "v2"))
-          metadata$chunk_key_encoding <- list(name = "v2", configuration = list(separator = "."))
+      if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
+        if (!identical(metadata[["chunk_key_encoding"]][["name"]], "v2"))
+          metadata[["chunk_key_encoding"]] <- list(name = "v2", configuration = list(separator = "."))
       } else {
-        enc <- metadata$chunk_key_encoding
-        sep <- enc$configuration$separator
+        enc <- metadata[["chunk_key_encoding"]]
+        sep <- enc[["configuration"]][["separator"]]
         if (is.null(enc) || !(identical(sep, "/") || identical(sep, ".")))
-          metadata$chunk_key_encoding <- list(name = "default", configuration = list(separator = self$separator))
+          metadata[["chunk_key_encoding"]] <- list(name = "default", configuration = list(separator = self$separator))
       }
       self$set_metadata(prefix, metadata)
       p$key_encoding <- array_key_encoding(metadata)
@@ -334,11 +342,11 @@ named_list <- function() structure(list(), names = character())
 # Metadata as written: shapes and other vectors stay JSON arrays.
 json_prepare_metadata <- function(meta) {
   for (f in c("shape", "dimension_names")) if (!is.null(meta[[f]])) meta[[f]] <- json_array(meta[[f]])
-  cs <- meta$chunk_grid$configuration$chunk_shape
-  if (is.atomic(cs) && !is.null(cs)) meta$chunk_grid$configuration$chunk_shape <- json_array(cs)
-  if (!is.null(meta$attributes)) {
-    meta$attributes <- json_prepare(meta$attributes)
-    if (!length(meta$attributes)) meta$attributes <- named_list()
+  cs <- meta[["chunk_grid"]][["configuration"]][["chunk_shape"]]
+  if (is.atomic(cs) && !is.null(cs)) meta[["chunk_grid"]][["configuration"]][["chunk_shape"]] <- json_array(cs)
+  if (!is.null(meta[["attributes"]])) {
+    meta[["attributes"]] <- json_prepare(meta[["attributes"]])
+    if (!length(meta[["attributes"]])) meta[["attributes"]] <- named_list()
   }
   meta
 }

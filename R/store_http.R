@@ -22,6 +22,8 @@
 #' in the URL (as in signed URLs) is sent with every request; names with
 #' spaces or other characters are percent-encoded.
 #'
+#' @seealso [zarr_store], [open_zarr()], [zarr_consolidate()], [zarr-options]
+#'   for the HTTP options
 #' @export
 zarr_httpstore <- R6::R6Class("zarr_httpstore",
   inherit = zarr_store,
@@ -50,10 +52,10 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
       super$initialize(read_only = TRUE, version = 3L)
       root <- self$get("zarr.json")
       if (!is.null(root)) {
-        cm <- tryCatch(json_parse(root, "zarr.json", key = "zarr.json")$consolidated_metadata,
+        cm <- tryCatch(json_parse(root, "zarr.json", key = "zarr.json")[["consolidated_metadata"]],
                        zarr_error = function(e) NULL)
-        if (is.list(cm) && is.list(cm$metadata) && length(names(cm$metadata)))
-          private$.nodes <- names(cm$metadata)
+        if (is.list(cm) && is.list(cm[["metadata"]]) && length(names(cm[["metadata"]])))
+          private$.nodes <- names(cm[["metadata"]])
       } else {
         zmeta <- self$get(".zmetadata")
         if (!is.null(zmeta)) private$keep_consolidated_v2(zmeta)
@@ -186,7 +188,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     },
     # .zmetadata holds every v2 document: keep them, and the node paths.
     keep_consolidated_v2 = function(raw) {
-      docs <- tryCatch(json_parse(raw, ".zmetadata", key = ".zmetadata")$metadata,
+      docs <- tryCatch(json_parse(raw, ".zmetadata", key = ".zmetadata")[["metadata"]],
                        zarr_error = function(e) NULL)
       if (!is.list(docs) || is.null(names(docs))) return(invisible())
       for (k in names(docs)) {

@@ -9,6 +9,7 @@
 #' read as data nor listed as keys, and may be deleted at any time. Reads of
 #' chunks go straight from C, in parallel.
 #'
+#' @seealso [zarr_store], [open_zarr()], [zarr_zipstore]
 #' @export
 zarr_localstore <- R6::R6Class("zarr_localstore",
   inherit = zarr_store,

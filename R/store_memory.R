@@ -4,6 +4,7 @@
 #' Nothing is persisted: the data are gone when the store is garbage
 #' collected.
 #'
+#' @seealso [zarr_store], [create_zarr()]
 #' @export
 zarr_memorystore <- R6::R6Class("zarr_memorystore",
   inherit = zarr_store,

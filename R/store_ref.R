@@ -41,6 +41,8 @@
 #' local and remote files) are read at the same time, and chunks are decoded
 #' while the rest are still arriving.
 #'
+#' @seealso [zarr_store], [open_zarr()], [zarr-options] (`zarr.range_gap`,
+#'   `zarr.range_max`)
 #' @export
 zarr_refstore <- R6::R6Class("zarr_refstore",
   inherit = zarr_store,
@@ -265,16 +267,16 @@ ref_parse_doc <- function(x, what) {
   doc <- if (is.raw(x)) json_parse(x, sprintf("references '%s'", what)) else x
   if (!is.list(doc) || (length(doc) && is.null(names(doc))))
     zarr_abort("metadata", sprintf("'%s' does not hold references (a JSON object)", what))
-  version <- doc$version
-  if (is.null(version) || is.list(doc$version)) return(ref_entries(doc, what))
+  version <- doc[["version"]]
+  if (is.null(version) || is.list(doc[["version"]])) return(ref_entries(doc, what))
   if (!identical(as.integer(version), 1L))
     zarr_abort("unsupported", sprintf("references of version %s are not supported (only 0 and 1)", format(version)),
                key = what)
-  templates <- doc$templates %||% list()
-  refs <- doc$refs %||% named_list()
+  templates <- doc[["templates"]] %||% list()
+  refs <- doc[["refs"]] %||% named_list()
   if (length(refs) && is.null(names(refs))) zarr_abort("metadata", "'refs' must be a JSON object", key = what)
   out <- ref_entries(refs, what, templates)
-  gen <- doc$gen %||% list()
+  gen <- doc[["gen"]] %||% list()
   if (length(gen)) {
     g <- ref_expand_gen(gen, templates, what)
     # refs win over generated keys
@@ -432,8 +434,8 @@ ref_read_parquet <- function(loc) {
   zm <- ref_fetch(at(".zmetadata"), missing_ok = TRUE)
   if (is.null(zm)) zarr_abort("not_found", sprintf("'%s' has no .zmetadata: not Parquet references", loc))
   doc <- json_parse(zm, ".zmetadata", key = ".zmetadata")
-  meta <- doc$metadata
-  n_rec <- as.numeric(doc$record_size %||% 10000)
+  meta <- doc[["metadata"]]
+  n_rec <- as.numeric(doc[["record_size"]] %||% 10000)
   if (!is.list(meta) || (length(meta) && is.null(names(meta))) || is.na(n_rec) || n_rec < 1)
     zarr_abort("metadata", "the .zmetadata of Parquet references needs 'metadata' and 'record_size'", key = ".zmetadata")
   out <- ref_entries(meta, ".zmetadata")
@@ -442,9 +444,9 @@ ref_read_parquet <- function(loc) {
     field <- sub("/?[.]zarray$", "", ak)
     za <- meta[[ak]]
     if (is.character(za)) za <- json_parse(charToRaw(za), ak, key = ak)
-    shape <- as.numeric(unlist(za$shape))
-    chunks <- as.numeric(unlist(za$chunks))
-    sep <- za$dimension_separator %||% "."
+    shape <- as.numeric(unlist(za[["shape"]]))
+    chunks <- as.numeric(unlist(za[["chunks"]]))
+    sep <- za[["dimension_separator"]] %||% "."
     nch <- if (length(shape)) ceiling(shape / chunks) else numeric()
     total <- prod(nch)
     if (total == 0) next
@@ -584,5 +586,5 @@ ref_is_parquet_dir <- function(p) {
   zm <- file.path(p, ".zmetadata")
   if (!file.exists(zm) || any(file.exists(file.path(p, c(".zgroup", ".zarray", "zarr.json"))))) return(FALSE)
   doc <- tryCatch(json_parse(readBin(zm, "raw", file.size(zm)), ".zmetadata"), zarr_error = function(e) NULL)
-  is.list(doc) && !is.null(doc$record_size)
+  is.list(doc) && !is.null(doc[["record_size"]])
 }

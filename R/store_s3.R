@@ -35,6 +35,8 @@
 #' and `s3_message`. A chunk that is not there (404, or 403 on anonymous
 #' reads) is the fill value.
 #'
+#' @seealso [zarr_store], [open_zarr()], [s3_list_dir()], [zarr-options] for the
+#'   HTTP and S3 options
 #' @export
 zarr_s3store <- R6::R6Class("zarr_s3store",
   inherit = zarr_store,
@@ -63,9 +65,9 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
                        secret_key = secret_key, session_token = session_token, endpoint = endpoint,
                        anonymous = anonymous)
       prefix <- sub("^/+", "", sub("/+$", "", enc2utf8(prefix)))
-      endpoint <- cfg$endpoint
+      endpoint <- cfg[["endpoint"]]
       path_style <- if (is.null(path_style)) !is.null(endpoint) else isTRUE(path_style)
-      if (is.null(endpoint)) endpoint <- sprintf("https://s3.%s.amazonaws.com", cfg$region)
+      if (is.null(endpoint)) endpoint <- sprintf("https://s3.%s.amazonaws.com", cfg[["region"]])
       endpoint <- sub("/+$", "", endpoint)
       if (!grepl("^https?://[^/]+$", endpoint))
         zarr_abort("argument", sprintf("the S3 endpoint '%s' is not an http(s):// URL without a path", endpoint))
@@ -78,8 +80,8 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       private$.url <- if (nzchar(prefix)) paste0(bucket_url, "/", url_path_encode(prefix)) else bucket_url
       private$.io <- .Call(ffi_store_s3, list(
         bucket_url = bucket_url, url = private$.url,
-        region = if (cfg$anonymous) NULL else cfg$region,
-        access_key = cfg$access_key, secret_key = cfg$secret_key, session_token = cfg$session_token,
+        region = if (cfg[["anonymous"]]) NULL else cfg[["region"]],
+        access_key = cfg[["access_key"]], secret_key = cfg[["secret_key"]], session_token = cfg[["session_token"]],
         read_only = isTRUE(read_only), multipart_size = s3_multipart_size()), http_options())
       super$initialize(read_only = read_only, version = zarr_default_format())
       # which version is there (failures, such as a wrong key, show on first real use)
@@ -398,6 +400,7 @@ s3_parse_url <- function(url) {
 #' ListObjectsV2 and the credentials and endpoint found as for
 #' [zarr_s3store].
 #'
+#' @seealso [zarr_s3store], [open_zarr()]
 #' @param bucket The bucket name.
 #' @param prefix The prefix to list below (`""`, the default: the top of the
 #'   bucket).

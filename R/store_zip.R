@@ -23,6 +23,7 @@
 #' directory with [zarr_localstore] and zip it again. If the zip file is
 #' replaced while the store is open, open it again.
 #'
+#' @seealso [zarr_store], [zarr_localstore], [open_zarr()]
 #' @export
 #' @examples
 #' if (nzchar(Sys.which("zip"))) {

@@ -90,7 +90,7 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
   shape <- as.numeric(unlist(z[["shape"]]))
   filters <- z[["filters"]]
   object_codec <- NULL
-  if (identical(dt$data_type, "object")) { # the object codec is among the filters
+  if (identical(dt[["data_type"]], "object")) { # the object codec is among the filters
     ids <- vapply(filters, function(f) f[["id"]], "")
     hit <- match(names(v2_object_codecs), ids)
     hit <- hit[!is.na(hit)]
@@ -100,9 +100,9 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
       object_config[["id"]] <- NULL
       if (!length(object_config)) object_config <- named_list()
       filters <- filters[-hit[1L]]
-      dt$data_type <- unname(v2_object_codecs[object_codec])
+      dt[["data_type"]] <- unname(v2_object_codecs[object_codec])
     } else {
-      dt$data_type <- "v2:|O"
+      dt[["data_type"]] <- "v2:|O"
     }
   }
   typesize <- v2_itemsize(z[["dtype"]])
@@ -115,12 +115,12 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
   after <- list()
   for (f in filters) {
     cd <- v2_codec(f, key, typesize)
-    id <- sub("^numcodecs[.]", "", cd$name)
+    id <- sub("^numcodecs[.]", "", cd[["name"]])
     if (!is.na(numcodecs_modes[id]) && numcodecs_modes[[id]] == "array" && !length(after))
       before[[length(before) + 1L]] <- cd
     else after[[length(after) + 1L]] <- cd
   }
-  ab <- if (is.null(object_codec)) list(name = "bytes", configuration = list(endian = dt$endian))
+  ab <- if (is.null(object_codec)) list(name = "bytes", configuration = list(endian = dt[["endian"]]))
         else list(name = object_codec, configuration = object_config)
   codecs <- c(codecs, before, list(ab), after)
   if (!is.null(z[["compressor"]])) codecs[[length(codecs) + 1L]] <- v2_codec(z[["compressor"]], key, typesize)
@@ -130,7 +130,7 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
                           all(vapply(dims, function(e) is.null(e) || is_json_string(e), TRUE))))
     dims <- NULL # not names of these dimensions: an ordinary attribute
   fill <- z[["fill_value"]]
-  if (is.list(dt$data_type) && identical(dt$data_type$name, "null_terminated_bytes") && is.character(fill)) {
+  if (is.list(dt[["data_type"]]) && identical(dt[["data_type"]][["name"]], "null_terminated_bytes") && is.character(fill)) {
     # v2 keeps fixed bytes as base64
     if (!grepl("^[A-Za-z0-9+/]*={0,2}$", fill) || nchar(fill) %% 4L != 0L)
       meta_fail("fill_value", "must be base64 text for a |S data type", key = key)
@@ -140,14 +140,14 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
   meta <- list(
     zarr_format = 2L, node_type = "array",
     shape = json_array(shape),
-    data_type = dt$data_type,
+    data_type = dt[["data_type"]],
     chunk_grid = list(name = "regular", configuration = list(chunk_shape = json_array(unlist(z[["chunks"]])))),
     chunk_key_encoding = list(name = "v2", configuration = list(separator = sep)),
     fill_value = fill,
     codecs = codecs,
     attributes = attrs
   )
-  if (!is.null(dims)) meta$dimension_names <- dims
+  if (!is.null(dims)) meta[["dimension_names"]] <- dims
   meta
 }
 
@@ -160,26 +160,26 @@ v2_itemsize <- function(dtype) {
 
 # Metadata in v3 form -> the v2 documents (.zgroup / .zarray and .zattrs).
 v2_from_v3 <- function(meta) {
-  attrs <- meta$attributes
-  if (!is.null(meta$dimension_names))
-    attrs[["_ARRAY_DIMENSIONS"]] <- json_array(unlist(meta$dimension_names))
+  attrs <- meta[["attributes"]]
+  if (!is.null(meta[["dimension_names"]]))
+    attrs[["_ARRAY_DIMENSIONS"]] <- json_array(unlist(meta[["dimension_names"]]))
   attrs <- if (length(attrs)) json_prepare(attrs) else named_list()
-  if (identical(meta$node_type, "group")) return(list(.zgroup = list(zarr_format = 2L), .zattrs = attrs))
-  shape <- unlist(meta$shape)
-  dt <- meta$data_type
-  name <- if (is.list(dt)) dt$name else dt
-  codecs <- meta$codecs
-  names_ <- vapply(codecs, function(cd) cd$name, "")
+  if (identical(meta[["node_type"]], "group")) return(list(.zgroup = list(zarr_format = 2L), .zattrs = attrs))
+  shape <- unlist(meta[["shape"]])
+  dt <- meta[["data_type"]]
+  name <- if (is.list(dt)) dt[["name"]] else dt
+  codecs <- meta[["codecs"]]
+  names_ <- vapply(codecs, function(cd) cd[["name"]], "")
   ab <- match(TRUE, names_ %in% c("bytes", names(v2_object_codecs)))
   if (is.na(ab)) zarr_abort("unsupported", "this codec chain cannot be written as Zarr v2")
-  if (!identical(meta$chunk_grid$name, "regular"))
-    zarr_abort("unsupported", sprintf("Zarr v2 has only regular chunks, not a '%s' chunk grid", meta$chunk_grid$name))
-  endian <- codecs[[ab]]$configuration$endian %||% "little"
+  if (!identical(meta[["chunk_grid"]][["name"]], "regular"))
+    zarr_abort("unsupported", sprintf("Zarr v2 has only regular chunks, not a '%s' chunk grid", meta[["chunk_grid"]][["name"]]))
+  endian <- codecs[[ab]][["configuration"]][["endian"]] %||% "little"
   order <- "C"
   filters <- list()
   for (cd in codecs[seq_len(ab - 1L)]) {
-    if (cd$name == "transpose") {
-      ord <- unlist(cd$configuration$order)
+    if (cd[["name"]] == "transpose") {
+      ord <- unlist(cd[["configuration"]][["order"]])
       if (identical(as.integer(ord), rev(seq_along(shape) - 1L))) order <- "F"
       else if (!identical(as.integer(ord), seq_along(shape) - 1L))
         zarr_abort("unsupported", "Zarr v2 stores only C or F order, not another transpose")
@@ -187,24 +187,24 @@ v2_from_v3 <- function(meta) {
       filters[[length(filters) + 1L]] <- v2_codec_doc(cd)
     }
   }
-  if (codecs[[ab]]$name != "bytes")
-    filters[[length(filters) + 1L]] <- c(list(id = codecs[[ab]]$name), codecs[[ab]]$configuration)
+  if (codecs[[ab]][["name"]] != "bytes")
+    filters[[length(filters) + 1L]] <- c(list(id = codecs[[ab]][["name"]]), codecs[[ab]][["configuration"]])
   after <- lapply(codecs[-seq_len(ab)], v2_codec_doc)
   compressor <- if (length(after)) after[[length(after)]] else NULL
   filters <- c(filters, after[seq_len(max(0L, length(after) - 1L))])
   zarray <- list(
     zarr_format = 2L,
     shape = json_array(shape),
-    chunks = json_array(unlist(meta$chunk_grid$configuration$chunk_shape)),
-    dtype = v2_dtype_string(name, if (is.list(dt)) dt$configuration else NULL, endian),
+    chunks = json_array(unlist(meta[["chunk_grid"]][["configuration"]][["chunk_shape"]])),
+    dtype = v2_dtype_string(name, if (is.list(dt)) dt[["configuration"]] else NULL, endian),
     compressor = compressor,
-    fill_value = meta$fill_value,
+    fill_value = meta[["fill_value"]],
     order = order,
     filters = if (length(filters)) filters else NULL,
-    dimension_separator = meta$chunk_key_encoding$configuration$separator %||% "."
+    dimension_separator = meta[["chunk_key_encoding"]][["configuration"]][["separator"]] %||% "."
   )
-  if (name == "null_terminated_bytes" && is.character(zarray$fill_value))
-    zarray$fill_value <- jsonlite::base64_enc(charToRaw(zarray$fill_value))
+  if (name == "null_terminated_bytes" && is.character(zarray[["fill_value"]]))
+    zarray[["fill_value"]] <- jsonlite::base64_enc(charToRaw(zarray[["fill_value"]]))
   list(.zarray = zarray, .zattrs = attrs)
 }
 
@@ -214,10 +214,10 @@ v2_dtype_string <- function(name, config, endian) {
   if (!is.na(code)) return(paste0(if (dtype_info(name)$size == 1L) "|" else e, code))
   switch(name,
     string = , variable_length_bytes = "|O",
-    fixed_length_utf32 = paste0(e, "U", as.integer(config$length_bytes) / 4L),
-    null_terminated_bytes = paste0("|S", as.integer(config$length_bytes)),
+    fixed_length_utf32 = paste0(e, "U", as.integer(config[["length_bytes"]]) / 4L),
+    null_terminated_bytes = paste0("|S", as.integer(config[["length_bytes"]])),
     numpy.datetime64 = , numpy.timedelta64 = {
-      unit <- paste0(if ((config$scale_factor %||% 1) != 1) config$scale_factor, config$unit %||% "s")
+      unit <- paste0(if ((config[["scale_factor"]] %||% 1) != 1) config[["scale_factor"]], config[["unit"]] %||% "s")
       paste0(e, if (name == "numpy.datetime64") "M8[" else "m8[", unit, "]")
     },
     zarr_abort("unsupported", sprintf("data type '%s' cannot be written as Zarr v2", name))
@@ -225,16 +225,16 @@ v2_dtype_string <- function(name, config, endian) {
 }
 
 v2_codec_doc <- function(cd) {
-  cfg <- cd$configuration %||% list()
-  switch(cd$name,
-    blosc = list(id = "blosc", cname = cfg$cname, clevel = cfg$clevel,
-                 shuffle = match(cfg$shuffle %||% "shuffle", blosc_shuffles) - 1L,
-                 blocksize = cfg$blocksize %||% codec_default("blosc", "blocksize")),
+  cfg <- cd[["configuration"]] %||% list()
+  switch(cd[["name"]],
+    blosc = list(id = "blosc", cname = cfg[["cname"]], clevel = cfg[["clevel"]],
+                 shuffle = match(cfg[["shuffle"]] %||% "shuffle", blosc_shuffles) - 1L,
+                 blocksize = cfg[["blocksize"]] %||% codec_default("blosc", "blocksize")),
     # numcodecs before 0.13 refuses a "checksum" key: write it only when set
-    zstd = c(list(id = "zstd", level = cfg$level %||% codec_default("zstd", "level")), if (isTRUE(cfg$checksum)) list(checksum = TRUE)),
-    gzip = list(id = "gzip", level = cfg$level %||% codec_default("gzip", "level")),
+    zstd = c(list(id = "zstd", level = cfg[["level"]] %||% codec_default("zstd", "level")), if (isTRUE(cfg[["checksum"]])) list(checksum = TRUE)),
+    gzip = list(id = "gzip", level = cfg[["level"]] %||% codec_default("gzip", "level")),
     crc32c = list(id = "crc32c"),
-    c(list(id = sub("^numcodecs[.]", "", cd$name)), cfg)
+    c(list(id = sub("^numcodecs[.]", "", cd[["name"]])), cfg)
   )
 }
 
@@ -256,7 +256,7 @@ v2_set_metadata <- function(store, prefix, metadata, only = NULL) {
 # Chunks are decoded and encoded here in R, on top of the C byte codecs.
 
 json2_bb_codecs <- function(array) {
-  Filter(function(cd) cd$mode == "bytes -> bytes", array$codecs)
+  Filter(function(cd) cd[["mode"]] == "bytes -> bytes", array$codecs)
 }
 
 # One stored chunk -> its values in C order (NULL items are NA).

@@ -176,6 +176,7 @@ blosc_shuffle_name <- function(x, typesize = 1L) {
 #' characters, including any Unicode letter, are allowed; names of letters,
 #' digits and `-`, `_`, `.` work in every Zarr implementation and file system.
 #'
+#' @seealso [zarr_group] (`add_group()`, `add_array()`)
 #' @param name The names to check (a character vector).
 #' @return A logical vector as long as `name`: `TRUE` where the name is
 #'   valid.

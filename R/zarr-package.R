@@ -6,6 +6,8 @@
 #' `[` as you would base R arrays. Decoding, encoding and copying between
 #' chunks and R arrays run in C, in parallel (see [zarr-options]).
 #'
+#' @seealso The vignettes: `vignette("zarr", package = "zarr")` to start,
+#'   `vignette("remote", package = "zarr")` for HTTP, S3 and references.
 #' @name zarr-package
 #' @aliases zarr-package
 #' @docType package

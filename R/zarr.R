@@ -3,10 +3,18 @@
 #' A Zarr object is one Zarr data set: a store and the hierarchy of groups
 #' and arrays in it. The root is usually a group, but may be a single array.
 #'
+#' @seealso [open_zarr()], [create_zarr()], [zarr_group], [zarr_array],
+#'   [zarr_store], [zarr_consolidate()], [zarr-options]
 #' @export
 zarr <- R6::R6Class("zarr",
   cloneable = TRUE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Open the hierarchy in a store, or start a new one.
     #' @param store A [zarr_store]; or a location: a directory path (or
     #'   "file://" URI; the directory is created when absent), an `http(s)://`
@@ -52,10 +60,10 @@ zarr <- R6::R6Class("zarr",
         val <- c(version, if (inherits(root, "zarr_group")) c(length(self$groups), length(self$arrays)))
         print_lines(title, lab, val)
         if (inherits(root, "zarr_group")) {
-          cli::cli_verbatim(tree_lines(root))
+          cat(tree_lines(root), sep = "\n")
           root$print_attributes()
         } else if (is.null(root)) {
-          cli::cli_text("(uninitialised: no root group or array yet)")
+          cat("(uninitialised: no root group or array yet)\n")
         } else {
           print(root)
         }
@@ -155,9 +163,9 @@ zarr <- R6::R6Class("zarr",
     #'   converts a v2 store to v3 or back, saves a memory store to disk or
     #'   makes a local copy of a remote store. Chunks are copied as stored,
     #'   without decoding (only their keys change between formats), many at
-    #'   a time; a progress bar shows when the copy takes more than a couple
-    #'   of seconds (see `zarr.progress` in [zarr-options]). Consolidated
-    #'   metadata is not copied.
+    #'   a time; in interactive sessions a progress bar shows when the copy
+    #'   takes more than a couple of seconds (see `zarr.progress` in
+    #'   [zarr-options]). Consolidated metadata is not copied.
     #' @param location Where to save: the path of a directory that does not
     #'   exist or is empty (or a "file://" URI), an `s3://bucket/prefix`
     #'   location that holds no keys, or a writable [zarr_store] (or [zarr]
@@ -174,7 +182,7 @@ zarr <- R6::R6Class("zarr",
     #' @field version (read-only) The Zarr format version of the root node.
     version = function(value) {
       if (is.null(private$.root)) return(as.integer(private$.store$version %||% 3L))
-      as.integer(private$.root$metadata$zarr_format %||% 3L)
+      as.integer(private$.root$metadata[["zarr_format"]] %||% 3L)
     },
     #' @field root The root node (`NULL` while the store has none). Setting
     #'   a [zarr_group] or [zarr_array] of this object's store makes it the

@@ -15,10 +15,17 @@
 #' Descendants may override the private method `display_attributes()`, which
 #' returns the attributes that `print_attributes()` shows.
 #'
+#' @seealso [zarr_node]
 #' @export
 zarr_object <- R6::R6Class("zarr_object",
   cloneable = TRUE,
   public = list(
+    #' @description The lines that `print()` writes, as a character vector
+    #'   (also what [format()] gives).
+    #' @param ... Ignored.
+    #' @return A character vector.
+    format = function(...) format_printed(self),
+
     #' @description Create an object.
     #' @param name The name: a single string; "" is allowed (a root node).
     #' @return A new object.

@@ -293,8 +293,9 @@ static int shard_groups_make(const zchain *ch, const int64_t *cps, const zslab *
 }
 
 /* The slab of group k (0 <= k < total) and its inner chunk's C-order index. */
-static int64_t shard_group_slab(const shard_groups *sg, const int64_t *cps, int64_t k, zslab *sub) {
-  int64_t r = k, lin = 0;
+static int64_t shard_group_slab(const shard_groups *sg, const int64_t *cps, const int *order,
+                                int64_t k, zslab *sub) {
+  int64_t r = k, lin = 0, gid[ZARR_MAX_DIMS];
   memset(sub, 0, sizeof *sub);
   sub->ndim = sg->nd;
   for (int d = 0; d < sg->nd; d++) {
@@ -304,8 +305,10 @@ static int64_t shard_group_slab(const shard_groups *sg, const int64_t *cps, int6
     sub->dim[d].local = sg->local[d] + sg->start[d][gi];
     sub->dim[d].outpos = sg->out[d] + sg->start[d][gi];
     sub->ostride[d] = sg->ostride[d];
-    lin = lin * cps[d] + sg->id[d][gi]; /* C order: the last dimension varies fastest */
+    gid[d] = sg->id[d][gi];
   }
+  /* the index is in C order over the dimensions the codec receives */
+  for (int k = 0; k < sg->nd; k++) lin = lin * cps[order[k]] + gid[order[k]];
   return lin;
 }
 
@@ -355,7 +358,7 @@ static int sharding_decode(const zchain *ch, const uint8_t *src, size_t n, zslab
   }
   for (int64_t k = 0; k < sg.total && rc == 0; k++) {
     zslab sub;
-    int64_t lin = shard_group_slab(&sg, cps, k, &sub);
+    int64_t lin = shard_group_slab(&sg, cps, ch->order, k, &sub);
     uint64_t off = index[2 * lin], len = index[2 * lin + 1];
     int miss = inner_missing(index, lin);
     if (!miss && (off > n || len > n - off)) {
@@ -406,7 +409,7 @@ static int sharding_plan_next(const zchain *ch, const uint8_t *p, size_t n, zsla
   int64_t nitems = 0;
   for (int64_t k = 0; rc == 0 && k < sp->sg.total; k++) {
     zslab sub;
-    int64_t lin = shard_group_slab(&sp->sg, sp->cps, k, &sub);
+    int64_t lin = shard_group_slab(&sp->sg, sp->cps, ch->order, k, &sub);
     if (inner_missing(index, lin)) {
       rc = env->part(env, ch->inner, NULL, 0, 1, 0, &sub, NULL, 1, e);
       continue;
@@ -467,7 +470,7 @@ static int sharding_decode_partial(const zchain *ch, const void *plan, int64_t k
   for (int64_t i = 0; rc == 0 && i < sr->n; i++) {
     const shard_item *it = &sp->items[sr->first + i];
     zslab sub;
-    shard_group_slab(&sp->sg, sp->cps, it->k, &sub);
+    shard_group_slab(&sp->sg, sp->cps, ch->order, it->k, &sub);
     rc = env->part(env, ch->inner, src + (it->off - sr->off), (size_t)it->len, 0, writable, &sub,
                    NULL, 1, e);
   }
@@ -495,6 +498,22 @@ static const zab_engine sharding_engine = {
 
 /* ---- table row: the shard's layout, its inner chain and its index chain ---- */
 
+/* The inner chain was configured in the dimensions the sharding codec
+ * receives, the shard's dimensions after the transposes before it (dim k is
+ * the array's dim order[k]); move it and the chains nested in it to the
+ * array's dimensions, as the engine addresses chunks. */
+static void chain_to_array_dims(zchain *c, const int *order) {
+  int64_t shape[ZARR_MAX_DIMS];
+  int ord[ZARR_MAX_DIMS];
+  for (int k = 0; k < c->ndim; k++) {
+    shape[order[k]] = c->chunk_shape[k];
+    ord[k] = order[c->order[k]];
+  }
+  memcpy(c->chunk_shape, shape, sizeof(int64_t) * (size_t)c->ndim);
+  memcpy(c->order, ord, sizeof(int) * (size_t)c->ndim);
+  if (c->ab == AB_SHARDING) chain_to_array_dims(c->inner, order);
+}
+
 static int sharding_configure(zchain *c, const zcfg *cfg, zerr *e) {
   int64_t inner[ZARR_MAX_DIMS], index_shape[ZARR_MAX_DIMS + 1];
   const char *loc;
@@ -502,18 +521,21 @@ static int sharding_configure(zchain *c, const zcfg *cfg, zerr *e) {
   if (n < 0) return -1;
   if (n != c->ndim)
     return zerr_set(e, ZE_CODEC, "the inner chunk shape has %d dimensions, the array %d", n, c->ndim);
+  /* the inner chunk shape is in the dimensions the codec receives: those
+   * of the shard after any transpose before it */
   for (int d = 0; d < n; d++)
-    if (inner[d] < 1 || c->chunk_shape[d] % inner[d] != 0)
+    if (inner[d] < 1 || c->chunk_shape[c->order[d]] % inner[d] != 0)
       return zerr_set(e, ZE_CODEC, "the inner chunk shape does not divide the shard shape");
   if (cfg_str(cfg, "sharding_indexed", "index_location", &loc, e)) return -1;
   if (strcmp(loc, "start") != 0 && strcmp(loc, "end") != 0)
     return zerr_set(e, ZE_CODEC, "sharding: index_location must be \"start\" or \"end\"");
-  for (int d = 0; d < n; d++) index_shape[d] = c->chunk_shape[d] / inner[d];
+  for (int d = 0; d < n; d++) index_shape[d] = c->chunk_shape[c->order[d]] / inner[d];
   index_shape[n] = 2; /* (offset, length) per inner chunk */
   c->ab = AB_SHARDING;
   c->index_at_end = strcmp(loc, "end") == 0;
   if ((c->inner = cfg->sub_chain(cfg, "codecs", n, inner, 0, e)) == NULL) return -1;
   if ((c->index = cfg->sub_chain(cfg, "index_codecs", n + 1, index_shape, 1, e)) == NULL) return -1;
+  chain_to_array_dims(c->inner, c->order);
   return 0;
 }
 

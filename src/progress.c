@@ -1,7 +1,8 @@
 /* Progress reports for long engine calls.
  *
  * The R side turns reporting on (ffi_progress_begin, with an R function)
- * only when the option zarr.progress is on and the call is large; otherwise
+ * only when progress is wanted (an interactive session, or the option
+ * zarr.progress is TRUE) and the call is large; otherwise
  * nothing here runs beyond one load of `active`. Workers only add to an
  * atomic counter; the R thread, in the polls it already makes between tasks
  * and while it waits for the store, calls the R function with (done, total)

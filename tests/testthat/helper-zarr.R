@@ -1,7 +1,7 @@
 # Shared helpers for the test suite.
 
-# The suite checks the plain-text printing (capture.output() does not see
-# what cli prints); test-api-1.0.R checks printing through cli.
+# The suite checks the plain-text printing (test-api-1.0.R and
+# test-meta-print.R check printing through cli).
 options(zarr.cli = FALSE)
 
 # Where ../shared/fixtures is: ZARR_FIXTURES_DIR, or next to the source tree.
