@@ -24,16 +24,25 @@
 #' arr[1:3, 2]
 NULL
 
-# Collect the index arguments of a `[` call without evaluating missing ones.
-index_args <- function(nd, call_args, env, path) {
-  n <- length(call_args)
+# The index arguments of a `[` or `[<-` call, read from the method's frame
+# `env`: `n` of them, empty ones included. A missing index (empty, or an
+# argument missing in the caller, as in `f <- function(m, i) m[i, 1]`) is NULL
+# (the whole extent); an explicit NULL selects nothing, as in base R. A single
+# index on an array of several dimensions is a point selection (`points`).
+index_args <- function(n, env, shape, path, replace = FALSE) {
+  nd <- length(shape)
+  given <- function(k) as.name(if (k == 1L) "i" else if (k == 2L) "j" else paste0("..", k - 2L))
+  args <- lapply(seq_len(n), function(k) {
+    if (eval(call("missing", given(k)), env)) return(NULL)
+    eval(given(k), env) %||% integer()
+  })
   if (n == 1L && nd != 1L) {
-    if (identical(call_args[[1L]], quote(expr = ))) return(rep(list(NULL), nd)) # x[]
-    return(list(linear = eval(call_args[[1L]], env)))
+    if (is.null(args[[1L]])) return(rep(list(NULL), nd)) # x[]
+    return(list(points = point_index(args[[1L]], shape, path, replace)))
   }
   if (n != nd)
     zarr_abort("index", sprintf("the array has %d dimension(s) but %d index(es) were given", nd, n), array = path)
-  lapply(call_args, function(a) if (identical(a, quote(expr = ))) NULL else eval(a, env))
+  args
 }
 
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
@@ -54,50 +63,112 @@ resolved_selection <- function(sel, shape, path) {
   })
 }
 
+# A single index on an array of several dimensions, as base R takes it: a
+# numeric matrix with one column per dimension selects one element per row;
+# any other index (logical matrices too) selects elements by their position
+# in column-major order. The result: one row of 0-based coordinates per
+# selected element, NA where base R gives NA (NA indices, positions past the
+# end; past the end is an error for a replacement, which cannot grow the array).
+point_index <- function(i, shape, path, replace = FALSE) {
+  nd <- length(shape)
+  if (is.character(i) || is.factor(i))
+    zarr_abort("index", "character indices are not supported", array = path)
+  if (is.matrix(i) && is.numeric(i) && ncol(i) == nd) {
+    if (any(i < 0, na.rm = TRUE))
+      zarr_abort("index", "negative values are not allowed in a matrix index", array = path)
+    i <- trunc(i)
+    i <- i[!rowSums(i == 0, na.rm = TRUE), , drop = FALSE] # base R skips rows holding a 0
+    if (any(t(i) > shape, na.rm = TRUE)) zarr_abort("index", "subscript out of bounds", array = path)
+    i[rowSums(is.na(i)) > 0, ] <- NA
+    storage.mode(i) <- "double"
+    return(unname(i - 1))
+  }
+  n <- prod(shape)
+  pos <- linear_index(as.vector(i), n, path)
+  if (replace && any(pos > n, na.rm = TRUE))
+    zarr_abort("index", sprintf("subscript out of bounds: the array has %s elements", format(n)), array = path)
+  pos[pos > n] <- NA
+  arrayInd(pos, shape) - 1
+}
+
+# A linear index -> 1-based positions (NA where base R gives NA).
+linear_index <- function(i, n, path) {
+  if (!length(i)) return(numeric())
+  if (is.logical(i)) {
+    if (length(i) < n) i <- rep_len(i, n)
+    pos <- which(i | is.na(i))
+    pos[is.na(i[pos])] <- NA
+    return(pos)
+  }
+  if (!is.numeric(i)) zarr_abort("index", "indices must be numeric or logical", array = path)
+  i <- trunc(as.numeric(i))
+  if (any(i < 0, na.rm = TRUE)) {
+    if (anyNA(i) || any(i > 0)) zarr_abort("index", "positive and negative indices cannot be mixed", array = path)
+    return(setdiff(seq_len(n), -i))
+  }
+  i[is.na(i) | i != 0]
+}
+
 #' @rdname array-indexing
 #' @export
 `[.zarr_array` <- function(x, i, j, ..., drop = TRUE) {
-  call_args <- as.list(sys.call())[-c(1L, 2L)]
-  call_args <- call_args[names(call_args) %||% rep("", length(call_args)) != "drop"]
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) return(x$read())
-  sel <- index_args(nd, call_args, parent.frame(), x$path)
-  if (!is.null(sel$linear)) return(read_linear(x, sel$linear))
+  sel <- index_args(nargs() - 1L - !missing(drop), environment(), shape, x$path)
+  if (!is.null(sel$points)) return(read_points(x, sel$points))
   out <- x$read(resolved_selection(sel, shape, x$path))
   if (nd > 1L && isTRUE(drop)) out <- drop(out)
   out
 }
 
-read_linear <- function(x, idx) {
-  shape <- x$shape
-  n <- prod(shape)
-  pos <- sel_indices(resolve_index(idx, n, 1L, x$path)) # 0-based linear positions
-  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")))[0])
-  sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
-  # read the bounding box of the wanted elements once, then pick
-  lo <- apply(sub, 2L, min)
-  hi <- apply(sub, 2L, max)
-  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)))
-  dim(box) <- hi - lo + 1
-  as.vector(box[sweep(sub, 2L, lo - 1)])
+# Elements at points (rows of 0-based coordinates; NA rows read NA): only the
+# chunks holding them are read, in one call.
+read_points <- function(x, pts) {
+  ok <- !is.na(pts[, 1L])
+  out <- x$read(structure(pts[ok, , drop = FALSE], class = "zarr_points"))
+  if (all(ok)) return(out)
+  res <- out[rep(NA_integer_, length(ok))] # NA of out's type and class
+  res[ok] <- out
+  res
 }
 
 #' @rdname array-indexing
 #' @export
 `[<-.zarr_array` <- function(x, i, j, ..., value) {
-  call_args <- as.list(sys.call())[-c(1L, 2L)]
-  call_args <- call_args[names(call_args) %||% rep("", length(call_args)) != "value"]
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) {
     x$write(value)
     return(invisible(x))
   }
-  sel <- index_args(nd, call_args, parent.frame(), x$path)
-  if (!is.null(sel$linear)) zarr_abort("index", "replacement needs one index per dimension", array = x$path)
-  x$write(value, resolved_selection(sel, shape, x$path))
+  sel <- index_args(nargs() - 2L, environment(), shape, x$path, replace = TRUE)
+  if (!is.null(sel$points)) {
+    pts <- sel$points
+    ok <- !is.na(pts[, 1L])
+    if (!all(ok)) {
+      if (length(value) > 1L) zarr_abort("index", "NA indices are not allowed in a replacement of several values", array = x$path)
+      pts <- pts[ok, , drop = FALSE]
+    }
+    sel <- structure(pts, class = "zarr_points")
+    n <- nrow(pts)
+  } else {
+    sel <- resolved_selection(sel, shape, x$path)
+    n <- prod(sel_lengths(sel))
+  }
+  if (n == 0) return(invisible(x))
+  x$write(recycle_value(value, n, x$path), sel)
   invisible(x)
+}
+
+# Values for n elements, recycled as base R does (whole copies only).
+recycle_value <- function(value, n, path) {
+  k <- length(value)
+  if (k == n || k == 1L) return(value)
+  if (k == 0L || n %% k != 0)
+    zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)", format(k), format(n)),
+               array = path)
+  value[rep_len(seq_len(k), n)] # keeps the class (Date, POSIXct, integer64)
 }
 
 #' @export
