@@ -36,8 +36,8 @@ index_args <- function(n, env, shape, path, replace = FALSE) {
     if (eval(call("missing", given(k)), env)) return(NULL)
     eval(given(k), env) %||% integer()
   })
-  if (n == 1L && nd != 1L) {
-    if (is.null(args[[1L]])) return(rep(list(NULL), nd)) # x[]
+  if (n == 1L && (nd != 1L || beyond_extent(args[[1L]], shape))) {
+    if (is.null(args[[1L]])) return(structure(rep(list(NULL), nd), whole = TRUE)) # x[]
     return(list(points = point_index(args[[1L]], shape, path, replace)))
   }
   if (n != nd)
@@ -91,6 +91,13 @@ point_index <- function(i, shape, path, replace = FALSE) {
   arrayInd(pos, shape) - 1
 }
 
+# Whether a 1-d index has NA or goes past the end: base R gives NA there (a
+# point selection does).
+beyond_extent <- function(i, shape) {
+  (is.numeric(i) || is.logical(i)) && length(i) > 0L &&
+    (anyNA(i) || (is.numeric(i) && any(i > shape)) || (is.logical(i) && length(i) > shape))
+}
+
 # A linear index -> 1-based positions (NA where base R gives NA).
 linear_index <- function(i, n, path) {
   if (!length(i)) return(numeric())
@@ -118,7 +125,8 @@ linear_index <- function(i, n, path) {
   sel <- index_args(nargs() - 1L - !missing(drop), environment(), shape, x$path)
   if (!is.null(sel$points)) return(read_points(x, sel$points))
   out <- x$read(resolved_selection(sel, shape, x$path))
-  if (nd > 1L && isTRUE(drop)) out <- drop(out)
+  # x[] is x whole, as in base R: nothing dropped
+  if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole"))) out <- drop(out)
   out
 }
 
