@@ -116,6 +116,30 @@ linear_index <- function(i, n, path) {
   i[is.na(i) | i != 0]
 }
 
+# NA in per-dimension indices, as base R takes them: an element of NA (of a
+# logical index too) selects a slice of NAs. Returns the indices with NA
+# replaced by 1 (read, then overwritten with NA) and, per dimension, which
+# positions of the result are NA (NULL where none).
+split_na <- function(sel, shape) {
+  na <- vector("list", length(sel))
+  for (d in which(vapply(sel, anyNA, TRUE))) { # only dimensions holding NA
+    i <- sel[[d]]
+    if (is.logical(i)) {
+      if (length(i) < shape[d]) i <- rep_len(i, shape[d])
+      keep <- i | is.na(i)
+      i <- ifelse(is.na(i[keep]), NA, which(keep))
+    } else if (is.numeric(i) && !any(i < 0, na.rm = TRUE)) {
+      i <- trunc(as.numeric(i))
+      i <- i[is.na(i) | i != 0]
+    } else next # negative with NA: resolve_index() says why not
+    if (shape[d] == 0) next
+    na[[d]] <- is.na(i)
+    i[na[[d]]] <- 1
+    sel[[d]] <- i
+  }
+  list(sel = sel, na = na)
+}
+
 #' @rdname array-indexing
 #' @export
 `[.zarr_array` <- function(x, i, j, ..., drop = TRUE) {
@@ -124,7 +148,13 @@ linear_index <- function(i, n, path) {
   if (nd == 0L) return(x$read())
   sel <- index_args(nargs() - 1L - !missing(drop), environment(), shape, x$path)
   if (!is.null(sel$points)) return(read_points(x, sel$points))
-  out <- x$read(resolved_selection(sel, shape, x$path))
+  s <- split_na(sel, shape)
+  out <- x$read(resolved_selection(s$sel, shape, x$path))
+  for (d in which(!vapply(s$na, is.null, TRUE))) { # NA slices
+    at <- rep(list(quote(expr = )), nd)
+    at[[d]] <- which(s$na[[d]])
+    out <- do.call(`[<-`, c(list(out), at, list(value = NA)))
+  }
   # x[] is x whole, as in base R: nothing dropped
   if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole"))) out <- drop(out)
   out
@@ -161,6 +191,11 @@ read_points <- function(x, pts) {
     sel <- structure(pts, class = "zarr_points")
     n <- nrow(pts)
   } else {
+    s <- split_na(sel, shape)
+    if (any(unlist(s$na))) { # base R ignores NA positions when one value is given
+      if (length(value) > 1L) zarr_abort("index", "NA indices are not allowed in a replacement of several values", array = x$path)
+      sel <- Map(function(i, na) if (is.null(na)) i else i[!na], s$sel, s$na)
+    } else sel <- s$sel
     sel <- resolved_selection(sel, shape, x$path)
     n <- prod(sel_lengths(sel))
   }

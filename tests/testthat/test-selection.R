@@ -167,9 +167,10 @@ test_that("out-of-bounds and invalid indices are classed errors", {
   expect_error(arr[1, 1, 1, 1], class = "zarr_error_index")
   expect_error(arr[c(-1, 2), 1, 1], class = "zarr_error_index", regexp = "mixed")
   expect_error(arr["a", 1, 1], class = "zarr_error_index", regexp = "character")
-  expect_error(arr[c(TRUE, NA), 1, 1], class = "zarr_error_index")
+  expect_identical(arr[c(TRUE, NA), 1, 1], x[c(TRUE, NA), 1, 1]) # NA selects NA, as in base R
   expect_error(arr[rep(TRUE, 5), 1, 1], class = "zarr_error_index")
-  expect_error(arr[NA_real_, 1, 1], class = "zarr_error_index")
+  expect_identical(arr[NA_real_, 1, 1], x[NA_real_, 1, 1])
+  expect_error(arr[c(-1, NA), 1, 1], class = "zarr_error_index")
   expect_error(arr$read(list(1:5, 1, 1)), class = "zarr_error_index")
   expect_error(arr$read(list(1, 1)), class = "zarr_error_index")
   expect_error(arr[1:2, 1, 1] <- 1:3, class = "zarr_error_value", regexp = "3 value")

@@ -8,7 +8,7 @@
 # uint32, double, float32, complex, string, int64 through bit64 when it is
 # installed) with a sentinel fill value, then a sequence of random writes
 # and reads. Selections are positive, negative, logical (recycled too),
-# zero-length, repeated, out of order, fractional, missing (also through a
+# zero-length, repeated, out of order, fractional, NA, missing (also through a
 # function's missing argument), matrix and linear indices, with drop = TRUE
 # or FALSE; values hold NA, NaN and the fill value itself; reads use
 # fill_as_na = TRUE and FALSE. The base R model stores what the array
@@ -144,9 +144,9 @@ prop_array <- function(case, fam, kind) {
 
 # One index for an extent n (NULL: missing).
 prop_index <- function(n, write = FALSE) {
-  kinds <- c("missing", "positive", "range", "negative", "logical", "empty", "zero", "fraction")
-  k <- sample(kinds, 1L, prob = c(2, 4, 2, 1.5, 1.5, 0.5, 0.5, 0.5))
-  if (n == 0L && k %in% c("positive", "range", "fraction")) k <- "empty"
+  kinds <- c("missing", "positive", "range", "negative", "logical", "empty", "zero", "fraction", "na", "logical_na")
+  k <- sample(kinds, 1L, prob = c(2, 4, 2, 1.5, 1.5, 0.5, 0.5, 0.5, 0.5, 0.5))
+  if (n == 0L && k %in% c("positive", "range", "fraction", "na", "logical_na")) k <- "empty"
   switch(k,
     missing = NULL,
     positive = sample(n, sample(1:(n + 2L), 1L), TRUE),           # repeats, any order
@@ -155,7 +155,9 @@ prop_index <- function(n, write = FALSE) {
     logical = if (n) sample(c(TRUE, FALSE), sample(n, 1L), TRUE) else logical(), # recycled when shorter
     empty = integer(),
     zero = c(0L, sample(seq_len(max(n, 1L)), 1L) * (n > 0L)),
-    fraction = sample(n, 2L, TRUE) + 0.75)
+    fraction = sample(n, 2L, TRUE) + 0.75,
+    na = sample(c(sample(n, sample(0:3, 1L), TRUE), NA)),
+    logical_na = sample(c(TRUE, FALSE, NA), sample(n, 1L), TRUE))
 }
 
 # Index arguments of a call: a list with the empty symbol for missing ones.
