@@ -1,12 +1,24 @@
 #' Extract or replace parts of a Zarr array
 #'
-#' Indexing follows base R: a missing index selects the whole extent;
-#' indices may be positive (in any order, with repeats), negative (to
-#' exclude) or logical; `drop` drops extents of length one. Only the chunks
-#' that hold selected elements are read, each once. A single index on an
-#' array with more than one dimension selects elements by their position in
-#' column-major order, as for base arrays. Replacement writes the values into
-#' the store; a single value is recycled.
+#' Indexing follows base R: a missing index selects the whole extent (an
+#' index missing in a calling function too, as in
+#' `f <- function(a, i) a[i, 1]`); indices may be positive (in any order,
+#' with repeats), negative (to exclude), logical (recycled) or `NA` (which
+#' selects `NA`); `drop` drops extents of length one. Only the chunks that
+#' hold selected elements are read, each once.
+#'
+#' A single index on an array with more than one dimension selects elements
+#' as for base arrays: a numeric matrix with one column per dimension selects
+#' one element per row (`a[cbind(i, j)]`); any other index (a logical matrix
+#' too) selects elements by their position in column-major order, and
+#' positions past the end read `NA`. Such selections read only the chunks
+#' holding the elements (each decoded whole), however far apart the
+#' elements are.
+#'
+#' Replacement writes the values into the store, recycled as base R does
+#' when their number divides the number of elements selected; with a single
+#' value, `NA` indices are ignored. A replacement cannot grow the array
+#' (see `$resize()`).
 #'
 #' @param x A [zarr_array].
 #' @param i,j,... Indices, one per dimension.
