@@ -173,10 +173,22 @@ split_na <- function(sel, shape) {
 }
 
 # Elements at points (rows of 0-based coordinates; NA rows read NA): only the
-# chunks holding them are read, in one call.
+# chunks holding them are read, in one call. Points filling at least half of
+# the block around them (a[1:n]) are picked from that block, read as usual:
+# faster than one by one.
 read_points <- function(x, pts) {
   ok <- !is.na(pts[, 1L])
-  out <- x$read(structure(pts[ok, , drop = FALSE], class = "zarr_points"))
+  pts <- pts[ok, , drop = FALSE]
+  dense <- FALSE
+  if (nrow(pts)) {
+    lo <- apply(pts, 2L, min)
+    ext <- apply(pts, 2L, max) - lo + 1
+    dense <- prod(ext) <= 2 * nrow(pts)
+  }
+  out <- if (dense) {
+    block <- x$read(Map(zarr_range, lo, ext))
+    block[as.vector(sweep(pts, 2L, lo) %*% cumprod(c(1, ext))[seq_along(ext)]) + 1]
+  } else x$read(structure(pts, class = "zarr_points"))
   if (all(ok)) return(out)
   res <- out[rep(NA_integer_, length(ok))] # NA of out's type and class
   res[ok] <- out
