@@ -57,6 +57,14 @@ index_args <- function(n, env, shape, path, replace = FALSE) {
   args
 }
 
+# How many index arguments a call of the method `fun` has, empty ones
+# included: all but x and the method's named arguments given (drop, value
+# and any other), so that adding an argument to `[` needs no change here.
+index_count <- function(nargs, env, fun) {
+  named <- setdiff(names(formals(fun)), c("x", "i", "j", "..."))
+  nargs - 1L - sum(!vapply(named, function(a) eval(call("missing", as.name(a)), env), TRUE))
+}
+
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
@@ -158,7 +166,7 @@ split_na <- function(sel, shape) {
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) return(x$read())
-  sel <- index_args(nargs() - 1L - !missing(drop), environment(), shape, x$path)
+  sel <- index_args(index_count(nargs(), environment(), sys.function()), environment(), shape, x$path)
   if (!is.null(sel$points)) return(read_points(x, sel$points))
   s <- split_na(sel, shape)
   out <- x$read(resolved_selection(s$sel, shape, x$path))
@@ -204,7 +212,8 @@ read_points <- function(x, pts) {
     x$write(value)
     return(invisible(x))
   }
-  sel <- index_args(nargs() - 2L, environment(), shape, x$path, replace = TRUE)
+  sel <- index_args(index_count(nargs(), environment(), sys.function()), environment(), shape, x$path,
+                    replace = TRUE)
   if (!is.null(sel$points)) {
     pts <- sel$points
     ok <- !is.na(pts[, 1L])

@@ -107,6 +107,12 @@ test_that("point selections work with sharding, rectilinear grids, strings and t
   sa <- as_zarr(s)[["/"]]
   expect_identical(sa[c(12, 1, 5)], s[c(12, 1, 5)])
   expect_identical(sa[cbind(3, 4)], s[cbind(3, 4)])
+  d <- as.Date("2024-01-01") + 0:19
+  dim(d) <- c(4, 5)
+  da <- as_zarr(d)[["/"]]
+  expect_identical(da[c(20, NA, 1)], d[c(20, NA, 1)])
+  expect_identical(da[cbind(c(4, 1), c(5, 1))], d[cbind(c(4, 1), c(5, 1))])
+  expect_identical(da[1:20], d[1:20]) # dense: picked from the block
 })
 
 test_that("POSIXct written to datetime64 is rounded down to the unit, as numpy casts (defect 14)", {
