@@ -183,8 +183,8 @@ split_na <- function(sel, shape) {
 # Elements at points (rows of 0-based coordinates; NA rows read NA): only the
 # chunks holding them are read, in one call. Points filling at least half of
 # the block around them (a[1:n]) are picked from that block, read as usual:
-# faster than one by one.
-read_points <- function(x, pts) {
+# faster than one by one. `...` goes to x$read().
+read_points <- function(x, pts, ...) {
   ok <- !is.na(pts[, 1L])
   pts <- pts[ok, , drop = FALSE]
   dense <- FALSE
@@ -194,9 +194,9 @@ read_points <- function(x, pts) {
     dense <- prod(ext) <= 2 * nrow(pts)
   }
   out <- if (dense) {
-    block <- x$read(Map(zarr_range, lo, ext))
+    block <- x$read(Map(zarr_range, lo, ext), ...)
     block[as.vector(sweep(pts, 2L, lo) %*% cumprod(c(1, ext))[seq_along(ext)]) + 1]
-  } else x$read(structure(pts, class = "zarr_points"))
+  } else x$read(structure(pts, class = "zarr_points"), ...)
   if (all(ok)) return(out)
   res <- out[rep(NA_integer_, length(ok))] # NA of out's type and class
   res[ok] <- out
