@@ -423,6 +423,7 @@ zarr_array <- R6::R6Class("zarr_array",
     normalize_selection = function(selection) {
       shape <- private$.shape
       if (is.null(selection)) return(lapply(shape, function(n) zarr_range(0, n)))
+      if (inherits(selection, "zarr_points")) return(selection) # from `[` (R/indexing.R)
       if (!is.list(selection)) selection <- list(selection)
       if (length(selection) != length(shape))
         zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
@@ -439,7 +440,7 @@ zarr_array <- R6::R6Class("zarr_array",
 
     decorate = function(out) {
       dn <- private$.dimnames
-      if (isTRUE(getOption("zarr.dimnames", FALSE)) && !is.null(dn) && !all(is.na(dn)) && length(private$.shape) > 1L) {
+      if (isTRUE(getOption("zarr.dimnames", FALSE)) && !is.null(dn) && !all(is.na(dn)) && length(dim(out)) == length(dn)) {
         dimnames(out) <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
       }
       out
@@ -497,7 +498,10 @@ as_range_if_contiguous <- function(i) {
   if (n > 1L && i[n] - i[1L] == n - 1 && !is.unsorted(i, strictly = TRUE)) zarr_range(i[1L], n) else i
 }
 
-sel_lengths <- function(sel) vapply(sel, function(x) if (inherits(x, "zarr_range")) x[[2L]] else length(x), 0)
+sel_lengths <- function(sel) {
+  if (inherits(sel, "zarr_points")) return(nrow(sel)) # one element per row
+  vapply(sel, function(x) if (inherits(x, "zarr_range")) x[[2L]] else length(x), 0)
+}
 
 sel_indices <- function(x) if (inherits(x, "zarr_range")) x[[1L]] + seq_len(x[[2L]]) - 1 else x
 

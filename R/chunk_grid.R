@@ -111,7 +111,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (spec$rtype == "raw") out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
       out <- finish_rtype(out, spec$rtype)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
-      if (length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
+      if (is.list(sel) && length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
       out
     },
 

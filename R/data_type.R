@@ -157,6 +157,16 @@ fill_json <- function(name, value) {
 #' installed) and complex. Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
+#' `NA` in a floating point type (`float16` to `float64`, `bfloat16`, the
+#' `float8` types) is stored as a NaN of its own bit pattern, apart from
+#' `NaN`, and reads back as `NA`; where the fill value stands for `NA` (see
+#' the `zarr.fill_as_na` option in [zarr-options]) it is stored as the fill
+#' value instead. Other readers see a NaN. Values that a double cannot hold
+#' exactly (64-bit integers read as double) come with a warning.
+#' `POSIXct` and `Date` values written to `numpy.datetime64` (and `difftime`
+#' to `numpy.timedelta64`) are rounded down to the array's unit, as numpy
+#' casts to a coarser unit: 18:00 is still that day in an array of days.
+#'
 #' @seealso [array_builder] (`data_type`), [zarr_register_data_type()]
 #' @export
 zarr_data_type <- R6::R6Class("zarr_data_type",

@@ -40,21 +40,33 @@ time_from_storage <- function(x, dt) {
   out
 }
 
-# R times -> double counts of the array's unit (whole numbers)
+# R times -> double counts of the array's unit (whole numbers), rounded down
+# (toward -Inf) as numpy casts to a coarser unit: 18:00 is that day for "D".
 time_to_storage <- function(x, dt, path = NULL) {
   u <- time_unit_seconds(dt$configuration)
   if (dt$data_type == "numpy.timedelta64") {
     secs <- if (inherits(x, "difftime")) as.numeric(x, units = "secs") else as.numeric(x)
     if (is.na(u$seconds)) zarr_abort("value", "timedelta64 in years or months cannot be written", array = path)
-    return(round(secs * u$den / u$num))
+    return(floor_units(secs, u))
   }
   if (u$unit %in% c("Y", "M")) {
     lt <- as.POSIXlt(x, tz = "UTC")
     months <- (lt$year - 70) * 12 + lt$mon
-    return(if (u$unit == "Y") (lt$year - 70) / u$scale else months / u$scale)
+    return(floor(if (u$unit == "Y") (lt$year - 70) / u$scale else months / u$scale))
   }
   secs <- if (inherits(x, "Date")) as.numeric(x) * 86400
           else if (inherits(x, "POSIXt")) as.numeric(as.POSIXct(x))
           else zarr_abort("value", "datetime64 arrays are written from Date or POSIXct values", array = path)
-  round(secs * u$den / u$num)
+  floor_units(secs, u)
+}
+
+# Seconds -> whole units, rounded down; a count within the rounding error of
+# the seconds' double (0.3 s is 0.29999... s) from a whole number is that number.
+floor_units <- function(secs, u) {
+  x <- secs * u$den / u$num
+  out <- floor(x)
+  r <- round(x)
+  near <- which(abs(x - r) <= 8 * .Machine$double.eps * (abs(x) + u$den / u$num))
+  out[near] <- r[near]
+  out
 }

@@ -1,14 +1,27 @@
 #' Extract or replace parts of a Zarr array
 #'
-#' Indexing follows base R: a missing index selects the whole extent;
-#' indices may be positive (in any order, with repeats), negative (to
-#' exclude) or logical; `drop` drops extents of length one. Only the chunks
-#' that hold selected elements are read, each once. A single index on an
-#' array with more than one dimension selects elements by their position in
-#' column-major order, as for base arrays. Replacement writes the values into
-#' the store; a single value is recycled. (The selection of
-#' [`$read()`][zarr_array] is the one of zarr 1.0.0 instead: there `c(2, 7)`
-#' is the range of elements 2 to 7.)
+#' Indexing follows base R: a missing index selects the whole extent (an
+#' index missing in a calling function too, as in
+#' `f <- function(a, i) a[i, 1]`); indices may be positive (in any order,
+#' with repeats), negative (to exclude), logical (recycled) or `NA` (which
+#' selects `NA`); `drop` drops extents of length one. Only the chunks that
+#' hold selected elements are read, each once.
+#'
+#' A single index on an array with more than one dimension selects elements
+#' as for base arrays: a numeric matrix with one column per dimension selects
+#' one element per row (`a[cbind(i, j)]`); any other index (a logical matrix
+#' too) selects elements by their position in column-major order, and
+#' positions past the end read `NA`. Such selections read only the chunks
+#' holding the elements (each decoded whole), however far apart the
+#' elements are.
+#'
+#' Replacement writes the values into the store, recycled as base R does
+#' when their number divides the number of elements selected; with a single
+#' value, `NA` indices are ignored. A replacement cannot grow the array
+#' (see `$resize()`).
+#'
+#' The selection of [`$read()`][zarr_array] is the one of zarr 1.0.0 instead:
+#' there `c(2, 7)` is the range of elements 2 to 7.
 #'
 #' @param x A [zarr_array].
 #' @param i,j,... Indices, one per dimension.
@@ -19,8 +32,6 @@
 #'   `zarr.fill_as_na` in [zarr-options].
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
-#' @seealso [zarr_array] (its `read()` and `write()` methods), [zarr-options]
-#'   (`zarr.fill_as_na`, `zarr.dimnames`)
 #' @name array-indexing
 #' @examples
 #' x <- array(1:100, c(10, 10))
@@ -32,16 +43,33 @@
 #' arr[1:3, 2]
 NULL
 
-# Collect the index arguments of a `[` call without evaluating missing ones.
-index_args <- function(nd, call_args, env, path) {
-  n <- length(call_args)
-  if (n == 1L && nd != 1L) {
-    if (identical(call_args[[1L]], quote(expr = ))) return(rep(list(NULL), nd)) # x[]
-    return(list(linear = eval(call_args[[1L]], env)))
+# The index arguments of a `[` or `[<-` call, read from the method's frame
+# `env`: `n` of them, empty ones included. A missing index (empty, or an
+# argument missing in the caller, as in `f <- function(m, i) m[i, 1]`) is NULL
+# (the whole extent); an explicit NULL selects nothing, as in base R. A single
+# index on an array of several dimensions is a point selection (`points`).
+index_args <- function(n, env, shape, path, replace = FALSE) {
+  nd <- length(shape)
+  given <- function(k) as.name(if (k == 1L) "i" else if (k == 2L) "j" else paste0("..", k - 2L))
+  args <- lapply(seq_len(n), function(k) {
+    if (eval(call("missing", given(k)), env)) return(NULL)
+    eval(given(k), env) %||% integer()
+  })
+  if (n == 1L && (nd != 1L || beyond_extent(args[[1L]], shape))) {
+    if (is.null(args[[1L]])) return(structure(rep(list(NULL), nd), whole = TRUE)) # x[]
+    return(list(points = point_index(args[[1L]], shape, path, replace)))
   }
   if (n != nd)
     zarr_abort("index", sprintf("the array has %d dimension(s) but %d index(es) were given", nd, n), array = path)
-  lapply(call_args, function(a) if (identical(a, quote(expr = ))) NULL else eval(a, env))
+  args
+}
+
+# How many index arguments a call of the method `fun` has, empty ones
+# included: all but x and the method's named arguments given (drop, value
+# and any other), so that adding an argument to `[` needs no change here.
+index_count <- function(nargs, env, fun) {
+  named <- setdiff(names(formals(fun)), c("x", "i", "j", "..."))
+  nargs - 1L - sum(!vapply(named, function(a) eval(call("missing", as.name(a)), env), TRUE))
 }
 
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
@@ -62,51 +90,170 @@ resolved_selection <- function(sel, shape, path) {
   })
 }
 
+# A single index on an array of several dimensions, as base R takes it: a
+# numeric matrix with one column per dimension selects one element per row;
+# any other index (logical matrices too) selects elements by their position
+# in column-major order. The result: one row of 0-based coordinates per
+# selected element, NA where base R gives NA (NA indices, positions past the
+# end; past the end is an error for a replacement, which cannot grow the array).
+point_index <- function(i, shape, path, replace = FALSE) {
+  nd <- length(shape)
+  if (is.character(i) || is.factor(i))
+    zarr_abort("index", "character indices are not supported", array = path)
+  if (is.matrix(i) && is.numeric(i) && ncol(i) == nd) {
+    if (any(i < 0, na.rm = TRUE))
+      zarr_abort("index", "negative values are not allowed in a matrix index", array = path)
+    i <- trunc(i)
+    i <- i[!rowSums(i == 0, na.rm = TRUE), , drop = FALSE] # base R skips rows holding a 0
+    if (any(t(i) > shape, na.rm = TRUE)) zarr_abort("index", "subscript out of bounds", array = path)
+    i[rowSums(is.na(i)) > 0, ] <- NA
+    storage.mode(i) <- "double"
+    return(unname(i - 1))
+  }
+  n <- prod(shape)
+  pos <- linear_index(as.vector(i), n, path)
+  if (replace && any(pos > n, na.rm = TRUE))
+    zarr_abort("index", sprintf("subscript out of bounds: the array has %s elements", format(n)), array = path)
+  pos[pos > n] <- NA
+  arrayInd(pos, shape) - 1
+}
+
+# Whether a 1-d index has NA or goes past the end: base R gives NA there (a
+# point selection does).
+beyond_extent <- function(i, shape) {
+  (is.numeric(i) || is.logical(i)) && length(i) > 0L &&
+    (anyNA(i) || (is.numeric(i) && any(i > shape)) || (is.logical(i) && length(i) > shape))
+}
+
+# A linear index -> 1-based positions (NA where base R gives NA).
+linear_index <- function(i, n, path) {
+  if (!length(i)) return(numeric())
+  if (is.logical(i)) {
+    if (length(i) < n) i <- rep_len(i, n)
+    pos <- which(i | is.na(i))
+    pos[is.na(i[pos])] <- NA
+    return(pos)
+  }
+  if (!is.numeric(i)) zarr_abort("index", "indices must be numeric or logical", array = path)
+  i <- trunc(as.numeric(i))
+  if (any(i < 0, na.rm = TRUE)) {
+    if (anyNA(i) || any(i > 0)) zarr_abort("index", "positive and negative indices cannot be mixed", array = path)
+    return(setdiff(seq_len(n), -i))
+  }
+  i[is.na(i) | i != 0]
+}
+
+# NA in per-dimension indices, as base R takes them: an element of NA (of a
+# logical index too) selects a slice of NAs. Returns the indices with NA
+# replaced by 1 (read, then overwritten with NA) and, per dimension, which
+# positions of the result are NA (NULL where none).
+split_na <- function(sel, shape) {
+  na <- vector("list", length(sel))
+  for (d in which(vapply(sel, anyNA, TRUE))) { # only dimensions holding NA
+    i <- sel[[d]]
+    if (is.logical(i)) {
+      if (length(i) < shape[d]) i <- rep_len(i, shape[d])
+      keep <- i | is.na(i)
+      i <- ifelse(is.na(i[keep]), NA, which(keep))
+    } else if (is.numeric(i) && !any(i < 0, na.rm = TRUE)) {
+      i <- trunc(as.numeric(i))
+      i <- i[is.na(i) | i != 0]
+    } else next # negative with NA: resolve_index() says why not
+    if (shape[d] == 0) next
+    na[[d]] <- is.na(i)
+    i[na[[d]]] <- 1
+    sel[[d]] <- i
+  }
+  list(sel = sel, na = na)
+}
+
 #' @rdname array-indexing
 #' @export
 `[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
-  call_args <- as.list(sys.call())[-c(1L, 2L)]
-  call_args <- call_args[!names(call_args) %||% rep("", length(call_args)) %in% c("drop", "fill_as_na")]
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) return(x$read(fill_as_na = fill_as_na))
-  if (!length(call_args)) call_args <- list(quote(expr = )) # x[fill_as_na = ]: as x[]
-  sel <- index_args(nd, call_args, parent.frame(), x$path)
-  if (!is.null(sel$linear)) return(read_linear(x, sel$linear, fill_as_na))
-  out <- x$read(resolved_selection(sel, shape, x$path), fill_as_na = fill_as_na)
-  if (nd > 1L && isTRUE(drop)) out <- drop(out)
+  n <- index_count(nargs(), environment(), sys.function())
+  if (n == 0L) return(x[, fill_as_na = fill_as_na]) # x[fill_as_na = ]: as x[]
+  sel <- index_args(n, environment(), shape, x$path)
+  if (!is.null(sel$points)) return(read_points(x, sel$points, fill_as_na = fill_as_na))
+  s <- split_na(sel, shape)
+  out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na)
+  for (d in which(!vapply(s$na, is.null, TRUE))) { # NA slices
+    at <- rep(list(quote(expr = )), nd)
+    at[[d]] <- which(s$na[[d]])
+    out <- do.call(`[<-`, c(list(out), at, list(value = NA)))
+  }
+  # x[] is x whole, as in base R: nothing dropped
+  if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole"))) out <- drop(out)
   out
 }
 
-read_linear <- function(x, idx, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
-  shape <- x$shape
-  n <- prod(shape)
-  pos <- sel_indices(resolve_index(idx, n, 1L, x$path)) # 0-based linear positions
-  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")), fill_as_na)[0])
-  sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
-  # read the bounding box of the wanted elements once, then pick
-  lo <- apply(sub, 2L, min)
-  hi <- apply(sub, 2L, max)
-  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)), fill_as_na)
-  dim(box) <- hi - lo + 1
-  as.vector(box[sweep(sub, 2L, lo - 1)])
+# Elements at points (rows of 0-based coordinates; NA rows read NA): only the
+# chunks holding them are read, in one call. Points filling at least half of
+# the block around them (a[1:n]) are picked from that block, read as usual:
+# faster than one by one. `...` goes to x$read().
+read_points <- function(x, pts, ...) {
+  ok <- !is.na(pts[, 1L])
+  pts <- pts[ok, , drop = FALSE]
+  dense <- FALSE
+  if (nrow(pts)) {
+    lo <- apply(pts, 2L, min)
+    ext <- apply(pts, 2L, max) - lo + 1
+    dense <- prod(ext) <= 2 * nrow(pts)
+  }
+  out <- if (dense) {
+    block <- x$read(Map(zarr_range, lo, ext), ...)
+    block[as.vector(sweep(pts, 2L, lo) %*% cumprod(c(1, ext))[seq_along(ext)]) + 1]
+  } else x$read(structure(pts, class = "zarr_points"), ...)
+  if (all(ok)) return(out)
+  res <- out[rep(NA_integer_, length(ok))] # NA of out's type and class
+  res[ok] <- out
+  res
 }
 
 #' @rdname array-indexing
 #' @export
 `[<-.zarr_array` <- function(x, i, j, ..., value) {
-  call_args <- as.list(sys.call())[-c(1L, 2L)]
-  call_args <- call_args[names(call_args) %||% rep("", length(call_args)) != "value"]
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) {
     x$write(value)
     return(invisible(x))
   }
-  sel <- index_args(nd, call_args, parent.frame(), x$path)
-  if (!is.null(sel$linear)) zarr_abort("index", "replacement needs one index per dimension", array = x$path)
-  x$write(value, resolved_selection(sel, shape, x$path))
+  sel <- index_args(index_count(nargs(), environment(), sys.function()), environment(), shape, x$path,
+                    replace = TRUE)
+  if (!is.null(sel$points)) {
+    pts <- sel$points
+    ok <- !is.na(pts[, 1L])
+    if (!all(ok)) {
+      if (length(value) > 1L) zarr_abort("index", "NA indices are not allowed in a replacement of several values", array = x$path)
+      pts <- pts[ok, , drop = FALSE]
+    }
+    sel <- structure(pts, class = "zarr_points")
+    n <- nrow(pts)
+  } else {
+    s <- split_na(sel, shape)
+    if (any(unlist(s$na))) { # base R ignores NA positions when one value is given
+      if (length(value) > 1L) zarr_abort("index", "NA indices are not allowed in a replacement of several values", array = x$path)
+      sel <- Map(function(i, na) if (is.null(na)) i else i[!na], s$sel, s$na)
+    } else sel <- s$sel
+    sel <- resolved_selection(sel, shape, x$path)
+    n <- prod(sel_lengths(sel))
+  }
+  if (n == 0) return(invisible(x))
+  x$write(recycle_value(value, n, x$path), sel)
   invisible(x)
+}
+
+# Values for n elements, recycled as base R does (whole copies only).
+recycle_value <- function(value, n, path) {
+  k <- length(value)
+  if (k == n || k == 1L) return(value)
+  if (k == 0L || n %% k != 0)
+    zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)", format(k), format(n)),
+               array = path)
+  value[rep_len(seq_len(k), n)] # keeps the class (Date, POSIXct, integer64)
 }
 
 #' @export

@@ -322,6 +322,12 @@ json2_plan <- function(array, grid, sel) {
 
 read_json2 <- function(array, grid, sel) {
   if (!length(array$shape)) zarr_abort("unsupported", "0-d json2 arrays are not supported", array = array$path)
+  if (inherits(sel, "zarr_points")) { # the block of the points' indices, then the points
+    u <- lapply(seq_len(ncol(sel)), function(d) sort(unique(sel[, d])))
+    at <- vapply(seq_along(u), function(d) match(sel[, d], u[[d]]) - 1, numeric(nrow(sel)))
+    block <- read_json2(array, grid, u)
+    return(as.vector(block)[matrix(at, ncol = length(u)) %*% cumprod(c(1, lengths(u)))[seq_along(u)] + 1])
+  }
   p <- json2_plan(array, grid, sel)
   out <- rep(NA_character_, prod(p$n_out))
   fill <- as.character(array$data_type$fill_value)
@@ -342,6 +348,8 @@ write_json2 <- function(array, grid, sel, data) {
   if (!length(array$shape)) zarr_abort("unsupported", "0-d json2 arrays are not supported", array = array$path)
   store <- array$store
   if (store$read_only) zarr_abort("read_only", "the store is read-only", array = array$path)
+  if (inherits(sel, "zarr_points"))
+    zarr_abort("unsupported", "json2 arrays are written by one index per dimension", array = array$path)
   data <- coerce_for_dtype(data, "string", array = array$path)
   fill <- enc2utf8(as.character(array$data_type$fill_value))
   warn_na_as_fill(data, array$data_type, fill_is_missing_marker(array$data_type), array$path)

@@ -24,6 +24,15 @@ static inline int is_r_na(double x) {
   return isnan(x) && (uint32_t)b == 1954u;
 }
 
+/* R's NA in the small float formats, as ZARR_NA_FLOAT32_BITS in float32: a
+ * quiet NaN with a payload that the format's usual NaN (and numpy's,
+ * ml_dtypes') has not, so that NA and NaN stay apart. float16 keeps the low
+ * bits of R's payload (1954); the others have fewer bits: any other payload. */
+#define NA_F16_BITS 0x7FA2u
+#define NA_BF16_BITS 0x7FE2u
+#define NA_E4M3_BITS 0x7Eu /* the format's NaN: 0x7C */
+#define NA_E5M2_BITS 0x7Fu /* the format's NaN: 0x7E */
+
 /* IEEE half precision <-> double */
 static double half_to_double(uint16_t h) {
   int s = h >> 15, ex = (h >> 10) & 0x1F, m = h & 0x3FF;
@@ -95,7 +104,17 @@ static void dec_bool_lgl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, i
   }
 }
 
-#define DEC_TO_DBL(NAME, T, CHECK_LOST)                                              \
+/* Whether an integer is not the double it converts to (r = (double)v). The
+ * integer itself is compared: 2^53 + 1 becomes 2^53, which is in range. */
+static inline int i64_inexact(int64_t v, double r) {
+  return r >= 9223372036854775808.0 || (int64_t)r != v;
+}
+static inline int u64_inexact(uint64_t v, double r) {
+  return r >= 18446744073709551616.0 || (uint64_t)r != v;
+}
+static inline int no_inexact(double v, double r) { (void)v; (void)r; return 0; }
+
+#define DEC_TO_DBL(NAME, T, INEXACT)                                                 \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
                    zconv *cv) {                                                      \
     T f;                                                                             \
@@ -106,19 +125,18 @@ static void dec_bool_lgl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, i
       T v;                                                                           \
       memcpy(&v, s, sizeof(T));                                                      \
       double r = (na && v == f) ? nar : (double)v;                                   \
-      if (CHECK_LOST && !(na && v == f) && (r > 9007199254740992.0 || r < -9007199254740992.0)) \
-        cv->lost++;                                                                  \
+      if (!(na && v == f) && INEXACT(v, r)) cv->lost++;                              \
       memcpy(d, &r, sizeof r);                                                       \
     }                                                                                \
   }
-DEC_TO_DBL(dec_i8_dbl, int8_t, 0)
-DEC_TO_DBL(dec_i16_dbl, int16_t, 0)
-DEC_TO_DBL(dec_i32_dbl, int32_t, 0)
-DEC_TO_DBL(dec_u8_dbl, uint8_t, 0)
-DEC_TO_DBL(dec_u16_dbl, uint16_t, 0)
-DEC_TO_DBL(dec_u32_dbl, uint32_t, 0)
-DEC_TO_DBL(dec_i64_dbl, int64_t, 1)
-DEC_TO_DBL(dec_u64_dbl, uint64_t, 1)
+DEC_TO_DBL(dec_i8_dbl, int8_t, no_inexact)
+DEC_TO_DBL(dec_i16_dbl, int16_t, no_inexact)
+DEC_TO_DBL(dec_i32_dbl, int32_t, no_inexact)
+DEC_TO_DBL(dec_u8_dbl, uint8_t, no_inexact)
+DEC_TO_DBL(dec_u16_dbl, uint16_t, no_inexact)
+DEC_TO_DBL(dec_u32_dbl, uint32_t, no_inexact)
+DEC_TO_DBL(dec_i64_dbl, int64_t, i64_inexact)
+DEC_TO_DBL(dec_u64_dbl, uint64_t, u64_inexact)
 
 static void dec_f64_dbl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
                         zconv *cv) {
@@ -166,7 +184,7 @@ static void dec_f16_dbl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, in
   for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
     uint16_t b;
     memcpy(&b, s, 2);
-    double r = (cv->na && b == f) ? nar : half_to_double(b);
+    double r = (b == NA_F16_BITS || (cv->na && b == f)) ? nar : half_to_double(b);
     memcpy(d, &r, 8);
   }
 }
@@ -255,12 +273,22 @@ static void enc_int_f32(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, in
   }
 }
 
+/* NA: the fill value where it stands for NA (cv->na), else NA's own bits */
+static void put_na(uint8_t *d, const zconv *cv, uint32_t bits, size_t size) {
+  if (cv->na) memcpy(d, cv->fill, size);
+  else if (size == 1) *d = (uint8_t)bits;
+  else {
+    uint16_t b = (uint16_t)bits;
+    memcpy(d, &b, 2);
+  }
+}
+
 static void enc_int_f16(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
                         zconv *cv) {
   for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
     int v;
     memcpy(&v, s, sizeof v);
-    if (v == INT_MIN) memcpy(d, cv->fill, 2);
+    if (v == INT_MIN) put_na(d, cv, NA_F16_BITS, 2);
     else {
       uint16_t t = double_to_half((double)v);
       memcpy(d, &t, 2);
@@ -358,7 +386,7 @@ static void enc_dbl_f16(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, in
   for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
     double v;
     memcpy(&v, s, 8);
-    if (is_r_na(v)) memcpy(d, cv->fill, 2);
+    if (is_r_na(v)) put_na(d, cv, NA_F16_BITS, 2);
     else {
       uint16_t t = double_to_half(v);
       memcpy(d, &t, 2);
@@ -466,7 +494,7 @@ static double bf16_to_double(uint16_t h) {
 /* the 256 values of each float8 format, filled at load time (dtype_init) */
 static double f8_e4m3[256], f8_e5m2[256];
 
-#define DEC_MINI_DBL(NAME, T, CONV)                                                  \
+#define DEC_MINI_DBL(NAME, T, CONV, NABITS)                                          \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
                    zconv *cv) {                                                      \
     T f;                                                                             \
@@ -476,33 +504,33 @@ static double f8_e4m3[256], f8_e5m2[256];
     for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
       T b;                                                                           \
       memcpy(&b, s, sizeof(T));                                                      \
-      double r = (na && b == f) ? nar : CONV(b);                                     \
+      double r = (b == (NABITS) || (na && b == f)) ? nar : CONV(b);                  \
       memcpy(d, &r, 8);                                                              \
     }                                                                                \
   }
 #define F8_E4M3(b) f8_e4m3[b]
 #define F8_E5M2(b) f8_e5m2[b]
-DEC_MINI_DBL(dec_bf16_dbl, uint16_t, bf16_to_double)
-DEC_MINI_DBL(dec_e4m3_dbl, uint8_t, F8_E4M3)
-DEC_MINI_DBL(dec_e5m2_dbl, uint8_t, F8_E5M2)
+DEC_MINI_DBL(dec_bf16_dbl, uint16_t, bf16_to_double, NA_BF16_BITS)
+DEC_MINI_DBL(dec_e4m3_dbl, uint8_t, F8_E4M3, NA_E4M3_BITS)
+DEC_MINI_DBL(dec_e5m2_dbl, uint8_t, F8_E5M2, NA_E5M2_BITS)
 
-/* R NA becomes the fill value (as for float16); any other double is rounded */
-#define ENC_DBL_MINI(NAME, T, EB, MB)                                                \
+/* R NA as for float16 (put_na); any other double is rounded */
+#define ENC_DBL_MINI(NAME, T, EB, MB, NABITS)                                        \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
                    zconv *cv) {                                                      \
     for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
       double v;                                                                      \
       memcpy(&v, s, 8);                                                              \
-      if (is_r_na(v)) memcpy(d, cv->fill, sizeof(T));                                \
+      if (is_r_na(v)) put_na(d, cv, NABITS, sizeof(T));                              \
       else {                                                                         \
         T t = (T)double_to_mini(v, EB, MB);                                          \
         memcpy(d, &t, sizeof(T));                                                    \
       }                                                                              \
     }                                                                                \
   }
-ENC_DBL_MINI(enc_dbl_bf16, uint16_t, 8, 7)
-ENC_DBL_MINI(enc_dbl_e4m3, uint8_t, 4, 3)
-ENC_DBL_MINI(enc_dbl_e5m2, uint8_t, 5, 2)
+ENC_DBL_MINI(enc_dbl_bf16, uint16_t, 8, 7, NA_BF16_BITS)
+ENC_DBL_MINI(enc_dbl_e4m3, uint8_t, 4, 3, NA_E4M3_BITS)
+ENC_DBL_MINI(enc_dbl_e5m2, uint8_t, 5, 2, NA_E5M2_BITS)
 
 /* ---- 4-bit integers: one per byte, in the low nibble ----------------------- */
 

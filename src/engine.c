@@ -8,6 +8,10 @@
  *    (the parts under the selection, neighbours merged into one range);
  * 3. decode / encode every touched chunk in parallel;
  * 4. stitch with one strided copy per chunk (slab.c).
+ *
+ * A point selection (one element per row of a matrix of coordinates, for
+ * `a[m]` and linear indices) makes one job per chunk holding a point: the
+ * chunk is decoded whole and its points copied one by one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +141,7 @@ static void plan_dim(SEXP idx, int64_t extent, int64_t chunk, const int64_t *edg
 
 typedef struct {
   zbuf a[MAX_DEPTH], b[MAX_DEPTH], elem[MAX_DEPTH];
+  zbuf whole; /* a point selection: the chunk being read, decoded whole */
   zpool *pools; /* string text decoded by this thread; freed after the call */
 } tbufs;
 
@@ -145,6 +150,11 @@ typedef struct {
   int ndim;
   dimplan dp[ZARR_MAX_DIMS];
   int64_t njobs;
+  /* a point selection (pts): per job its chunk's coordinates (ndim each) and
+   * its first point; per point, grouped by job and in output order within
+   * one, its coordinates within the chunk (ndim each) and output position */
+  int pts, recycle;
+  int64_t npts, *pch, *pstart, *ploc, *pout;
   zstore *st;
   volatile int stop;         /* set on failure or interrupt: every batch ends */
   int nthreads;
@@ -199,10 +209,20 @@ static int engine_poll(void *ctx) {
 }
 
 static void job_coords(const engine *g, int64_t job, int64_t *jc) {
+  if (g->pts) {
+    memcpy(jc, g->pch + job * g->ndim, sizeof(int64_t) * (size_t)g->ndim);
+    return;
+  }
   for (int d = 0; d < g->ndim; d++) {
     jc[d] = job % g->dp[d].nch;
     job /= g->dp[d].nch;
   }
+}
+
+/* The chunk coordinate along d of a job's chunk (point selections keep
+ * chunk coordinates in jc itself). */
+static inline int64_t job_chunk(const engine *g, const int64_t *jc, int d) {
+  return g->pts ? jc[d] : g->dp[d].ch[jc[d]];
 }
 
 static int64_t chain_nelem(const zchain *c) {
@@ -336,6 +356,7 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
 static void job_slab(const engine *g, const int64_t *jc, zslab *s) {
   memset(s, 0, sizeof *s);
   s->ndim = g->ndim;
+  if (g->pts) return; /* points are copied one by one (points_copy) */
   for (int d = 0; d < g->ndim; d++) {
     const dimplan *p = &g->dp[d];
     s->dim[d].cnt = p->cnt[jc[d]];
@@ -352,7 +373,7 @@ static void job_slab(const engine *g, const int64_t *jc, zslab *s) {
 
 static int job_key(const engine *g, const int64_t *jc, char *key) {
   int64_t coords[ZARR_MAX_DIMS];
-  for (int d = 0; d < g->ndim; d++) coords[d] = g->dp[d].ch[jc[d]];
+  for (int d = 0; d < g->ndim; d++) coords[d] = job_chunk(g, jc, d);
   return chunk_key(g->arr, coords, key, KEY_CAP);
 }
 
@@ -376,7 +397,7 @@ static const zchain *job_chain(const engine *g, const int64_t *jc, zchain *tmp) 
   const zarray *a = g->arr;
   if (!a->rectilinear) return &a->chain;
   *tmp = a->chain;
-  for (int d = 0; d < g->ndim; d++) tmp->chunk_shape[d] = grid_len(a, d, g->dp[d].ch[jc[d]]);
+  for (int d = 0; d < g->ndim; d++) tmp->chunk_shape[d] = grid_len(a, d, job_chunk(g, jc, d));
   return tmp;
 }
 
@@ -389,7 +410,7 @@ static void conv_init(const engine *g, zconv *cv) {
 static int chunk_is_edge(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
   for (int d = 0; d < g->ndim; d++) {
-    int64_t c = g->dp[d].ch[jc[d]];
+    int64_t c = job_chunk(g, jc, d);
     if (grid_start(a, d, c) + grid_len(a, d, c) > a->shape[d]) return 1;
   }
   return 0;
@@ -398,6 +419,7 @@ static int chunk_is_edge(const engine *g, const int64_t *jc) {
 /* Does the selection overwrite every element of this chunk inside the array? */
 static int chunk_fully_covered(const engine *g, const int64_t *jc) {
   const zarray *a = g->arr;
+  if (g->pts) return 0;
   for (int d = 0; d < g->ndim; d++) {
     const dimplan *p = &g->dp[d];
     int64_t cs = grid_len(a, d, p->ch[jc[d]]), c0 = grid_start(a, d, p->ch[jc[d]]);
@@ -412,6 +434,46 @@ static int chunk_fully_covered(const engine *g, const int64_t *jc) {
       if (loc[k] != k) return 0;
   }
   return 1;
+}
+
+/* Copy a job's points between its chunk (decoded whole, ch's layout; or the
+ * fill value alone when `fill_only`) and the R vector: dir 0 reads, 1 writes
+ * (in output order, so that the last of repeated points wins, as in R). */
+static int points_copy(const engine *g, const zchain *ch, int64_t job, uint8_t *chunk,
+                       int fill_only, int dir, zconv *cv) {
+  const zarray *a = g->arr;
+  zkern k = dir == 0 ? dtype_def(a->dtype)->dec[a->rtype] : dtype_def(a->dtype)->enc[a->rtype];
+  if (k == NULL) return -1;
+  int64_t cst[ZARR_MAX_DIMS];
+  chunk_strides(ch, cst);
+  const int nd = g->ndim;
+  const int64_t csz = (int64_t)a->elsize, rsz = (int64_t)elem_rsize(a->dtype, a->rtype);
+  for (int64_t q = g->pstart[job]; q < g->pstart[job + 1]; q++) {
+    int64_t off = 0;
+    if (!fill_only)
+      for (int d = 0; d < nd; d++) off += g->ploc[q * nd + d] * cst[d];
+    uint8_t *c = chunk + off * csz, *o = g->rdata + (g->recycle ? 0 : g->pout[q] * rsz);
+    if (dir == 0) k(o, 0, c, 0, 1, cv);
+    else k(c, 0, o, 0, 1, cv);
+  }
+  return 0;
+}
+
+/* A point selection's chunk arrived: decode it whole, then pick its points. */
+static int points_read(engine *g, const int64_t *jc, int64_t job, const uint8_t *p, size_t n,
+                       int missing, int writable, tbufs *tb, zconv *cv, zerr *e) {
+  const zarray *a = g->arr;
+  zchain tmp;
+  const zchain *ch = job_chain(g, jc, &tmp);
+  uint8_t *chunk = (uint8_t *)a->fill;
+  if (!missing) {
+    if (zbuf_reserve(&tb->whole, (size_t)chain_nelem(ch) * a->elsize + 1, e)) return -1;
+    chunk = tb->whole.data;
+    if (decode_into(g, ch, p, n, 0, writable, NULL, tb, 0, chunk, cv, e)) return -1;
+  }
+  if (points_copy(g, ch, job, chunk, missing, 0, cv))
+    return zerr_set(e, ZE_CODEC, "no conversion from this data type to R");
+  return 0;
 }
 
 /* ---- fetching: batches of requests through the store --------------------------- */
@@ -449,6 +511,8 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
     zdec_env env;
     env_init(g, tb, &cv, &env);
     rc = g->part->plan_next(&g->arr->chain, p, n, &s, &env, &g->plans[job], e);
+  } else if (g->pts && g->merged == NULL) {
+    rc = points_read(g, jc, job, p, n, missing, writable, tb, &cv, e);
   } else {
     zchain tmp;
     rc = decode_into(g, job_chain(g, jc, &tmp), p, n, missing, writable, &s, tb, 0,
@@ -498,7 +562,7 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   /* reads (not the merges of a partial write) by parts, where the codec can
    * and no bytes -> bytes codec follows it (its ranges are then not the
    * stored value's: a gzipped shard is read whole) */
-  const zab_engine *ae = g->merged == NULL && g->arr->chain.n_bb == 0
+  const zab_engine *ae = g->merged == NULL && !g->pts && g->arr->chain.n_bb == 0
                              ? chain_engine(&g->arr->chain) : NULL;
   g->part = ae != NULL && ae->plan_first != NULL ? ae : NULL;
   int by_parts = g->part != NULL;
@@ -574,7 +638,8 @@ static void write_task(void *ctx, size_t task, int thread) {
     for (int64_t i = 0; i < ne; i++) memcpy(cb->data + i * (int64_t)a->elsize, a->fill, a->elsize);
   }
   chunk_strides(ch, s.cstride);
-  if (slab_encode(&s, a->dtype, a->rtype, g->rdata, cb->data, &cv)) {
+  if (g->pts ? points_copy(g, ch, task, cb->data, 0, 1, &cv)
+             : slab_encode(&s, a->dtype, a->rtype, g->rdata, cb->data, &cv)) {
     zerr_set(&e, ZE_CODEC, "no conversion from R to this data type");
     engine_fail(g, &e, key);
     return;
@@ -630,22 +695,87 @@ static void write_task(void *ctx, size_t task, int thread) {
 
 /* ---- setup shared by read and write -------------------------------------------- */
 
+/* Order of point records {ndim, chunk coordinates..., output position}. */
+static int cmp_point(const void *x, const void *y) {
+  const int64_t *p = x, *q = y;
+  for (int64_t d = 1; d <= p[0] + 1; d++)
+    if (p[d] != q[d]) return p[d] < q[d] ? -1 : 1;
+  return 0;
+}
+
+/* Group the points of an n x ndim matrix of 0-based coordinates (doubles)
+ * by chunk. All memory comes from R_alloc, as for plan_dim(). */
+static void plan_points(engine *g, SEXP pts) {
+  const zarray *a = g->arr;
+  const int nd = g->ndim;
+  SEXP dim = getAttrib(pts, R_DimSymbol);
+  if (TYPEOF(pts) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 || INTEGER(dim)[1] != nd)
+    zarr_raise(ZE_VALUE, a->name, NULL, "a point selection needs one column per dimension");
+  const int64_t n = INTEGER(dim)[0];
+  const double *x = REAL(pts);
+  const size_t w = (size_t)nd + 2;
+  int64_t *rec = (int64_t *)R_alloc((size_t)n * w + 1, sizeof(int64_t));
+  for (int64_t k = 0; k < n; k++) {
+    int64_t *r = rec + (size_t)k * w;
+    r[0] = nd;
+    for (int d = 0; d < nd; d++) {
+      double v = x[k + (int64_t)d * n];
+      if (!(v >= 0 && v < (double)a->shape[d]))
+        zarr_raise(ZE_VALUE, a->name, NULL, "index out of bounds in a selection");
+      int64_t iv = (int64_t)v;
+      r[1 + d] = a->edges[d] ? grid_find(a->edges[d], a->nchunks[d], iv) : iv / a->chain.chunk_shape[d];
+    }
+    r[nd + 1] = k;
+  }
+  qsort(rec, (size_t)n, w * sizeof(int64_t), cmp_point);
+  int64_t nj = 0;
+  for (int64_t k = 0; k < n; k++)
+    if (k == 0 || memcmp(rec + (size_t)k * w + 1, rec + (size_t)(k - 1) * w + 1, sizeof(int64_t) * (size_t)nd))
+      nj++;
+  g->pts = 1;
+  g->npts = n;
+  g->njobs = nj;
+  g->pch = (int64_t *)R_alloc((size_t)nj * (size_t)nd + 1, sizeof(int64_t));
+  g->pstart = (int64_t *)R_alloc((size_t)nj + 1, sizeof(int64_t));
+  g->ploc = (int64_t *)R_alloc((size_t)n * (size_t)nd + 1, sizeof(int64_t));
+  g->pout = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+  int64_t j = -1;
+  for (int64_t k = 0; k < n; k++) {
+    const int64_t *r = rec + (size_t)k * w;
+    if (k == 0 || memcmp(r + 1, r + 1 - w, sizeof(int64_t) * (size_t)nd)) {
+      j++;
+      memcpy(g->pch + j * nd, r + 1, sizeof(int64_t) * (size_t)nd);
+      g->pstart[j] = k;
+    }
+    int64_t o = r[nd + 1];
+    g->pout[k] = o;
+    for (int d = 0; d < nd; d++)
+      g->ploc[k * nd + d] = (int64_t)x[o + (int64_t)d * n] - grid_start(a, d, r[1 + d]);
+  }
+  g->pstart[nj] = n;
+}
+
 static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP opts) {
   memset(g, 0, sizeof *g);
   g->arr = a;
   g->ndim = a->ndim;
   g->st = store_from(store);
-  if (XLENGTH(sel) != a->ndim) zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
-  g->njobs = 1;
-  for (int d = 0; d < a->ndim; d++) {
-    plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], a->edges[d], a->nchunks[d],
-             &g->dp[d], a->name);
-    g->njobs *= g->dp[d].nch;
-  }
-  int64_t acc = 1;
-  for (int d = 0; d < a->ndim; d++) {
-    g->ostride[d] = acc;
-    acc *= g->dp[d].n;
+  if (TYPEOF(sel) != VECSXP) {
+    plan_points(g, sel);
+  } else {
+    if (XLENGTH(sel) != a->ndim)
+      zarr_raise(ZE_VALUE, a->name, NULL, "selection has the wrong number of dimensions");
+    g->njobs = 1;
+    for (int d = 0; d < a->ndim; d++) {
+      plan_dim(VECTOR_ELT(sel, d), a->shape[d], a->chain.chunk_shape[d], a->edges[d], a->nchunks[d],
+               &g->dp[d], a->name);
+      g->njobs *= g->dp[d].nch;
+    }
+    int64_t acc = 1;
+    for (int d = 0; d < a->ndim; d++) {
+      g->ostride[d] = acc;
+      acc *= g->dp[d].n;
+    }
   }
   /* which fill values stand for NA is decided in R (fill_is_missing_marker()) */
   g->na = asLogical(list_get(opts, "fill_as_na")) == TRUE && a->fill_marks_missing;
@@ -666,12 +796,21 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   g->nthreads = nt;
 }
 
+/* Elements the selection holds. */
+static int64_t engine_total(const engine *g) {
+  if (g->pts) return g->npts;
+  int64_t total = 1;
+  for (int d = 0; d < g->ndim; d++) total *= g->dp[d].n;
+  return total;
+}
+
 static tbufs *tbufs_new(int nt) { return calloc((size_t)nt, sizeof(tbufs)); }
 
 static void tbufs_free(tbufs *tb, int nt) {
   if (tb == NULL) return;
   for (int t = 0; t < nt; t++) {
     pool_free(tb[t].pools);
+    zbuf_free(&tb[t].whole);
     for (int d = 0; d < MAX_DEPTH; d++) {
       zbuf_free(&tb[t].a[d]);
       zbuf_free(&tb[t].b[d]);
@@ -790,8 +929,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
     zarr_raise(ZE_CODEC, a.name, NULL, "reading this data type is not supported");
   engine g;
   engine_init(&g, &a, sel, store, opts);
-  int64_t total = 1;
-  for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
+  int64_t total = engine_total(&g);
   /* raw bits: as many bytes per element as the data type has */
   R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
   SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), rlen));
@@ -818,7 +956,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */
   if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
-  if (a.ndim > 1 && a.rtype != RT_RAW) { /* here too: R copies the result to set its dim once R code has seen it */
+  if (a.ndim > 1 && a.rtype != RT_RAW && !g.pts) { /* here too: R copies the result to set its dim once R code has seen it */
     SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
     for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;
     setAttrib(out, R_DimSymbol, dim);
@@ -838,14 +976,14 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   engine_init(&g, &a, sel, store, opts);
   if (g.st->ops->set == NULL || g.st->ops->erase == NULL)
     zarr_raise(ZE_READ_ONLY, a.name, NULL, "the store is read-only");
-  int64_t total = 1;
-  for (int d = 0; d < a.ndim; d++) total *= g.dp[d].n;
+  int64_t total = engine_total(&g);
   if (total == 0) return R_NilValue;
   if ((SEXPTYPE)TYPEOF(data) != rtype_sexp(a.rtype))
     zarr_raise(ZE_VALUE, a.name, NULL, "internal: data has the wrong R type");
   R_xlen_t ndata = XLENGTH(data) / (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
   if (ndata == 1 && total > 1) {
     for (int d = 0; d < a.ndim; d++) g.ostride[d] = 0; /* recycle one value */
+    g.recycle = 1;
   } else if (ndata != total || (a.rtype == RT_RAW && XLENGTH(data) % (R_xlen_t)a.elsize)) {
     zarr_raise(ZE_VALUE, a.name, NULL, "data length does not match the selection");
   }
