@@ -189,6 +189,15 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       if (is.na(i)) NA_real_ else l$sizes[i]
     },
 
+    #' @description The sizes of all values below a prefix, from one
+    #'   (paginated) listing.
+    #' @param prefix The prefix.
+    #' @return A numeric vector of sizes in bytes, named by full key.
+    key_sizes = function(prefix) {
+      l <- self$list_objects(node_prefix(prefix))
+      stats::setNames(l$sizes, substring(l$keys, nchar(private$key_prefix("")) + 1L))
+    },
+
     #' @description List the objects below a store prefix (ListObjectsV2,
     #'   following continuation tokens).
     #' @param prefix A store prefix (below the store's own prefix).
