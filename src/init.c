@@ -30,6 +30,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_zip_list, 1),
     CALLDEF(ffi_zip_read, 3),
     CALLDEF(ffi_store_local, 1),
+    CALLDEF(ffi_dir_files, 1),
     CALLDEF(ffi_store_zip, 2),
     CALLDEF(ffi_store_r, 1),
     CALLDEF(ffi_store_get, 3),
