@@ -25,6 +25,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     #' @param read_only Whether to open the store read-only.
     #' @return An instance of this class.
     initialize = function(root, read_only = FALSE) {
+      check_read_only(read_only)
       if (!is.character(root) || length(root) != 1L || is.na(root) || !nzchar(root))
         zarr_abort("argument", "the store root must be a single path")
       root <- enc2utf8(sub("^file://", "", root))

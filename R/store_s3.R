@@ -59,6 +59,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       if (!is_string(bucket) || !nzchar(bucket) || grepl("/", bucket, fixed = TRUE))
         zarr_abort("argument", "bucket must be a single bucket name")
       if (!is_string(prefix)) zarr_abort("argument", "prefix must be a single string")
+      check_read_only(read_only)
       cfg <- s3_config(region = region, profile = profile, access_key = access_key,
                        secret_key = secret_key, session_token = session_token, endpoint = endpoint,
                        anonymous = anonymous)
@@ -139,7 +140,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
 
     #' @description Remove every key below a prefix; a group there stays, empty.
     #' @param prefix The prefix.
-    #' @return `TRUE`, invisibly.
+    #' @return Self, invisibly.
     erase_prefix = function(prefix) {
       private$check_writable()
       prefix <- node_prefix(prefix)
@@ -147,7 +148,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       for (k in self$list_prefix(prefix)) self$erase(k)
       if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
                                                     attributes = named_list()))
-      invisible(TRUE)
+      invisible(self)
     },
 
     #' @description Remove every key of the store.
