@@ -370,3 +370,17 @@ SEXP ffi_xml_text(SEXP body, SEXP tag) {
   if (xml_first_text(RAW(body), (size_t)XLENGTH(body), CHAR(STRING_ELT(tag, 0)), out, sizeof out)) return R_NilValue;
   return ScalarString(mkCharCE(out, CE_UTF8));
 }
+
+/* Tests only: set the piece size of zlib/libbz2 calls (zarr_core.h) so that
+ * the piecewise paths of chunks over 4 GiB run on small chunks; NULL leaves
+ * it. Returns the previous size. */
+SEXP ffi_codec_piece(SEXP n) {
+  double old = (double)zarr_codec_piece;
+  if (!isNull(n)) {
+    double v = asReal(n);
+    if (!(v >= 1 && v <= (double)((size_t)1 << 30)))
+      zarr_raise(ZE_VALUE, NULL, NULL, "the piece size must be between 1 byte and 1 GiB");
+    zarr_codec_piece = (size_t)v;
+  }
+  return ScalarReal(old);
+}

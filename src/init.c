@@ -26,6 +26,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_library_versions, 0),
     CALLDEF(ffi_s3_parse_list, 2),
     CALLDEF(ffi_xml_text, 2),
+    CALLDEF(ffi_codec_piece, 1),
     CALLDEF(ffi_zip_open, 1),
     CALLDEF(ffi_zip_list, 1),
     CALLDEF(ffi_zip_read, 3),

@@ -60,5 +60,6 @@ SEXP ffi_num_cores(void);
 SEXP ffi_library_versions(void);
 SEXP ffi_s3_parse_list(SEXP body, SEXP where);
 SEXP ffi_xml_text(SEXP body, SEXP tag);
+SEXP ffi_codec_piece(SEXP n);
 
 #endif

@@ -44,6 +44,11 @@ int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...)
 #endif
     ;
 
+/* zlib and libbz2 count bytes in 32-bit unsigned ints: buffers are handed to
+ * them in pieces of at most this many bytes (1 GiB; tests lower it with
+ * ffi_codec_piece() to run the piecewise paths on small chunks). */
+extern size_t zarr_codec_piece;
+
 /* ---- growable byte buffer ------------------------------------------------ */
 
 typedef struct {
