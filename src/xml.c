@@ -122,14 +122,16 @@ void xml_s3_list_free(zs3list *l) {
   memset(l, 0, sizeof *l);
 }
 
-/* An S3 object size: a non-negative decimal integer. */
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* An S3 object size: decimal digits only (no sign, exponent or hex). */
 static int parse_size(const char *t, double *out) {
-  while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r') t++;
-  if (*t < '0' || *t > '9') return -1;
-  char *end;
-  double v = strtod(t, &end);
-  while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r') end++;
-  if (*end != '\0' || !(v >= 0 && v < 9.3e18)) return -1;
+  while (is_space(*t)) t++;
+  double v = 0;
+  int digits = 0;
+  for (; *t >= '0' && *t <= '9'; t++, digits++) v = v * 10 + (*t - '0');
+  while (is_space(*t)) t++;
+  if (*t != '\0' || digits == 0 || digits > 19) return -1;
   *out = v;
   return 0;
 }
@@ -185,7 +187,7 @@ int xml_s3_list(const uint8_t *p, size_t n, zs3list *l, zerr *e) {
       char *t = text_of(x);
       if (t == NULL) goto nomem;
       const char *s = t;
-      while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+      while (is_space(*s)) s++;
       l->truncated = strncmp(s, "true", 4) == 0;
       free(t);
     } else if (is_elem(x, "NextContinuationToken") && l->token == NULL) {

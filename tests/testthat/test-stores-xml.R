@@ -45,7 +45,9 @@ test_that("what is not a listing is an error, never an empty listing", {
            "<Error><Code>AccessDenied</Code><Message>no</Message></Error>",
            "<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
            "<ListBucketResult><Contents><Key>a</Key><Size>-1</Size></Contents></ListBucketResult>",
-           "<ListBucketResult><Contents><Key>a</Key><Size>1e3x</Size></Contents></ListBucketResult>")
+           "<ListBucketResult><Contents><Key>a</Key><Size>1e3x</Size></Contents></ListBucketResult>",
+           "<ListBucketResult><Contents><Key>a</Key><Size>1e3</Size></Contents></ListBucketResult>",
+           "<ListBucketResult><Contents><Key>a</Key><Size>0x10</Size></Contents></ListBucketResult>")
   for (x in bad) expect_error(parse_list(x), class = "zarr_error_s3", info = x)
   expect_error(parse_list("<Error/>"), "s3://test.*not a ListBucketResult", class = "zarr_error_s3")
 })
