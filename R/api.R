@@ -47,14 +47,21 @@ create_zarr <- function(location) {
 #' or a path or URL ending in ".json" that holds references; see
 #' [zarr_refstore]; always read-only).
 #'
+#' A location without root metadata (no `zarr.json`, `.zgroup` or `.zarray`
+#' at its top) opens as an implicit root group when groups or arrays lie
+#' directly inside it, so a folder of stores opens as a group of them. When
+#' the stores are further down (a folder of folders of stores) there is
+#' nothing to open: the error, of class `zarr_error_not_found`, names the
+#' location and the stores found below it (up to three levels down).
+#'
 #' @seealso [create_zarr()]; the stores it opens: [zarr_localstore],
 #'   [zarr_httpstore], [zarr_s3store], [zarr_zipstore], [zarr_refstore]; [zarr]
 #'   for what the object offers
 #' @param location Path of the store directory or zip file (or a "file://"
 #'   URI), the URL of a store on a web server, an `s3://` or `gs://`
 #'   location, or the location of references.
-#' @param read_only Whether to open the store read-only. Zip files are
-#'   opened read-only whatever this says.
+#' @param read_only `TRUE` or `FALSE`: whether to open the store read-only.
+#'   Zip files are opened read-only whatever this says.
 #' @return A [zarr] object.
 #' @export
 #' @examples
@@ -64,6 +71,7 @@ create_zarr <- function(location) {
 open_zarr <- function(location, read_only = FALSE) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
+  check_read_only(read_only)
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
        !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))
@@ -92,8 +100,46 @@ open_zarr <- function(location, read_only = FALSE) {
 # is an error (zarr$new() gives an object to start one in).
 open_existing <- function(store) {
   z <- zarr$new(store)
-  if (is.null(z$root)) zarr_abort("not_found", "the store has no root group or array")
+  if (is.null(z$root)) abort_no_root(store)
   z
+}
+
+# A store without a root node: say where, and which stores are further down
+# (a folder of folders of stores), so the user can open one of those.
+abort_no_root <- function(store) {
+  where <- if (is.character(store$root)) sprintf("'%s'", store$root) else "the store"
+  below <- if (store$supports_listing) sort(stores_below(store)) else character()
+  msg <- sprintf("%s has no root group or array (no zarr.json, .zgroup or .zarray at its top)", where)
+  if (length(below))
+    msg <- sprintf("%s; Zarr stores below it: %s%s (open one of those)", msg,
+                   paste0("'", utils::head(below, 5L), "'", collapse = ", "),
+                   if (length(below) > 5L) ", ..." else "")
+  zarr_abort("not_found", msg)
+}
+
+# The folders, up to `depth` levels below the root, that hold a metadata
+# document (not the folders inside those); at most `max_dirs` are looked at.
+stores_below <- function(store, depth = 3L, max_dirs = 100L) {
+  docs <- c("zarr.json", ".zgroup", ".zarray")
+  found <- character()
+  level <- ""
+  seen <- 0L
+  for (d in seq_len(depth)) {
+    kids <- unlist(lapply(level, function(p) {
+      k <- tryCatch(store$list_dir(p), zarr_error = function(e) character())
+      k <- k[!k %in% c(docs, ".zattrs", ".zmetadata")]
+      if (length(k)) paste0(p, k, "/")
+    }))
+    kids <- utils::head(kids, max_dirs - seen)
+    seen <- seen + length(kids)
+    if (!length(kids)) break
+    is_store <- vapply(kids, function(k) !is.null(tryCatch(store$get_metadata(k), zarr_error = function(e) "unreadable")),
+                       TRUE, USE.NAMES = FALSE)
+    found <- c(found, kids[is_store])
+    level <- kids[!is_store]
+    if (!length(level) || seen >= max_dirs) break
+  }
+  sub("/$", "", found)
 }
 
 # The Zarr data type that holds an R vector without loss.

@@ -95,9 +95,8 @@ zarr_array <- R6::R6Class("zarr_array",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
           "', ..."))
       size <- tryCatch({
-        keys <- private$.store$list_prefix(self$prefix)
-        keys <- keys[!basename(keys) %in% c("zarr.json", ".zarray", ".zattrs")]
-        sum(vapply(keys, function(k) as.numeric(private$.store$getsize(k)), 0), na.rm = TRUE)
+        sizes <- private$.store$key_sizes(self$prefix)
+        sum(sizes[!basename(names(sizes)) %in% c("zarr.json", ".zarray", ".zattrs")], na.rm = TRUE)
       }, error = function(e) NA)
       if (!is.na(size)) {
         raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length

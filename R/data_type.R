@@ -58,7 +58,9 @@ dtype_kind <- function(name) {
 # Default fill values: a value that rarely occurs in real data, so that `NA`
 # survives a round trip without turning ordinary values into `NA`: the
 # smallest value of signed integers (R's own NA for int32), the largest of
-# unsigned integers (as netCDF does), NaN for floating point, false for bool.
+# unsigned integers (as netCDF does), NaN for floating point, false for bool,
+# "NA" for variable-length strings (R's own spelling of a missing string;
+# fixed-width string types keep "", which every width holds).
 dtype_default_fill <- function(name) {
   i <- match(name, dtype_table$name)
   if (is.na(i)) {
@@ -73,7 +75,7 @@ dtype_default_fill <- function(name) {
     u = if (bits == 64) "18446744073709551615" else if (bits == 32) 2^32 - 1 else as.integer(2^bits - 1),
     f = NaN,
     c = list(NaN, NaN),
-    s = "",
+    s = if (identical(name, "string")) "NA" else "",
     M = , m = "-9223372036854775808"
   )
 }

@@ -155,6 +155,14 @@ zarr_default_format <- function() {
 
 is_count <- function(v, min = 1) is.numeric(v) && length(v) == 1L && !is.na(v) && v >= min
 is_flag <- function(v) is.logical(v) && length(v) == 1L && !is.na(v)
+
+# The read_only argument of open_zarr(), zarr$new() and the stores: TRUE or FALSE only.
+check_read_only <- function(read_only) {
+  if (!is_flag(read_only))
+    zarr_abort("argument", sprintf("read_only must be TRUE or FALSE, not %s",
+                                   paste(deparse(read_only, nlines = 1L), collapse = "")))
+  read_only
+}
 is_text <- function(v) is.character(v) && length(v) >= 1L && !anyNA(v)
 
 zarr_option_table <- function() list(

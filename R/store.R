@@ -108,14 +108,20 @@ zarr_store <- R6::R6Class("zarr_store",
       if (is.null(v)) NA_real_ else length(v)
     },
 
+    #' @description The sizes of all values below a prefix. Stores that list
+    #'   sizes with their keys (S3) answer with one listing.
+    #' @param prefix The prefix.
+    #' @return A numeric vector of sizes in bytes (`NA` where unknown), named
+    #'   by full key.
+    key_sizes = function(prefix) {
+      keys <- self$list_prefix(prefix)
+      vapply(stats::setNames(nm = keys), function(k) as.numeric(self$getsize(k)), 0)
+    },
+
     #' @description Total size in bytes of all values below a prefix.
     #' @param prefix The prefix.
     #' @return The size in bytes.
-    getsize_prefix = function(prefix) {
-      keys <- self$list_prefix(prefix)
-      if (!length(keys)) return(0)
-      sum(vapply(keys, function(k) as.numeric(self$getsize(k)), 0), na.rm = TRUE)
-    },
+    getsize_prefix = function(prefix) sum(self$key_sizes(prefix), na.rm = TRUE),
 
     #' @description Whether a group has no children.
     #' @param prefix The prefix of the group.

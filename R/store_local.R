@@ -26,6 +26,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     #' @param read_only Whether to open the store read-only.
     #' @return An instance of this class.
     initialize = function(root, read_only = FALSE) {
+      check_read_only(read_only)
       if (!is.character(root) || length(root) != 1L || is.na(root) || !nzchar(root))
         zarr_abort("argument", "the store root must be a single path")
       root <- enc2utf8(sub("^file://", "", root))
@@ -68,51 +69,59 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     },
 
     #' @description Remove everything except the root metadata document.
-    #' @return `TRUE` when done.
+    #'   Symbolic links are removed, not what they point to.
+    #' @return `TRUE` when done, invisibly.
     clear = function() {
       private$check_writable()
       keep <- c("zarr.json", ".zgroup", ".zattrs", ".zarray")
       entries <- list.files(private$.root, all.files = TRUE, no.. = TRUE)
       unlink(file.path(private$.root, setdiff(entries, keep)), recursive = TRUE)
-      TRUE
+      invisible(TRUE)
     },
 
     #' @description Remove one key: a chunk, a metadata document or an empty
-    #'   group.
+    #'   group. A node whose folder is a symbolic link is removed by removing
+    #'   the link; what it points to stays.
     #' @param key The key.
-    #' @return `TRUE` if something was removed, `FALSE` otherwise.
+    #' @return `TRUE` if something was removed, `FALSE` otherwise, invisibly.
     erase = function(key) {
       private$check_writable()
       p <- private$path(key)
+      if (is_link(p)) return(invisible(unlink(p, recursive = TRUE) == 0L && !is_link(p))) # the link only
       if (dir.exists(p)) {
         # refuse before anything is removed: only the node's own documents
         # (and stale temporary files) may be there
         rest <- list.files(p, all.files = TRUE, no.. = TRUE)
         rest <- rest[!rest %in% c("zarr.json", ".zgroup", ".zattrs", ".zarray") & !grepl("\\.partial$", rest)]
         if (length(rest)) zarr_abort("not_empty", sprintf("'%s' is not empty", key))
-        return(unlink(p, recursive = TRUE) == 0L && !dir.exists(p))
+        return(invisible(unlink(p, recursive = TRUE) == 0L && !dir.exists(p)))
       }
-      if (!file.exists(p)) return(FALSE)
-      file.remove(p)
+      if (!file.exists(p)) return(invisible(FALSE))
+      invisible(file.remove(p))
     },
 
     #' @description Remove every key below a prefix. A group at the prefix
-    #'   keeps only a basic group document.
+    #'   keeps only a basic group document. When the prefix's folder is a
+    #'   symbolic link, the link is replaced by a folder of its own: what it
+    #'   pointed to stays.
     #' @param prefix The prefix.
-    #' @return `TRUE` when done.
+    #' @return `TRUE` when done, `FALSE` when there was nothing, invisibly.
     erase_prefix = function(prefix) {
       private$check_writable()
       prefix <- node_prefix(prefix)
       dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
-      if (!dir.exists(dir)) return(FALSE)
+      if (!dir.exists(dir)) return(invisible(FALSE))
       was_group <- self$is_group(prefix)
-      unlink(file.path(dir, list.files(dir, all.files = TRUE, no.. = TRUE)), recursive = TRUE)
+      if (nzchar(prefix) && is_link(dir)) unlink(dir, recursive = TRUE) # the link only
+      else unlink(file.path(dir, list.files(dir, all.files = TRUE, no.. = TRUE)), recursive = TRUE)
       if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
                                                     attributes = named_list()))
-      TRUE
+      invisible(TRUE)
     },
 
-    #' @description The names directly below a prefix.
+    #' @description The names directly below a prefix. Symbolic links to
+    #'   folders are listed, except those that lead back to a folder on their
+    #'   own path (a loop).
     #' @param prefix The prefix.
     #' @return A character vector.
     list_dir = function(prefix) {
@@ -120,17 +129,28 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
       if (!dir.exists(dir)) return(character())
       out <- list.files(dir, all.files = TRUE, no.. = TRUE)
-      out[!grepl("\\.partial$", out)]
+      out <- out[!grepl("\\.partial$", out)]
+      links <- is_link(file.path(dir, out))
+      if (!any(links)) return(out)
+      # the real folders of the root and of every folder down to this one
+      parts <- strsplit(sub("/$", "", prefix), "/", fixed = TRUE)[[1L]]
+      up <- c(private$.root, if (length(parts)) file.path(private$.root, Reduce(file.path, parts, accumulate = TRUE)))
+      up <- normalizePath(up, winslash = "/", mustWork = FALSE)
+      loop <- links
+      loop[links] <- normalizePath(file.path(dir, out[links]), winslash = "/", mustWork = FALSE) %in% up
+      out[!loop]
     },
 
-    #' @description All keys (files) below a prefix.
+    #' @description All keys (files) below a prefix. Symbolic links to
+    #'   folders are followed, except those that lead back to a folder on
+    #'   their own path (a loop).
     #' @param prefix The prefix.
     #' @return A character vector of full keys.
     list_prefix = function(prefix) {
       prefix <- node_prefix(prefix)
       dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
       if (!dir.exists(dir)) return(character())
-      out <- list.files(dir, recursive = TRUE, all.files = TRUE)
+      out <- sort(.Call(ffi_dir_files, dir))
       out <- out[!grepl("\\.partial$", out)]
       if (!length(out)) return(character())
       paste0(prefix, out)
@@ -195,6 +215,13 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     }
   )
 )
+
+# Whether each path is a symbolic link (whatever it points to, if anything);
+# Sys.readlink() gives NA where nothing is.
+is_link <- function(path) {
+  l <- Sys.readlink(path)
+  !is.na(l) & nzchar(l)
+}
 
 resolve_byte_range <- function(byte_range, size, key = NULL) {
   r <- suppressWarnings(as.numeric(byte_range))

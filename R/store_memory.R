@@ -33,26 +33,26 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     },
 
     #' @description Remove all keys and values, the root metadata included.
-    #' @return `TRUE`.
+    #' @return `TRUE`, invisibly.
     clear = function() {
       private$check_writable()
       rm(list = ls(private$.data, all.names = TRUE), envir = private$.data)
-      TRUE
+      invisible(TRUE)
     },
 
     #' @description Remove a key; for a node prefix, everything below it.
     #' @param key The key.
-    #' @return `TRUE`.
+    #' @return `TRUE`, invisibly.
     erase = function(key) {
       if (self$exists(key)) rm(list = key, envir = private$.data)
       below <- self$list_prefix(node_prefix(key))
       if (length(below) && nzchar(key)) rm(list = below, envir = private$.data)
-      TRUE
+      invisible(TRUE)
     },
 
     #' @description Remove every key below a prefix.
     #' @param prefix The prefix.
-    #' @return `TRUE`.
+    #' @return `TRUE`, invisibly.
     erase_prefix = function(prefix) {
       prefix <- node_prefix(prefix)
       was_group <- self$is_group(prefix)
@@ -60,7 +60,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
       if (length(keys)) rm(list = keys, envir = private$.data)
       if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
                                                     attributes = named_list()))
-      TRUE
+      invisible(TRUE)
     },
 
     #' @description The names directly below a prefix.

@@ -19,7 +19,11 @@
 #' - Parquet (fsspec's `LazyReferenceMapper` layout): a directory (or URL)
 #'   holding `.zmetadata` with the metadata documents and `record_size`, and
 #'   `<array>/refs.<k>.parq` files with the columns `path`, `offset`, `size`
-#'   and `raw`, read with the \pkg{nanoparquet} package.
+#'   and `raw`, read with the \pkg{nanoparquet} package. A row with a path
+#'   and null (or zero) offset and size refers to the whole file. A relative
+#'   path is taken from the folder of its `.parq` file when the file is there
+#'   (as GDAL writes them), otherwise from the folder holding `.zmetadata`
+#'   (as fsspec writes them).
 #'
 #' Inline values are plain strings, `base64:`-prefixed binary data, or JSON
 #' objects (metadata documents, written back as JSON). Targets are local
@@ -236,9 +240,9 @@ ref_dirname <- function(loc) {
   dirname(loc)
 }
 
-# The bytes of a local file or URL (NULL when it does not exist and
-# missing_ok).
-ref_fetch <- function(loc, missing_ok = FALSE) {
+# The bytes of a local file or URL, or of a byte range of a URL (NULL when
+# it does not exist and missing_ok).
+ref_fetch <- function(loc, missing_ok = FALSE, byte_range = NULL) {
   if (grepl("^https?://", loc, ignore.case = TRUE)) {
     query <- ""
     q <- regexpr("?", loc, fixed = TRUE)
@@ -249,7 +253,7 @@ ref_fetch <- function(loc, missing_ok = FALSE) {
     }
     m <- regmatches(u, regexec("^(https?://[^/]+)/?(.*)$", u, ignore.case = TRUE))[[1L]]
     h <- .Call(ffi_store_http, url_encode_path(m[2L]), query, http_options())
-    value <- .Call(ffi_store_get, h, utils::URLdecode(m[3L]), NULL)
+    value <- .Call(ffi_store_get, h, utils::URLdecode(m[3L]), c_byte_range(byte_range))
     if (is.null(value) && !missing_ok) zarr_abort("not_found", sprintf("'%s' does not exist (HTTP 404)", loc))
     return(value)
   }
@@ -471,10 +475,37 @@ ref_read_parquet <- function(loc) {
         apply(idx, 1L, function(r) paste(format(r, scientific = FALSE, trim = TRUE), collapse = sep))
       }
       keys <- paste0(if (nzchar(field)) paste0(field, "/"), ck)
-      out <- ref_bind(out, ref_parquet_rows(df, keys, fname))
+      rows <- ref_parquet_rows(df, keys, fname)
+      rows$url <- ref_parquet_paths(rows$url, loc, field, remote)
+      out <- ref_bind(out, rows)
     }
   }
   out
+}
+
+# Relative target paths of the rows of <field>/refs.<k>.parq: GDAL writes
+# them relative to that file's folder, fsspec (kerchunk) relative to the
+# references' root. A path is taken from the .parq file's folder when the
+# target is there, else it stays relative (resolved from the root later).
+ref_parquet_paths <- function(url, loc, field, remote) {
+  rel <- nzchar(url) & ref_is_relative(url)
+  if (!any(rel) || !nzchar(field)) return(url) # refs at the root: both folders are one
+  cand <- unique(url[rel])
+  here <- if (remote) paste0(sub("/+$", "", loc), "/", field, "/", cand) else file.path(loc, field, cand)
+  found <- if (remote) {
+    vapply(here, function(u) !is.null(ref_fetch(u, missing_ok = TRUE, byte_range = c(0, 1))), TRUE)
+  } else {
+    file.exists(here) & !dir.exists(here)
+  }
+  i <- match(url, cand)
+  use <- rel & found[i]
+  url[use] <- here[i[use]]
+  url
+}
+
+# Whether target paths are relative (no scheme, not absolute).
+ref_is_relative <- function(url) {
+  !grepl("^[A-Za-z][A-Za-z0-9+.-]*://", url) & !grepl("^(/|~|[A-Za-z]:[/\\\\])", url)
 }
 
 ref_read_parquet_file <- function(path, remote) {
@@ -507,7 +538,13 @@ ref_parquet_rows <- function(df, keys, what) {
   if (any(has_raw)) {
     data[has_raw] <- if (is.list(raw)) lapply(raw[has_raw], as.raw) else lapply(raw[has_raw], function(s) charToRaw(enc2utf8(s)))
   }
-  kind <- ifelse(has_raw, 0L, ifelse(is.na(path), -1L, ifelse(offset == 0 & size == 0, 2L, 1L)))
+  # a path without offset and size (nulls, or both 0): the whole file
+  whole <- (is.na(offset) | offset == 0) & (is.na(size) | size == 0)
+  kind <- ifelse(has_raw, 0L, ifelse(is.na(path), -1L, ifelse(whole, 2L, 1L)))
+  part <- which(kind == 1L & (is.na(offset) | is.na(size)))
+  if (length(part))
+    zarr_abort("metadata", sprintf("a Parquet reference row with a path has an offset without a size or a size without an offset (row %d)",
+                                   part[1L]), key = keys[part[1L]])
   keep <- kind >= 0L # neither raw nor path: a missing chunk
   offset[is.na(offset)] <- 0
   size[is.na(size)] <- 0
@@ -536,7 +573,7 @@ ref_resolve_target <- function(url, base) {
   if (grepl("^[A-Za-z][A-Za-z0-9+.-]*://", url) && !grepl("^https?://", url, ignore.case = TRUE))
     return(none(sprintf("targets of the scheme '%s' are not supported: cannot read '%s'",
                         sub("://.*$", "", url), shown)))
-  if (!grepl("^https?://", url, ignore.case = TRUE) && !grepl("^(/|~|[A-Za-z]:[/\\\\])", url)) {
+  if (ref_is_relative(url)) {
     # relative: from the references' location
     url <- if (grepl("^https?://", base, ignore.case = TRUE)) paste0(sub("/+$", "", base), "/", url)
            else file.path(base, url)

@@ -61,6 +61,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       if (!is_string(bucket) || !nzchar(bucket) || grepl("/", bucket, fixed = TRUE))
         zarr_abort("argument", "bucket must be a single bucket name")
       if (!is_string(prefix)) zarr_abort("argument", "prefix must be a single string")
+      check_read_only(read_only)
       cfg <- s3_config(region = region, profile = profile, access_key = access_key,
                        secret_key = secret_key, session_token = session_token, endpoint = endpoint,
                        anonymous = anonymous)
@@ -141,7 +142,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
 
     #' @description Remove every key below a prefix; a group there stays, empty.
     #' @param prefix The prefix.
-    #' @return `TRUE`, invisibly.
+    #' @return Self, invisibly.
     erase_prefix = function(prefix) {
       private$check_writable()
       prefix <- node_prefix(prefix)
@@ -149,7 +150,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       for (k in self$list_prefix(prefix)) self$erase(k)
       if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
                                                     attributes = named_list()))
-      invisible(TRUE)
+      invisible(self)
     },
 
     #' @description Remove every key of the store.
@@ -191,6 +192,15 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       if (is.na(i)) NA_real_ else l$sizes[i]
     },
 
+    #' @description The sizes of all values below a prefix, from one
+    #'   (paginated) listing.
+    #' @param prefix The prefix.
+    #' @return A numeric vector of sizes in bytes, named by full key.
+    key_sizes = function(prefix) {
+      l <- self$list_objects(node_prefix(prefix))
+      stats::setNames(l$sizes, substring(l$keys, nchar(private$key_prefix("")) + 1L))
+    },
+
     #' @description List the objects below a store prefix (ListObjectsV2,
     #'   following continuation tokens).
     #' @param prefix A store prefix (below the store's own prefix).
@@ -208,7 +218,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
         q <- c(`continuation-token` = token, delimiter = delimiter, `list-type` = "2", prefix = full)
         res <- s3_request(private$.io, "GET", "", s3_query(q), at_bucket = TRUE)
         if (res$status != 200L) s3_fail(res, paste0(self$root, "/", prefix))
-        page <- s3_parse_list(res$body)
+        page <- .Call(ffi_s3_parse_list, res$body, paste0(self$root, "/", prefix))
         keys <- c(keys, page$keys)
         sizes <- c(sizes, page$sizes)
         prefixes <- c(prefixes, page$prefixes)
@@ -274,43 +284,12 @@ s3_request <- function(io, method, key, query, body = NULL, at_bucket = FALSE) {
   .Call(ffi_store_s3_request, io, method, key, query, body, at_bucket)
 }
 
-# XML text of each <tag>...</tag> in a document, entities decoded.
-xml_values <- function(xml, tag) {
-  m <- regmatches(xml, gregexpr(sprintf("<%s>(.*?)</%s>", tag, tag), xml, perl = TRUE))[[1]]
-  xml_unescape(sub(sprintf("^<%s>(.*)</%s>$", tag, tag), "\\1", m, perl = TRUE))
-}
-
-xml_unescape <- function(x) {
-  x <- gsub("&lt;", "<", x, fixed = TRUE)
-  x <- gsub("&gt;", ">", x, fixed = TRUE)
-  x <- gsub("&quot;", "\"", x, fixed = TRUE)
-  x <- gsub("&apos;", "'", x, fixed = TRUE)
-  gsub("&amp;", "&", x, fixed = TRUE)
-}
-
-# One page of a ListObjectsV2 answer.
-s3_parse_list <- function(body) {
-  xml <- rawToChar(body)
-  Encoding(xml) <- "UTF-8"
-  contents <- regmatches(xml, gregexpr("<Contents>.*?</Contents>", xml, perl = TRUE))[[1]]
-  keys <- vapply(contents, function(c) xml_values(c, "Key")[1L], "", USE.NAMES = FALSE)
-  sizes <- vapply(contents, function(c) as.numeric(xml_values(c, "Size")[1L]), 0, USE.NAMES = FALSE)
-  cps <- regmatches(xml, gregexpr("<CommonPrefixes>.*?</CommonPrefixes>", xml, perl = TRUE))[[1]]
-  prefixes <- vapply(cps, function(c) xml_values(c, "Prefix")[1L], "", USE.NAMES = FALSE)
-  token <- xml_values(xml, "NextContinuationToken")
-  list(keys = keys, sizes = sizes, prefixes = prefixes,
-       truncated = identical(xml_values(xml, "IsTruncated")[1L], "true"),
-       token = if (length(token)) token[1L] else NULL)
-}
-
 # Raise the S3 error of a failed answer.
 s3_fail <- function(res, where) {
-  xml <- rawToChar(res$body)
-  code <- xml_values(xml, "Code")
-  msg <- xml_values(xml, "Message")
-  if (length(code)) {
-    zarr_abort("s3", sprintf("S3 error %s: %s (HTTP %d) for %s", code[1L], if (length(msg)) msg[1L] else "",
-                             res$status, where))
+  code <- .Call(ffi_xml_text, res$body, "Code")
+  if (!is.null(code)) {
+    msg <- .Call(ffi_xml_text, res$body, "Message") %||% ""
+    zarr_abort("s3", sprintf("S3 error %s: %s (HTTP %d) for %s", code, msg, res$status, where))
   }
   zarr_abort("http", sprintf("HTTP %d for %s", res$status, where))
 }

@@ -39,11 +39,12 @@ zarr <- R6::R6Class("zarr",
       private$.store <- store
       private$.domain <- default_domain()
       meta <- store$get_metadata("")
-      if (is.null(meta) && store$supports_listing && length(store$list_dir(""))) # an implicit root group
+      # an implicit root group: nodes directly below a root without metadata
+      if (is.null(meta) && store$supports_listing && !store$is_empty(""))
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
       if (is.null(meta)) {
         # nothing could ever be made in a read-only store without a root
-        if (store$read_only) zarr_abort("not_found", "the store has no root group or array")
+        if (store$read_only) abort_no_root(store)
         return(invisible(self)) # uninitialised: no root yet
       }
       private$open_root(meta)
@@ -339,6 +340,7 @@ store_for_location <- function(location, read_only = NULL, protocol = NULL, ...)
     protocol <- if (is_s3_url(location)) "s3" else if (grepl("^https?://", location, ignore.case = TRUE)) "http" else "local"
   protocol <- match.arg(protocol, c("local", "http", "s3"))
   if (is.null(read_only)) read_only <- protocol != "local"
+  check_read_only(read_only)
   switch(protocol,
     local = zarr_localstore$new(sub("^file://", "", location), read_only = isTRUE(read_only)),
     http = zarr_httpstore$new(location),

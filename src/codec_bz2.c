@@ -8,7 +8,6 @@
 static int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   bz_stream bs;
   memset(&bs, 0, sizeof bs);
-  if (n > 0xFFFFFFFFu) return zerr_set(e, ZE_CORRUPT, "bz2 data is too large");
   if (BZ2_bzDecompressInit(&bs, 0, 0) != BZ_OK) return zerr_set(e, ZE_NOMEM, "cannot initialise bz2");
   size_t cap = n < SIZE_MAX / 8 ? n * 4 + 1024 : n;
   if (limit && cap > limit + 1) cap = limit + 1;
@@ -18,9 +17,14 @@ static int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zer
   }
   out->size = 0;
   bs.next_in = (char *)src;
-  bs.avail_in = (unsigned)n;
+  size_t left = n;
   int rc = BZ_OK;
   while (rc == BZ_OK) {
+    if (bs.avail_in == 0 && left > 0) { /* input in pieces its unsigned counts hold */
+      bs.next_in = (char *)src + (n - left);
+      bs.avail_in = (unsigned)(left > zarr_codec_piece ? zarr_codec_piece : left);
+      left -= bs.avail_in;
+    }
     if (limit && out->size > limit) {
       zerr_set(e, ZE_CORRUPT, "bz2 data decodes to more than the expected %.0f bytes", (double)limit);
       break;
@@ -31,11 +35,11 @@ static int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zer
       if (zbuf_reserve(out, want, e)) break;
     }
     bs.next_out = (char *)out->data + out->size;
-    unsigned room = (unsigned)(out->cap - out->size > 0x40000000u ? 0x40000000u : out->cap - out->size);
+    unsigned room = (unsigned)(out->cap - out->size > zarr_codec_piece ? zarr_codec_piece : out->cap - out->size);
     bs.avail_out = room;
     rc = BZ2_bzDecompress(&bs);
     out->size += room - bs.avail_out;
-    if (rc == BZ_OK && bs.avail_in == 0 && bs.avail_out > 0) {
+    if (rc == BZ_OK && bs.avail_in == 0 && left == 0 && bs.avail_out > 0) {
       rc = BZ_UNEXPECTED_EOF;
       break;
     }
@@ -49,12 +53,35 @@ static int bz2_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zer
 }
 
 static int bz2_encode(const uint8_t *src, size_t n, zbuf *out, int level, zerr *e) {
-  size_t cap = n + n / 100 + 600;
+  size_t cap = n + n / 100 + 600; /* libbz2's documented worst case */
   if (zbuf_reserve(out, cap, e)) return -1;
-  unsigned int dlen = (unsigned int)cap;
-  int rc = BZ2_bzBuffToBuffCompress((char *)out->data, &dlen, (char *)src, (unsigned)n, level, 0, 0);
-  if (rc != BZ_OK) return zerr_set(e, ZE_CODEC, "bz2 compression failed");
-  out->size = dlen;
+  out->size = 0;
+  bz_stream bs;
+  memset(&bs, 0, sizeof bs);
+  if (BZ2_bzCompressInit(&bs, level, 0, 0) != BZ_OK) return zerr_set(e, ZE_NOMEM, "cannot initialise bz2");
+  /* input and output in pieces that libbz2's unsigned counts hold */
+  size_t left = n;
+  int rc = BZ_RUN_OK;
+  bs.next_in = (char *)src;
+  while (rc == BZ_RUN_OK || rc == BZ_FINISH_OK) {
+    if (bs.avail_in == 0 && left > 0) {
+      bs.avail_in = (unsigned)(left > zarr_codec_piece ? zarr_codec_piece : left);
+      left -= bs.avail_in;
+    }
+    size_t room = out->cap - out->size;
+    if (room == 0) {
+      if (zbuf_reserve(out, out->cap + out->cap / 2 + 64, e)) break;
+      room = out->cap - out->size;
+    }
+    bs.next_out = (char *)out->data + out->size;
+    bs.avail_out = (unsigned)(room > zarr_codec_piece ? zarr_codec_piece : room);
+    unsigned before = bs.avail_out;
+    rc = BZ2_bzCompress(&bs, left == 0 ? BZ_FINISH : BZ_RUN);
+    out->size += before - bs.avail_out;
+  }
+  BZ2_bzCompressEnd(&bs);
+  if (e->kind != ZE_OK) return -1;
+  if (rc != BZ_STREAM_END) return zerr_set(e, ZE_CODEC, "bz2 compression failed");
   return 0;
 }
 

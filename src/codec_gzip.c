@@ -4,6 +4,8 @@
 #include <zlib.h>
 #include "zarr_core.h"
 
+size_t zarr_codec_piece = (size_t)1 << 30;
+
 /* `limit` (0: none) bounds the output: decoding stops one byte past it. */
 static int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   z_stream zs;
@@ -20,7 +22,7 @@ static int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, ze
   size_t left = n;
   while (1) {
     if (zs.avail_in == 0 && left > 0) {
-      uInt take = left > 0x40000000u ? 0x40000000u : (uInt)left;
+      uInt take = (uInt)(left > zarr_codec_piece ? zarr_codec_piece : left);
       zs.next_in = (Bytef *)src + (n - left);
       zs.avail_in = take;
       left -= take;
@@ -37,7 +39,7 @@ static int gzip_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, ze
     }
     size_t room = out->cap - out->size;
     zs.next_out = out->data + out->size;
-    zs.avail_out = room > 0x40000000u ? 0x40000000u : (uInt)room;
+    zs.avail_out = (uInt)(room > zarr_codec_piece ? zarr_codec_piece : room);
     uInt before = zs.avail_out;
     rc = inflate(&zs, Z_NO_FLUSH);
     out->size += before - zs.avail_out;
@@ -67,15 +69,33 @@ static int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int g
   if (deflateInit2(&zs, level, Z_DEFLATED, gzip_header ? 15 + 16 : 15, 8,
                    Z_DEFAULT_STRATEGY) != Z_OK)
     return zerr_set(e, ZE_NOMEM, "cannot initialise zlib");
-  size_t bound = deflateBound(&zs, (uLong)n) + 32;
+  /* zlib's worst case (deflateBound() takes a uLong, 32 bits on Windows) */
+  size_t bound = n + (n >> 12) + (n >> 14) + (n >> 25) + 64;
   if (zbuf_reserve(out, bound, e)) { deflateEnd(&zs); return -1; }
+  out->size = 0;
+  /* input and output go through zlib in pieces that its uInt counts can hold */
+  size_t in_left = n, out_left;
+  int rc = Z_OK;
   zs.next_in = (Bytef *)src;
-  zs.avail_in = (uInt)n;
-  zs.next_out = out->data;
-  zs.avail_out = (uInt)out->cap;
-  int rc = deflate(&zs, Z_FINISH);
-  out->size = zs.total_out;
+  while (rc == Z_OK) {
+    if (zs.avail_in == 0 && in_left > 0) {
+      zs.avail_in = (uInt)(in_left > zarr_codec_piece ? zarr_codec_piece : in_left);
+      in_left -= zs.avail_in;
+    }
+    out_left = out->cap - out->size;
+    if (out_left == 0) {
+      if (zbuf_reserve(out, out->cap + out->cap / 2 + 64, e)) break;
+      out_left = out->cap - out->size;
+    }
+    zs.next_out = out->data + out->size;
+    zs.avail_out = (uInt)(out_left > zarr_codec_piece ? zarr_codec_piece : out_left);
+    uInt before = zs.avail_out;
+    rc = deflate(&zs, in_left == 0 ? Z_FINISH : Z_NO_FLUSH);
+    out->size += before - zs.avail_out;
+    if (rc == Z_BUF_ERROR) rc = Z_OK; /* no progress possible this round: more room or input comes next */
+  }
   deflateEnd(&zs);
+  if (e->kind != ZE_OK) return -1;
   if (rc != Z_STREAM_END) return zerr_set(e, ZE_CODEC, "gzip compression failed");
   return 0;
 }

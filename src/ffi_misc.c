@@ -322,3 +322,65 @@ SEXP ffi_library_versions(void) {
   UNPROTECT(2);
   return out;
 }
+
+/* ---- one ListObjectsV2 page, for zarr_s3store$list_objects() ---- */
+
+static SEXP strings_from(char **s, size_t n) {
+  SEXP r = PROTECT(allocVector(STRSXP, (R_xlen_t)n));
+  for (size_t i = 0; i < n; i++) SET_STRING_ELT(r, (R_xlen_t)i, mkCharCE(s[i], CE_UTF8));
+  UNPROTECT(1);
+  return r;
+}
+
+static SEXP s3_list_build(void *data) {
+  const zs3list *l = data;
+  const char *names[] = {"keys", "sizes", "prefixes", "truncated", "token", ""};
+  SEXP out = PROTECT(mkNamed(VECSXP, names));
+  SET_VECTOR_ELT(out, 0, strings_from(l->keys, l->n_keys));
+  SEXP sizes = allocVector(REALSXP, (R_xlen_t)l->n_keys);
+  SET_VECTOR_ELT(out, 1, sizes);
+  for (size_t i = 0; i < l->n_keys; i++) REAL(sizes)[i] = l->sizes[i] < 0 ? NA_REAL : l->sizes[i];
+  SET_VECTOR_ELT(out, 2, strings_from(l->prefixes, l->n_prefixes));
+  SET_VECTOR_ELT(out, 3, ScalarLogical(l->truncated));
+  if (l->token != NULL) SET_VECTOR_ELT(out, 4, ScalarString(mkCharCE(l->token, CE_UTF8)));
+  UNPROTECT(1);
+  return out;
+}
+
+static void s3_list_cleanup(void *data) { xml_s3_list_free(data); }
+
+SEXP ffi_s3_parse_list(SEXP body, SEXP where) {
+  need_raw(body);
+  zs3list l;
+  zerr e = {ZE_OK, ""};
+  if (xml_s3_list(RAW(body), (size_t)XLENGTH(body), &l, &e)) {
+    char msg[ZARR_MSG_LEN + 200];
+    snprintf(msg, sizeof msg, "S3 listing of %.190s: %s", CHAR(STRING_ELT(where, 0)), e.msg);
+    zarr_raise(e.kind, NULL, NULL, msg);
+  }
+  /* R allocations may jump: the page is freed whatever happens */
+  return R_ExecWithCleanup(s3_list_build, &l, s3_list_cleanup, &l);
+}
+
+/* The text of the first <tag> of an XML document (an S3 error's Code or
+ * Message), or NULL. */
+SEXP ffi_xml_text(SEXP body, SEXP tag) {
+  need_raw(body);
+  char out[1024];
+  if (xml_first_text(RAW(body), (size_t)XLENGTH(body), CHAR(STRING_ELT(tag, 0)), out, sizeof out)) return R_NilValue;
+  return ScalarString(mkCharCE(out, CE_UTF8));
+}
+
+/* Tests only: set the piece size of zlib/libbz2 calls (zarr_core.h) so that
+ * the piecewise paths of chunks over 4 GiB run on small chunks; NULL leaves
+ * it. Returns the previous size. */
+SEXP ffi_codec_piece(SEXP n) {
+  double old = (double)zarr_codec_piece;
+  if (!isNull(n)) {
+    double v = asReal(n);
+    if (!(v >= 1 && v <= (double)((size_t)1 << 30)))
+      zarr_raise(ZE_VALUE, NULL, NULL, "the piece size must be between 1 byte and 1 GiB");
+    zarr_codec_piece = (size_t)v;
+  }
+  return ScalarReal(old);
+}

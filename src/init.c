@@ -24,10 +24,14 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fill_bytes, 2),
     CALLDEF(ffi_num_cores, 0),
     CALLDEF(ffi_library_versions, 0),
+    CALLDEF(ffi_s3_parse_list, 2),
+    CALLDEF(ffi_xml_text, 2),
+    CALLDEF(ffi_codec_piece, 1),
     CALLDEF(ffi_zip_open, 1),
     CALLDEF(ffi_zip_list, 1),
     CALLDEF(ffi_zip_read, 3),
     CALLDEF(ffi_store_local, 1),
+    CALLDEF(ffi_dir_files, 1),
     CALLDEF(ffi_store_zip, 2),
     CALLDEF(ffi_store_r, 1),
     CALLDEF(ffi_store_get, 3),
@@ -58,6 +62,7 @@ void R_init_zarr(DllInfo *dll) {
   /* build lookup tables now, before any worker thread may need them */
   slab_init();
   codec_r_init();
+  xml_init();
   http_global_init();
   uint8_t probe[8] = {0};
   (void)crc32c(0, probe, sizeof probe);

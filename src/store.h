@@ -105,6 +105,7 @@ void http_global_init(void);
 
 /* R entry points */
 SEXP ffi_store_local(SEXP root);
+SEXP ffi_dir_files(SEXP dir);
 SEXP ffi_store_zip(SEXP index, SEXP prefix);
 SEXP ffi_store_r(SEXP env);
 SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);

@@ -687,50 +687,10 @@ enum { V_OK, V_MISSING, V_RETRY, V_FAIL };
 
 /* Judge a finished attempt. V_OK leaves the value in x->body; V_RETRY and
  * V_FAIL describe the failure in x->last; *kind is the error kind to fail with. */
-/* The text of the first <tag>...</tag> in an XML body, entities &amp; &lt;
- * &gt; &quot; &apos; decoded, control characters dropped; 0 when found. */
+/* The text of the first <tag> of an XML body (libxml2, xml.c), control
+ * characters as spaces; 0 when found. */
 static int xml_text(const zbuf *b, const char *tag, char *out, size_t cap) {
-  char open[40], close[40];
-  snprintf(open, sizeof open, "<%s>", tag);
-  snprintf(close, sizeof close, "</%s>", tag);
-  if (b->data == NULL || b->size == 0 || cap == 0) return -1;
-  const char *p = (const char *)b->data, *end = p + b->size;
-  size_t no = strlen(open), nc = strlen(close);
-  const char *a = NULL;
-  for (const char *q = p; q + no <= end; q++)
-    if (memcmp(q, open, no) == 0) {
-      a = q + no;
-      break;
-    }
-  if (a == NULL) return -1;
-  const char *z = NULL;
-  for (const char *q = a; q + nc <= end; q++)
-    if (memcmp(q, close, nc) == 0) {
-      z = q;
-      break;
-    }
-  if (z == NULL) return -1;
-  static const char *const ent[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"},
-                                       {"&quot;", "\""}, {"&apos;", "'"}};
-  size_t k = 0;
-  while (a < z && k + 1 < cap) {
-    int done = 0;
-    if (*a == '&')
-      for (size_t j = 0; j < sizeof ent / sizeof ent[0]; j++) {
-        size_t n = strlen(ent[j][0]);
-        if ((size_t)(z - a) >= n && memcmp(a, ent[j][0], n) == 0) {
-          out[k++] = ent[j][1][0];
-          a += n;
-          done = 1;
-          break;
-        }
-      }
-    if (done) continue;
-    unsigned char c = (unsigned char)*a++;
-    out[k++] = c < 32 ? ' ' : (char)c;
-  }
-  out[k] = '\0';
-  return 0;
+  return xml_first_text(b->data, b->size, tag, out, cap);
 }
 
 /* A failed S3 response: "S3 error <Code>: <Message> (HTTP ...)" when the body

@@ -1,6 +1,7 @@
 /* Local file store I/O. Reads take a whole file or a byte range; writes go to
  * a temporary file in the same directory that is renamed over the target, so
  * a crash or error never leaves a torn chunk or metadata document. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -209,4 +210,101 @@ SEXP ffi_store_local(SEXP root) {
   zstore *s = local_store_new(translateCharUTF8(STRING_ELT(root, 0)), &e);
   if (s == NULL) zarr_raise_err(&e, NULL, NULL);
   return store_wrap(s, R_NilValue);
+}
+
+/* ---- every file below a directory, for zarr_localstore$list_prefix() ---- */
+
+#define ZARR_PATH_MAX 8192
+#define ZARR_MAX_WALK 256 /* directory levels */
+
+/* Directories are walked following symbolic links (a store may link arrays
+ * in from elsewhere), except a link back to a directory on its own path: that
+ * would be a loop, listing forever. Files are regular files (broken links,
+ * FIFOs and the like are not values); paths are relative to the top, "/"
+ * separated, NUL-terminated one after the other in `out`. */
+typedef struct {
+  zbuf out;
+  size_t n;
+  dev_t dev[ZARR_MAX_WALK];
+  ino_t ino[ZARR_MAX_WALK];
+} walk;
+
+static int walk_dir(walk *w, char *path, size_t plen, size_t top, int depth, zerr *e) {
+  DIR *d = opendir(path);
+  if (d == NULL) return depth == 0 ? zerr_set(e, ZE_IO, "cannot list '%s': %s", path, strerror(errno)) : 0;
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    w->dev[depth] = st.st_dev;
+    w->ino[depth] = st.st_ino;
+  }
+  int rc = 0;
+  struct dirent *ent;
+  while (rc == 0 && (ent = readdir(d)) != NULL) {
+    const char *nm = ent->d_name;
+    if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0) continue;
+    size_t nl = strlen(nm);
+    if (plen + 1 + nl + 1 > ZARR_PATH_MAX) continue; /* too long to name, so not a key */
+    path[plen] = '/';
+    memcpy(path + plen + 1, nm, nl + 1);
+    if (stat(path, &st) != 0) continue; /* a broken link */
+    if (S_ISDIR(st.st_mode)) {
+      int loop = depth + 1 >= ZARR_MAX_WALK;
+#ifndef _WIN32 /* no inode numbers there (nor symbolic links to follow) */
+      for (int k = 0; k <= depth && !loop; k++) loop = w->dev[k] == st.st_dev && w->ino[k] == st.st_ino;
+#endif
+      if (!loop) rc = walk_dir(w, path, plen + 1 + nl, top, depth + 1, e);
+    } else if (S_ISREG(st.st_mode)) {
+      size_t kl = plen + 1 + nl - top;
+      if (zbuf_reserve(&w->out, w->out.size + kl + 1, e)) {
+        rc = -1;
+      } else {
+        memcpy(w->out.data + w->out.size, path + top, kl + 1);
+        w->out.size += kl + 1;
+        w->n++;
+      }
+    }
+  }
+  closedir(d);
+  path[plen] = '\0';
+  return rc;
+}
+
+static SEXP walk_strings(void *data) {
+  walk *w = data;
+  SEXP out = PROTECT(allocVector(STRSXP, (R_xlen_t)w->n));
+  const char *p = (const char *)w->out.data;
+  for (size_t i = 0; i < w->n; i++) {
+    SET_STRING_ELT(out, (R_xlen_t)i, mkCharCE(p, CE_UTF8));
+    p += strlen(p) + 1;
+  }
+  UNPROTECT(1);
+  return out;
+}
+
+static void walk_free(void *data) {
+  walk *w = data;
+  zbuf_free(&w->out);
+  free(w);
+}
+
+SEXP ffi_dir_files(SEXP dir) {
+  const char *top = translateCharUTF8(STRING_ELT(dir, 0));
+  size_t tl = strlen(top);
+  zerr e = {ZE_OK, ""};
+  char *path = malloc(ZARR_PATH_MAX);
+  walk *w = calloc(1, sizeof *w);
+  if (path == NULL || w == NULL || tl + 2 > ZARR_PATH_MAX) {
+    free(path);
+    free(w);
+    zarr_raise(tl + 2 > ZARR_PATH_MAX ? ZE_IO : ZE_NOMEM, NULL, NULL,
+               tl + 2 > ZARR_PATH_MAX ? "the directory path is too long" : "out of memory");
+  }
+  memcpy(path, top, tl + 1);
+  int rc = walk_dir(w, path, tl, tl + 1, 0, &e);
+  free(path);
+  if (rc) {
+    walk_free(w);
+    zarr_raise_err(&e, NULL, NULL);
+  }
+  return R_ExecWithCleanup(walk_strings, w, walk_free, w);
 }

@@ -58,5 +58,8 @@ SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
 SEXP ffi_num_cores(void);
 SEXP ffi_library_versions(void);
+SEXP ffi_s3_parse_list(SEXP body, SEXP where);
+SEXP ffi_xml_text(SEXP body, SEXP tag);
+SEXP ffi_codec_piece(SEXP n);
 
 #endif

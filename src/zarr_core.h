@@ -44,6 +44,11 @@ int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...)
 #endif
     ;
 
+/* zlib and libbz2 count bytes in 32-bit unsigned ints: buffers are handed to
+ * them in pieces of at most this many bytes (1 GiB; tests lower it with
+ * ffi_codec_piece() to run the piecewise paths on small chunks). */
+extern size_t zarr_codec_piece;
+
 /* ---- growable byte buffer ------------------------------------------------ */
 
 typedef struct {
@@ -424,5 +429,28 @@ void threads_shutdown(void); /* joins the persistent workers (package unload) */
  * refused (ZE_IO naming the path), a directory or absent file gives
  * *missing = 1. Returns a blocking descriptor of a regular file, or -1. */
 int open_regular(const char *path, int *missing, zerr *e);
+
+/* ---- XML answers of S3 services (xml.c, libxml2) ---- */
+
+/* One ListObjectsV2 page: object keys with their sizes (-1 when not given),
+ * common prefixes, and the continuation token of a truncated page. */
+typedef struct {
+  char **keys;
+  double *sizes;
+  size_t n_keys;
+  char **prefixes;
+  size_t n_prefixes;
+  int truncated;
+  char *token; /* NULL when there is none */
+} zs3list;
+
+void xml_init(void); /* once, before any thread parses */
+/* Parse a ListObjectsV2 answer; a body that is not one is an error (ZE_S3). */
+int xml_s3_list(const uint8_t *p, size_t n, zs3list *out, zerr *e);
+void xml_s3_list_free(zs3list *l);
+/* The text of the first element named `tag` in an XML document (an S3 error
+ * document's Code or Message), control characters as spaces, truncated to
+ * cap - 1 bytes; 0 when found, -1 otherwise. */
+int xml_first_text(const uint8_t *p, size_t n, const char *tag, char *out, size_t cap);
 
 #endif

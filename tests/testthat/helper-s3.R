@@ -9,6 +9,7 @@
 #   s3$key, s3$secret      # credentials the proxy accepts
 #   s3$store("private", "prefix")   # a zarr_s3store with those credentials
 #   s3$stats(); s3$reset()          # requests seen by the proxy
+#   s3$indent(TRUE)                 # XML answers indented from now on (FALSE: compact)
 # Buckets: "private" and "private2" need credentials; "public" may be read
 # anonymously. The server stops when the calling frame ends.
 
@@ -76,7 +77,8 @@ s3_server <- function(env = parent.frame(), key = "AKIDZARRTEST", secret = "zarr
       zarr_s3store$new(bucket, prefix, endpoint = endpoint, access_key = key, secret_key = secret, ...)
     },
     stats = function() control("stats"),
-    reset = function() invisible(control("reset"))
+    reset = function() invisible(control("reset")),
+    indent = function(on = TRUE) invisible(control(if (on) "indent" else "compact"))
   )
 }
 

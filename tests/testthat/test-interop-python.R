@@ -37,7 +37,7 @@ write_r_v2_store <- function(path) {
   }
   # strings of the three kinds, with NA (written as the fill value "") and non-ASCII text
   s <- z$add_array("/", "vlen", define_array("string", 6))
-  expect_warning(s[1:5] <- c("a", "\u00e9t\u00e9", NA, "", "\U0001F600"), class = "zarr_warning_na")
+  s[1:5] <- c("a", "\u00e9t\u00e9", NA, "", "\U0001F600") # NA: the default fill value "NA"
   u <- z$add_array("/", "utf32", define_array(list(name = "fixed_length_utf32", configuration = list(length_bytes = 12L)), 4))
   u[] <- c("abc", "\u00e9", "", "xyz")
   b <- z$add_array("/", "bytes", define_array(list(name = "null_terminated_bytes", configuration = list(length_bytes = 4L)), 3))
@@ -139,8 +139,9 @@ emit(d)', p)
   expect_identical(d[["/fill_float64"]]$data[[1]], "NaN")
   expect_identical(d[["/fill_nat"]]$fill_value, "-9223372036854775808")
   expect_identical(unlist(d[["/times"]]$data), c("0", "1700000000"))
-  # NA was written as the fill value ""
-  expect_identical(unlist(d[["/vlen"]]$data[1:5]), c("a", "\u00e9t\u00e9", "", "", "\U0001F600"))
+  # NA was written as the default fill value "NA"
+  expect_identical(d[["/vlen"]]$fill_value, "NA")
+  expect_identical(unlist(d[["/vlen"]]$data[1:5]), c("a", "\u00e9t\u00e9", "NA", "", "\U0001F600"))
   expect_identical(unlist(d[["/utf32"]]$data), c("abc", "\u00e9", "", "xyz"))
   expect_identical(unlist(d[["/bytes"]]$data), c("ab", "wxyz", ""))
 })

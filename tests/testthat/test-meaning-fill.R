@@ -182,9 +182,16 @@ test_that("NA written where the fill value is zero: NaN bits for floating point,
     expect_warning(a[] <- as_dtype_values(c(1, NA, 0), dt), class = "zarr_warning_na")
     expect_identical(a[], as_dtype_values(c(1, 0, 0), dt), info = dt)
   }
-  s <- z$add_array("/", "s", define_array("string", 2))
+  d <- define_array("string", 2)
+  d$fill_value <- ""
+  s <- z$add_array("/", "s", d)
   expect_warning(s[] <- c("a", NA), "fill value \"\"", class = "zarr_warning_na")
   expect_identical(s[], c("a", ""))
+  # the default fill value of a string array is "NA", which keeps NA
+  s2 <- z$add_array("/", "s2", define_array("string", 3))
+  expect_identical(s2$data_type$fill_value, "NA")
+  expect_silent(s2[] <- c("a", NA, ""))
+  expect_identical(s2[], c("a", NA, ""))
 })
 
 test_that("a non-zero fill value marks missing values: per call, by option and by raw_read", {

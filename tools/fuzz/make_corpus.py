@@ -137,6 +137,20 @@ for g in (b"\x00\x00\x11", b"\x01\x15\x12\x21", b"\x02\x3b\x11\x12\x13"):
     put("fuzz_shard", g + bytes(range(64)))
     put("fuzz_shard", g + bytes(64))
 
+# XML answers of S3 services: listings (compact and indented), an error
+# document, an entity bomb that must be refused
+listing = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+           '<Name>b</Name><Prefix>p/</Prefix><IsTruncated>true</IsTruncated>'
+           '<Contents><Key>p/zarr.json</Key><Size>123</Size></Contents>'
+           '<Contents><Key>p/a &amp; b/\u00e9</Key><Size>0</Size></Contents>'
+           '<Contents><Key><![CDATA[p/c/0/0]]></Key><Size>6000000000</Size></Contents>'
+           '<CommonPrefixes><Prefix>p/g/</Prefix></CommonPrefixes>'
+           '<NextContinuationToken>t0k3n</NextContinuationToken></ListBucketResult>')
+put("fuzz_xml", listing.encode())
+put("fuzz_xml", listing.replace("><", ">\n  <").encode())
+put("fuzz_xml", b'<?xml version="1.0"?>\n<Error>\n  <Code>NoSuchBucket</Code>\n  <Message>The bucket \xc3\xa9 &lt;x&gt;</Message>\n</Error>\n')
+put("fuzz_xml", b'<!DOCTYPE l [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]><ListBucketResult><Contents><Key>&b;</Key></Contents></ListBucketResult>')
+
 print("corpus: %d chunks from %s into %s" % (chunks_seen, fixtures, out))
 for t in sorted(os.listdir(out)):
     print("  %s: %d seeds" % (t, len(os.listdir(os.path.join(out, t)))))

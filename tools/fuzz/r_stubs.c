@@ -1,6 +1,7 @@
-/* Stand-ins for the R API functions that store_zip.c's R entry points
- * (ffi_zip_*) reference, so that fuzz_zip links without libR. The fuzz
- * target never calls those entry points; any call here is a bug and aborts. */
+/* Stand-ins for the R API functions that the R entry points of store_zip.c
+ * and store_local.c (ffi_zip_*, ffi_store_local, ffi_dir_files) reference,
+ * so that fuzz_zip links without libR. The fuzz target never calls those
+ * entry points; any call here is a bug and aborts. */
 #include <stdlib.h>
 #include <Rinternals.h>
 #include "store.h"
@@ -22,6 +23,10 @@ SEXP Rf_install(const char *s) { (void)s; NEVER; }
 Rboolean Rf_isNull(SEXP s) { (void)s; NEVER; }
 SEXP Rf_mkChar(const char *s) { (void)s; NEVER; }
 SEXP Rf_mkCharLenCE(const char *s, int n, cetype_t enc) { (void)s; (void)n; (void)enc; NEVER; }
+SEXP Rf_mkCharCE(const char *s, cetype_t enc) { (void)s; (void)enc; NEVER; }
+SEXP R_ExecWithCleanup(SEXP (*fun)(void *), void *data, void (*cleanfun)(void *), void *cleandata) {
+  (void)fun; (void)data; (void)cleanfun; (void)cleandata; NEVER;
+}
 SEXP Rf_protect(SEXP s) { (void)s; NEVER; }
 SEXP Rf_setAttrib(SEXP v, SEXP n, SEXP val) { (void)v; (void)n; (void)val; NEVER; }
 const char *Rf_translateCharUTF8(SEXP s) { (void)s; NEVER; }

@@ -3,7 +3,7 @@
 #
 # usage: bash tools/fuzz/run.sh [SECONDS] [TARGET...]
 #   SECONDS  how long to fuzz each target (default 60)
-#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid (default: all)
+#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml (default: all)
 #
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev or later) and
 # the codec libraries' headers (as the package does). Targets are built with
@@ -15,7 +15,7 @@ set -euo pipefail
 
 secs=${1:-60}
 shift || true
-targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid}
+targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../../src" && pwd)
@@ -49,6 +49,8 @@ build_one() {
     # store_zip.c (included by the target) reads through store_local.c and
     # includes zarr.h, hence R's headers; r_stubs.c stands in for libR
     fuzz_zip) extra=(-I"$rinc" "$src/store_local.c" "$src/fileio.c" "$here/r_stubs.c") ;;
+    # xml.c parses with libxml2
+    fuzz_xml) extra=("$src/xml.c" $(pkg-config --cflags --libs libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2 -lxml2)) ;;
   esac
   "$cc" "${flags[@]}" "${extra[@]}" "$here/$t.c" "${files[@]}" "${libs[@]}" -o "$build/$t"
 }

@@ -17,6 +17,9 @@
 // Prints "LISTENING <port>" once both servers are up, and exits when stdin
 // closes (when stdin is a pipe). GET /_proxy/stats gives JSON counts and a
 // log of requests (method, path, query, range, status); /_proxy/reset clears it.
+// /_proxy/indent and /_proxy/compact switch how XML answers are sent from then
+// on: indented, one element a line (as MinIO, moto and LocalStack send them),
+// or as s3rver writes them (the default).
 const http = require('http');
 const crypto = require('crypto');
 const fs = require('fs');
@@ -44,6 +47,19 @@ function args(argv) {
 
 function xmlEscape(s) {
   return String(s).replace(/[<>&'"]/g, c => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', "'": '&apos;', '"': '&quot;' }[c]));
+}
+
+// A compact XML document with one element a line, indented by depth.
+function indentXml(xml) {
+  let depth = 0;
+  return xml.replace(/>\s*</g, '>\n<').split('\n').map(line => {
+    const closing = /^<\//.test(line);
+    const opening = /^<[^?!/]/.test(line) && !/\/>$/.test(line) && !/<\/[^>]+>$/.test(line);
+    if (closing) depth = Math.max(0, depth - 1);
+    const out = '  '.repeat(depth) + line;
+    if (opening) depth++;
+    return out;
+  }).join('\n') + '\n';
 }
 
 function s3error(res, status, code, message, resource) {
@@ -105,6 +121,7 @@ async function main() {
   const addr = await s3.run();
   const upstream = addr.port;
   const stats = { requests: 0, rejected: 0, methods: {}, log: [] };
+  let indent = false;
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', d => chunks.push(d));
@@ -113,7 +130,9 @@ async function main() {
       const q = req.url.indexOf('?');
       const path = q < 0 ? req.url : req.url.slice(0, q);
       const query = q < 0 ? '' : req.url.slice(q + 1);
-      if (path === '/_proxy/stats' || path === '/_proxy/reset') {
+      if (path === '/_proxy/indent' || path === '/_proxy/compact') indent = path === '/_proxy/indent';
+      if (path === '/_proxy/stats' || path === '/_proxy/reset' || path === '/_proxy/indent' ||
+          path === '/_proxy/compact') {
         if (path === '/_proxy/reset') { stats.requests = 0; stats.rejected = 0; stats.methods = {}; stats.log = []; }
         const out = JSON.stringify(stats);
         res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(out) });
@@ -142,8 +161,20 @@ async function main() {
       const forward = () => {
       const up = http.request({ host: '127.0.0.1', port: upstream, method: req.method, path: req.url, headers }, ur => {
         entry.status = ur.statusCode;
-        res.writeHead(ur.statusCode, ur.headers);
-        ur.pipe(res);
+        if (!indent || !/xml/.test(ur.headers['content-type'] || '')) {
+          res.writeHead(ur.statusCode, ur.headers);
+          ur.pipe(res);
+          return;
+        }
+        const parts = [];
+        ur.on('data', d => parts.push(d));
+        ur.on('end', () => {
+          const out = Buffer.from(indentXml(Buffer.concat(parts).toString('utf8')), 'utf8');
+          const h = Object.assign({}, ur.headers, { 'content-length': String(out.length) });
+          delete h['transfer-encoding'];
+          res.writeHead(ur.statusCode, h);
+          res.end(out);
+        });
       });
       up.on('error', err => { entry.status = s3error(res, 500, 'InternalError', String(err), path); });
       up.end(body);
