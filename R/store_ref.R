@@ -28,7 +28,11 @@
 #' file on a web server are taken from its URL) and `gs://` URLs (read
 #' through the public endpoint `https://storage.googleapis.com`) and `s3://`
 #' URLs (read by [zarr_s3store], with the credentials it finds in the
-#' environment or `~/.aws`). A key without a reference reads as the fill
+#' environment or `~/.aws`). Secrets in the URLs of the reference file and
+#' of the targets (user-info, and the signatures and tokens of signed URLs
+#' such as `X-Amz-Signature` or `sig`) are used for the requests but shown
+#' as `***` by `print()`, the fields and every message. A key without a
+#' reference reads as the fill
 #' value; a reference to a file that does not exist, or to bytes beyond its
 #' end, is an error.
 #'
@@ -104,10 +108,10 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     #' @description Print a summary of the store.
     print = function() {
       cat("<Zarr reference store> (read-only)\n")
-      cat("References:", private$.location, sprintf("(%s, %d keys)", private$.format, length(private$.keys)), "\n")
+      cat("References:", self$root, sprintf("(%s, %d keys)", private$.format, length(private$.keys)), "\n")
       n <- length(private$.targets)
       if (n) cat(sprintf("Targets: %d file%s%s\n", n, if (n == 1L) "" else "s",
-                         if (n <= 3L) paste0(": ", paste(private$.targets, collapse = ", ")) else ""))
+                         if (n <= 3L) paste0(": ", paste(self$targets, collapse = ", ")) else ""))
       invisible(self)
     },
 
@@ -181,11 +185,13 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
   active = list(
     #' @field friendlyClassName (read-only) Name of the class for printing.
     friendlyClassName = function(value) "Reference store",
-    #' @field root (read-only) Where the references are.
-    root = function(value) private$.location,
-    #' @field uri (read-only) The references as a URI.
-    uri = function(value) paste0("reference+", private$.format, "://", private$.location),
-    #' @field targets (read-only) The files the references point into.
+    #' @field root (read-only) Where the references are (secrets in a URL,
+    #'   such as the signature of a signed URL, shown as `***`).
+    root = function(value) redact(private$.location),
+    #' @field uri (read-only) The references as a URI (secrets shown as `***`).
+    uri = function(value) redact(paste0("reference+", private$.format, "://", private$.location)),
+    #' @field targets (read-only) The files the references point into
+    #'   (secrets in their URLs shown as `***`).
     targets = function(value) private$.targets
   ),
   private = list(
@@ -218,7 +224,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       private$.keys <- keys
       sizes <- ifelse(p$kind == 0L, lengths(p$data), ifelse(p$kind == 1L, p$length, NA_real_))
       private$.sizes <- as.numeric(sizes)
-      private$.targets <- vapply(res, function(r) r$shown, "")
+      private$.targets <- vapply(res, function(r) r$shown, "") # redacted already
     }
   )
 )
@@ -520,7 +526,7 @@ ref_parquet_rows <- function(df, keys, what) {
 # names the sub-store ("" when none can serve it: then `error` says why);
 # `make()` creates it; `key` is the target's key in it.
 ref_resolve_target <- function(url, base) {
-  shown <- url
+  shown <- redact(url)
   none <- function(msg) list(group = "", make = NULL, key = "", error = msg, shown = shown)
   if (!nzchar(url)) return(none("a reference has an empty URL"))
   if (grepl("^file://", url, ignore.case = TRUE)) url <- utils::URLdecode(sub("^file://", "", url, ignore.case = TRUE))

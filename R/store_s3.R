@@ -92,7 +92,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     print = function() {
       cat(sprintf("<Zarr S3 store>%s\n", if (self$read_only) " (read-only)" else ""))
       cat("Location:", self$root, "\n")
-      cat("URL:", private$.url, "\n")
+      cat("URL:", self$url, "\n")
       cat("Credentials:", private$.cfg$source, "\n")
       invisible(self)
     },
@@ -233,8 +233,9 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     root = function(value) paste0("s3://", private$.bucket, if (nzchar(private$.prefix)) paste0("/", private$.prefix)),
     #' @field uri (read-only) The same as `root`.
     uri = function(value) self$root,
-    #' @field url (read-only) The HTTP(S) URL of the store's root.
-    url = function(value) private$.url,
+    #' @field url (read-only) The HTTP(S) URL of the store's root (user-info
+    #'   of the endpoint shown as `***`).
+    url = function(value) redact(private$.url),
     #' @field credentials (read-only) Where the credentials came from
     #'   ("arguments", "environment", "profile NAME" or "anonymous"), the
     #'   access key id (never the secret) and the region.

@@ -425,4 +425,13 @@ void threads_shutdown(void); /* joins the persistent workers (package unload) */
  * *missing = 1. Returns a blocking descriptor of a regular file, or -1. */
 int open_regular(const char *path, int *missing, zerr *e);
 
+/* ---- redaction of secrets in shown text (redact.c) ---- */
+
+/* Copy n bytes of text to out (at most cap bytes with the NUL, like
+ * snprintf) with the user-info of URLs and the values of credential-bearing
+ * query parameters replaced by "***"; returns the full length. */
+size_t redact_text(const char *in, size_t n, char *out, size_t cap);
+/* Whether a query parameter name carries credentials. */
+int redact_secret_name(const char *name, size_t n);
+
 #endif
