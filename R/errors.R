@@ -10,7 +10,9 @@
 # it; stores keep the real URL privately for their requests.
 redact <- function(x) {
   if (is.null(x)) return(x)
-  .Call(ffi_redact, enc2utf8(as.character(x)))
+  y <- enc2utf8(as.character(x))
+  names(y) <- names(x)
+  .Call(ffi_redact, y)
 }
 
 zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL) {

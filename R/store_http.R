@@ -53,8 +53,10 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
         url <- substring(url, 1L, q - 1L)
       }
       url <- sub("/+$", "", url)
-      private$.url <- url
-      private$.query <- query
+      # the URL with its secrets lives in an environment, which R6's format()
+      # and str() do not open; the fields keep the redacted URL
+      private$.secret <- list2env(list(url = url, query = query), parent = emptyenv())
+      private$.url <- redact(url)
       private$.meta <- new.env(parent = emptyenv())
       private$.io <- .Call(ffi_store_http, url_encode_path(url), query, http_options())
       super$initialize(read_only = TRUE, version = 3L)
@@ -176,7 +178,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     friendlyClassName = function(value) "HTTP store",
     #' @field root (read-only) The URL of the store (without a query string),
     #'   its user name and password shown as `***`.
-    root = function(value) redact(private$.url),
+    root = function(value) private$.url,
     #' @field uri (read-only) The URL of the store, as given, its secrets
     #'   (user-info, signatures and tokens in the query) shown as `***`.
     uri = function(value) redact(private$real_uri()),
@@ -187,11 +189,14 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     supports_listing = function(value) !is.null(private$.nodes)
   ),
   private = list(
-    .url = NULL, .query = "", .meta = NULL, .nodes = NULL, .consolidated_v2 = FALSE,
+    .url = NULL, .secret = NULL, .meta = NULL, .nodes = NULL, .consolidated_v2 = FALSE,
     .said_unlisted = FALSE,
     check_writable = function() zarr_abort("read_only", "HTTP stores are read-only"),
     # The URL with its secrets, for requests only (never shown).
-    real_uri = function() if (nzchar(private$.query)) paste0(private$.url, "?", private$.query) else private$.url,
+    real_uri = function() {
+      s <- private$.secret
+      if (nzchar(s$query)) paste0(s$url, "?", s$query) else s$url
+    },
     say_unlisted = function() {
       if (private$.said_unlisted) return(invisible())
       private$.said_unlisted <- TRUE

@@ -86,7 +86,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
           loc <- normalizePath(loc, winslash = "/", mustWork = TRUE)
         }
         if (format == "auto") format <- if (!remote && dir.exists(loc)) "parquet" else "json"
-        private$.location <- loc
+        private$.location <- redact(loc) # shown only: requests use `loc`
         if (format == "json") {
           if (!remote && dir.exists(loc))
             zarr_abort("argument", sprintf("'%s' is a directory, not a JSON reference file", refs))
@@ -98,7 +98,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
         }
       }
       private$.format <- format
-      private$.base <- base
+      private$.base <- redact(base)
       private$.build(parsed, base)
       keys <- private$.keys
       version <- if (!"zarr.json" %in% keys && any(grepl("(^|/)[.]z(group|array)$", keys))) 2L else 3L
@@ -187,9 +187,9 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     friendlyClassName = function(value) "Reference store",
     #' @field root (read-only) Where the references are (secrets in a URL,
     #'   such as the signature of a signed URL, shown as `***`).
-    root = function(value) redact(private$.location),
+    root = function(value) private$.location,
     #' @field uri (read-only) The references as a URI (secrets shown as `***`).
-    uri = function(value) redact(paste0("reference+", private$.format, "://", private$.location)),
+    uri = function(value) paste0("reference+", private$.format, "://", private$.location),
     #' @field targets (read-only) The files the references point into
     #'   (secrets in their URLs shown as `***`).
     targets = function(value) private$.targets

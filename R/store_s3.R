@@ -73,11 +73,12 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
         sub("^(https?://)", paste0("\\1", bucket, "."), endpoint)
       private$.bucket <- bucket
       private$.prefix <- prefix
-      private$.bucket_url <- bucket_url
+      private$.bucket_url <- redact(bucket_url)
       private$.cfg <- cfg[c("region", "source", "access_key")]
-      private$.url <- if (nzchar(prefix)) paste0(bucket_url, "/", url_path_encode(prefix)) else bucket_url
+      url <- if (nzchar(prefix)) paste0(bucket_url, "/", url_path_encode(prefix)) else bucket_url
+      private$.url <- redact(url) # shown only: the C store keeps the real one
       private$.io <- .Call(ffi_store_s3, list(
-        bucket_url = bucket_url, url = private$.url,
+        bucket_url = bucket_url, url = url,
         region = if (cfg$anonymous) NULL else cfg$region,
         access_key = cfg$access_key, secret_key = cfg$secret_key, session_token = cfg$session_token,
         read_only = isTRUE(read_only), multipart_size = s3_multipart_size()), http_options())
@@ -235,7 +236,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     uri = function(value) self$root,
     #' @field url (read-only) The HTTP(S) URL of the store's root (user-info
     #'   of the endpoint shown as `***`).
-    url = function(value) redact(private$.url),
+    url = function(value) private$.url,
     #' @field credentials (read-only) Where the credentials came from
     #'   ("arguments", "environment", "profile NAME" or "anonymous"), the
     #'   access key id (never the secret) and the region.
