@@ -174,3 +174,18 @@ test_that("signed S3 requests never follow a redirect: a classed error names the
   expect_true(any(startsWith(log$host, "localhost")))
   expect_false(any(log$amztoken | log$auth))
 })
+
+test_that("an HTTP array prints its stored size as unknown (not 0 B), without a request", {
+  h <- hostile_server()
+  a <- open_zarr(h$srv$url_of("gz.zarr"))[["/a"]]
+  h$srv$reset()
+  msgs <- character()
+  out <- utils::capture.output(withCallingHandlers(print(a), message = function(m) {
+    msgs <<- c(msgs, conditionMessage(m))
+    invokeRestart("muffleMessage")
+  }))
+  out <- c(out, unlist(strsplit(msgs, "\n")))
+  expect_true(any(grepl("^Stored\\s*:\\s*unknown", trimws(gsub("\u00a0", " ", out)))))
+  expect_false(any(grepl("0 B", out, fixed = TRUE)))
+  expect_equal(h$srv$stats()$requests, 0)
+})
