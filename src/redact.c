@@ -85,7 +85,7 @@ size_t redact_text(const char *in, size_t n, char *out, size_t cap) {
         if (in[e] == '@') at = e;
         e++;
       }
-      if (at < n && at > i) {
+      if (at < n) {
         put(&w, "***@", 4);
         i = at + 1;
       }
