@@ -74,8 +74,9 @@
 //                range: the Range header or null; status 0: never answered;
 //                time: milliseconds since the server started, on arrival)
 //                Log entries also carry host (the Host header), auth (an
-//                Authorization header was sent) and amztoken (an
-//                x-amz-security-token header was sent).
+//                Authorization header was sent), amztoken (an
+//                x-amz-security-token header was sent) and acceptencoding
+//                (the Accept-Encoding header or null).
 //   GET /_reset  clears the statistics, the log, the fault counters and the
 //                default profile
 //   GET /_default?PROFILE  sets the fault profile of requests that have none
@@ -310,7 +311,8 @@ async function handle(req, res) {
   const entry = logEntry({ method: req.method, path: rawPath, query, range: req.headers.range ?? null,
     status: 0, bytes: 0, time: nowMs(), host: req.headers.host ?? null,
     auth: req.headers.authorization !== undefined,
-    amztoken: req.headers['x-amz-security-token'] !== undefined });
+    amztoken: req.headers['x-amz-security-token'] !== undefined,
+    acceptencoding: req.headers['accept-encoding'] ?? null });
 
   const finish = (status, headers, body) => {
     entry.status = status;
