@@ -249,3 +249,25 @@ test_that("local and memory stores pass what they show through the same redactio
              shown_by(open_zarr(file.path(tempdir(), p))), shown_of(z$store), shown_of(m$store))
   expect_nothing_secret(shown, secret[c("password", "sas")], what = "the local and memory stores")
 })
+
+test_that("progress labels pass through the redaction", {
+  skip_if_not_installed("cli")
+  withr::local_options(list(zarr.progress = TRUE, zarr.progress_after = 0, zarr.progress_min_bytes = 0,
+                            cli.progress_handlers_only = "cli", cli.progress_show_after = 0, cli.dynamic = FALSE))
+  z <- create_zarr()
+  name <- paste0("x?token=", secret[["token"]]) # a node name that looks like a query with a token
+  a <- z$add_array("/", name, define_array("int32", c(2000, 2000)))
+  # the bars only (the node's own name is the user's, shown as it is elsewhere)
+  bars <- character()
+  keep <- function(m) {
+    bars <<- c(bars, conditionMessage(m))
+    invokeRestart("muffleMessage")
+  }
+  withCallingHandlers({
+    a$write(matrix(1L, 2000, 2000))
+    z$save_to(file.path(withr::local_tempdir(), "copy.zarr"))
+  }, message = keep)
+  shown <- bars[grepl("Writing|Saving|Reading", bars)]
+  expect_true(any(grepl("token=***", shown, fixed = TRUE))) # a bar was shown, redacted
+  expect_nothing_secret(shown, secret[["token"]], what = "progress bars")
+})
