@@ -94,15 +94,14 @@ zarr_array <- R6::R6Class("zarr_array",
       add("Format", paste0("Zarr v", self$metadata[["zarr_format"]] %||% 3, ", keys '",
           private$.grid$chunk_keys(matrix(0, 1, max(1L, length(self$shape)))[, seq_along(self$shape), drop = FALSE]),
           "', ..."))
-      size <- tryCatch({
+      # a web server cannot list the chunks: their size is unknown, not 0
+      size <- if (inherits(private$.store, "zarr_httpstore")) NA else tryCatch({
         sizes <- private$.store$key_sizes(self$prefix)
         sum(sizes[!basename(names(sizes)) %in% c("zarr.json", ".zarray", ".zattrs")], na.rm = TRUE)
       }, error = function(e) NA)
-      if (!is.na(size)) {
-        raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length
-        add("Stored", c(format_bytes(size),
-            if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else ""))
-      }
+      raw <- prod(self$shape) * self$data_type$size # NA for strings of variable length
+      add("Stored", if (is.na(size)) "unknown" else c(format_bytes(size),
+          if (isTRUE(raw > 0 && size > 0)) sprintf("(%s uncompressed, ratio %.2f)", format_bytes(raw), raw / size) else ""))
       print_lines(paste("<Zarr array>", self$path), lab, val)
       private$print_details()
       self$print_attributes()

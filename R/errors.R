@@ -1,19 +1,33 @@
 # Every failure is a classed condition: c("zarr_error_<kind>", "zarr_error",
 # "error", "condition"), carrying the array path and store key it concerns.
+# Its message and fields pass through redact(): no condition shows a secret.
+
+# Text with its secrets replaced by "***": the user-info of URLs
+# ("https://***@host/...") and the values of query parameters that carry
+# credentials ("?X-Amz-Signature=***"; see src/redact.c for the names). The
+# one redaction of the package: every print(), format(), message, warning,
+# error, progress label and public field that may show a URL goes through
+# it; stores keep the real URL privately for their requests.
+redact <- function(x) {
+  if (is.null(x)) return(x)
+  y <- enc2utf8(as.character(x))
+  names(y) <- names(x)
+  .Call(ffi_redact, y)
+}
 
 zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL) {
   where <- character()
   if (length(array) && nzchar(array)) where <- c(where, sprintf("array '%s'", array))
   if (length(key) && nzchar(key)) where <- c(where, sprintf("key '%s'", key))
   full <- if (length(where)) paste0(message, " [", paste(where, collapse = ", "), "]") else message
-  fields <- list(message = full, call = call, kind = kind, array = array, key = key)
+  fields <- list(message = redact(full), call = call, kind = kind, array = redact(array), key = redact(key))
   extra <- NULL
   if (identical(kind, "s3")) {
     # "S3 error <Code>: <Message> (HTTP <status> ...": the code and message as fields
     extra <- "zarr_error_http"
     m <- regmatches(message, regexec("^S3 error ([^: ]+): (.*?) \\((HTTP ([0-9]+)|completing|deleting)", message, perl = TRUE))[[1]]
     fields$s3_code <- if (length(m)) m[2L] else NA_character_
-    fields$s3_message <- if (length(m)) m[3L] else NA_character_
+    fields$s3_message <- if (length(m)) redact(m[3L]) else NA_character_
     fields$status <- if (length(m) && nzchar(m[5L])) as.integer(m[5L]) else NA_integer_
   }
   cond <- structure(
@@ -31,7 +45,7 @@ c_error <- function(kind, message, array = NULL, key = NULL) {
 zarr_warn <- function(kind, message) {
   cond <- structure(
     class = c(paste0("zarr_warning_", kind), "zarr_warning", "warning", "condition"),
-    list(message = message, call = NULL)
+    list(message = redact(message), call = NULL)
   )
   warning(cond)
 }

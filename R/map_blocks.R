@@ -259,7 +259,7 @@ map_check_aligned <- function(out, blocks) {
 map_location <- function(node, token) {
   st <- node$store
   loc <- if (inherits(st, "zarr_localstore")) normalizePath(st$root, mustWork = FALSE)
-    else if (inherits(st, "zarr_httpstore")) st$uri
+    else if (inherits(st, "zarr_httpstore")) st$.__enclos_env__$private$real_uri() # with its secrets
     else if (inherits(st, "zarr_s3store")) st$root
   if (is.null(loc)) return(NULL)
   list(location = loc, path = node$path, read_only = st$read_only, token = token)

@@ -64,6 +64,13 @@
 #'     to wait for a connection (default 10), and seconds a transfer may go
 #'     on without receiving a byte before it is abandoned (default 30).
 #'     These apply to S3 stores ([zarr_s3store]) too.}
+#'   \item{`zarr.max_body_bytes`}{The largest HTTP response body accepted
+#'     when its length is not bounded by the request (a whole value, or a
+#'     range open at its end): default 2 GiB. A larger body (or a
+#'     `Content-Length` announcing one) fails with a `zarr_error_http`
+#'     naming the URL instead of filling the memory. Byte-range requests
+#'     accept at most the bytes asked for. Bodies are taken as the server
+#'     stores them: a `Content-Encoding` such as gzip is never inflated.}
 #'   \item{`zarr.s3_multipart_size`}{Values larger than this many bytes
 #'     (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
 #'     size, uploaded concurrently (a multipart upload).}
@@ -180,6 +187,7 @@ zarr_option_table <- function() list(
   http_backoff_max     = list(32, function(v) is_count(v, 0)),
   http_connect_timeout = list(10, function(v) is_count(v, 0)),
   http_low_speed_time  = list(30, function(v) is_count(v, 0)),
+  max_body_bytes       = list(2^31, function(v) is_count(v, 1)),
   s3_multipart_size    = list(64 * 2^20, function(v) is_count(v, 5 * 2^20)),
   chunk_length         = list(100L, function(v) is_count(v, 1)),
   min_compress         = list(100L, function(v) is_count(v, 1)),

@@ -37,7 +37,7 @@ with_progress <- function(expr, bytes, label) {
   report <- function(done, total) {
     progress_state$reports <- progress_state$reports + 1
     if (is.null(bar))
-      bar <<- cli::cli_progress_bar(label, total = total, clear = TRUE, .envir = frame)
+      bar <<- cli::cli_progress_bar(redact(label), total = total, clear = TRUE, .envir = frame)
     cli::cli_progress_update(id = bar, set = min(done, total), total = total, force = TRUE, .envir = frame)
   }
   progress_state$active <- TRUE
@@ -57,7 +57,7 @@ r_progress <- function(label, total, frame = parent.frame()) {
   delay <- as.numeric(getOption("zarr.progress_after", 2))
   old <- options(cli.progress_show_after = delay)
   on.exit(options(old))
-  bar <- cli::cli_progress_bar(label, total = total, clear = TRUE, .envir = frame)
+  bar <- cli::cli_progress_bar(redact(label), total = total, clear = TRUE, .envir = frame)
   function(done) {
     progress_state$reports <- progress_state$reports + 1
     if (is.null(done)) cli::cli_progress_done(id = bar, .envir = frame)

@@ -22,6 +22,16 @@
 #' in the URL (as in signed URLs) is sent with every request; names with
 #' spaces or other characters are percent-encoded.
 #'
+#' Secrets in the URL are used but never shown: a user name and password
+#' (`https://user:password@host/...`, sent to that host only, as HTTP Basic
+#' authentication) and query parameters that carry credentials (signatures
+#' and tokens of signed URLs, e.g. `X-Amz-Signature`, `sig`, `token`) read
+#' `***` in `print()`, `root`, `uri`, messages and errors. Redirects are
+#' followed (at most 10, never from `https` to `http`) without the user name
+#' and password when they lead to another host. Bodies are taken as the
+#' server sends them (a `Content-Encoding` is not decoded) and bounded (see
+#' `zarr.max_body_bytes` in [zarr-options]).
+#'
 #' @seealso [zarr_store], [open_zarr()], [zarr_consolidate()], [zarr-options]
 #'   for the HTTP options
 #' @export
@@ -45,8 +55,10 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
         url <- substring(url, 1L, q - 1L)
       }
       url <- sub("/+$", "", url)
-      private$.url <- url
-      private$.query <- query
+      # the URL with its secrets lives in an environment, which R6's format()
+      # and str() do not open; the fields keep the redacted URL
+      private$.secret <- list2env(list(url = url, query = query), parent = emptyenv())
+      private$.url <- redact(url)
       private$.meta <- new.env(parent = emptyenv())
       private$.io <- .Call(ffi_store_http, url_encode_path(url), query, http_options())
       super$initialize(read_only = TRUE, version = 3L)
@@ -66,7 +78,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     #' @description Print a summary of the store.
     print = function() {
       cat("<Zarr HTTP store> (read-only)\n")
-      cat("URL:", private$.url, "\n")
+      cat("URL:", self$root, "\n")
       invisible(self)
     },
 
@@ -166,10 +178,12 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
   active = list(
     #' @field friendlyClassName (read-only) Name of the class for printing.
     friendlyClassName = function(value) "HTTP store",
-    #' @field root (read-only) The URL of the store (without a query string).
+    #' @field root (read-only) The URL of the store (without a query string),
+    #'   its user name and password shown as `***`.
     root = function(value) private$.url,
-    #' @field uri (read-only) The URL of the store, as given.
-    uri = function(value) if (nzchar(private$.query)) paste0(private$.url, "?", private$.query) else private$.url,
+    #' @field uri (read-only) The URL of the store, as given, its secrets
+    #'   (user-info, signatures and tokens in the query) shown as `***`.
+    uri = function(value) redact(private$real_uri()),
     #' @field separator (read-only) The chunk key separator of new arrays: "/".
     separator = function(value) "/",
     #' @field supports_listing Whether keys can be listed: only through
@@ -177,14 +191,19 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     supports_listing = function(value) !is.null(private$.nodes)
   ),
   private = list(
-    .url = NULL, .query = "", .meta = NULL, .nodes = NULL, .consolidated_v2 = FALSE,
+    .url = NULL, .secret = NULL, .meta = NULL, .nodes = NULL, .consolidated_v2 = FALSE,
     .said_unlisted = FALSE,
     check_writable = function() zarr_abort("read_only", "HTTP stores are read-only"),
+    # The URL with its secrets, for requests only (never shown).
+    real_uri = function() {
+      s <- private$.secret
+      if (nzchar(s$query)) paste0(s$url, "?", s$query) else s$url
+    },
     say_unlisted = function() {
       if (private$.said_unlisted) return(invisible())
       private$.said_unlisted <- TRUE
       message(sprintf(paste0("The HTTP store %s has no consolidated metadata: its groups cannot be ",
-                             "listed, but nodes open by path, e.g. z[[\"/group/array\"]]."), private$.url))
+                             "listed, but nodes open by path, e.g. z[[\"/group/array\"]]."), self$root))
     },
     # .zmetadata holds every v2 document: keep them, and the node paths.
     keep_consolidated_v2 = function(raw) {
@@ -228,5 +247,6 @@ http_options <- function() {
        backoff_max = zarr_num_option("zarr.http_backoff_max", 32, 0),
        connect_timeout = zarr_num_option("zarr.http_connect_timeout", 10, 0),
        low_speed_time = zarr_num_option("zarr.http_low_speed_time", 30, 0),
+       max_body = zarr_num_option("zarr.max_body_bytes", 2^31, 1),
        user_agent = sprintf("zarr/%s (R package)", utils::packageVersion("zarr")))
 }

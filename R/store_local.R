@@ -56,7 +56,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     #' @description Print a summary of the store.
     print = function() {
       cat(sprintf("<Zarr local store>%s\n", if (self$read_only) " (read-only)" else ""))
-      cat("Root:", private$.root, "\n")
+      cat("Root:", redact(private$.root), "\n")
       invisible(self)
     },
 

@@ -32,7 +32,11 @@
 #' file on a web server are taken from its URL) and `gs://` URLs (read
 #' through the public endpoint `https://storage.googleapis.com`) and `s3://`
 #' URLs (read by [zarr_s3store], with the credentials it finds in the
-#' environment or `~/.aws`). A key without a reference reads as the fill
+#' environment or `~/.aws`). Secrets in the URLs of the reference file and
+#' of the targets (user-info, and the signatures and tokens of signed URLs
+#' such as `X-Amz-Signature` or `sig`) are used for the requests but shown
+#' as `***` by `print()`, the fields and every message. A key without a
+#' reference reads as the fill
 #' value; a reference to a file that does not exist, or to bytes beyond its
 #' end, is an error.
 #'
@@ -88,7 +92,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
           loc <- normalizePath(loc, winslash = "/", mustWork = TRUE)
         }
         if (format == "auto") format <- if (!remote && dir.exists(loc)) "parquet" else "json"
-        private$.location <- loc
+        private$.location <- redact(loc) # shown only: requests use `loc`
         if (format == "json") {
           if (!remote && dir.exists(loc))
             zarr_abort("argument", sprintf("'%s' is a directory, not a JSON reference file", refs))
@@ -100,7 +104,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
         }
       }
       private$.format <- format
-      private$.base <- base
+      private$.base <- redact(base)
       private$.build(parsed, base)
       keys <- private$.keys
       version <- if (!"zarr.json" %in% keys && any(grepl("(^|/)[.]z(group|array)$", keys))) 2L else 3L
@@ -110,10 +114,10 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     #' @description Print a summary of the store.
     print = function() {
       cat("<Zarr reference store> (read-only)\n")
-      cat("References:", private$.location, sprintf("(%s, %d keys)", private$.format, length(private$.keys)), "\n")
+      cat("References:", self$root, sprintf("(%s, %d keys)", private$.format, length(private$.keys)), "\n")
       n <- length(private$.targets)
       if (n) cat(sprintf("Targets: %d file%s%s\n", n, if (n == 1L) "" else "s",
-                         if (n <= 3L) paste0(": ", paste(private$.targets, collapse = ", ")) else ""))
+                         if (n <= 3L) paste0(": ", paste(self$targets, collapse = ", ")) else ""))
       invisible(self)
     },
 
@@ -187,11 +191,13 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
   active = list(
     #' @field friendlyClassName (read-only) Name of the class for printing.
     friendlyClassName = function(value) "Reference store",
-    #' @field root (read-only) Where the references are.
+    #' @field root (read-only) Where the references are (secrets in a URL,
+    #'   such as the signature of a signed URL, shown as `***`).
     root = function(value) private$.location,
-    #' @field uri (read-only) The references as a URI.
+    #' @field uri (read-only) The references as a URI (secrets shown as `***`).
     uri = function(value) paste0("reference+", private$.format, "://", private$.location),
-    #' @field targets (read-only) The files the references point into.
+    #' @field targets (read-only) The files the references point into
+    #'   (secrets in their URLs shown as `***`).
     targets = function(value) private$.targets
   ),
   private = list(
@@ -224,7 +230,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       private$.keys <- keys
       sizes <- ifelse(p$kind == 0L, lengths(p$data), ifelse(p$kind == 1L, p$length, NA_real_))
       private$.sizes <- as.numeric(sizes)
-      private$.targets <- vapply(res, function(r) r$shown, "")
+      private$.targets <- vapply(res, function(r) r$shown, "") # redacted already
     }
   )
 )
@@ -559,7 +565,7 @@ ref_parquet_rows <- function(df, keys, what) {
 # names the sub-store ("" when none can serve it: then `error` says why);
 # `make()` creates it; `key` is the target's key in it.
 ref_resolve_target <- function(url, base) {
-  shown <- url
+  shown <- redact(url)
   none <- function(msg) list(group = "", make = NULL, key = "", error = msg, shown = shown)
   if (!nzchar(url)) return(none("a reference has an empty URL"))
   if (grepl("^file://", url, ignore.case = TRUE)) url <- utils::URLdecode(sub("^file://", "", url, ignore.case = TRUE))

@@ -76,11 +76,12 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
         sub("^(https?://)", paste0("\\1", bucket, "."), endpoint)
       private$.bucket <- bucket
       private$.prefix <- prefix
-      private$.bucket_url <- bucket_url
+      private$.bucket_url <- redact(bucket_url)
       private$.cfg <- cfg[c("region", "source", "access_key")]
-      private$.url <- if (nzchar(prefix)) paste0(bucket_url, "/", url_path_encode(prefix)) else bucket_url
+      url <- if (nzchar(prefix)) paste0(bucket_url, "/", url_path_encode(prefix)) else bucket_url
+      private$.url <- redact(url) # shown only: the C store keeps the real one
       private$.io <- .Call(ffi_store_s3, list(
-        bucket_url = bucket_url, url = private$.url,
+        bucket_url = bucket_url, url = url,
         region = if (cfg[["anonymous"]]) NULL else cfg[["region"]],
         access_key = cfg[["access_key"]], secret_key = cfg[["secret_key"]], session_token = cfg[["session_token"]],
         read_only = isTRUE(read_only), multipart_size = s3_multipart_size()), http_options())
@@ -95,7 +96,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     print = function() {
       cat(sprintf("<Zarr S3 store>%s\n", if (self$read_only) " (read-only)" else ""))
       cat("Location:", self$root, "\n")
-      cat("URL:", private$.url, "\n")
+      cat("URL:", self$url, "\n")
       cat("Credentials:", private$.cfg$source, "\n")
       invisible(self)
     },
@@ -245,7 +246,8 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     root = function(value) paste0("s3://", private$.bucket, if (nzchar(private$.prefix)) paste0("/", private$.prefix)),
     #' @field uri (read-only) The same as `root`.
     uri = function(value) self$root,
-    #' @field url (read-only) The HTTP(S) URL of the store's root.
+    #' @field url (read-only) The HTTP(S) URL of the store's root (user-info
+    #'   of the endpoint shown as `***`).
     url = function(value) private$.url,
     #' @field credentials (read-only) Where the credentials came from
     #'   ("arguments", "environment", "profile NAME" or "anonymous"), the

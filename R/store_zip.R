@@ -70,7 +70,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @description Print a summary of the store.
     print = function() {
       cat("<Zarr zip store> (read-only)\n")
-      cat("File:", private$.path, "\n")
+      cat("File:", redact(private$.path), "\n")
       if (nzchar(private$.prefix)) cat("Root in the zip file:", private$.prefix, "\n")
       invisible(self)
     },

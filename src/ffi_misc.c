@@ -284,6 +284,28 @@ SEXP ffi_key_is_safe(SEXP key) {
   return out;
 }
 
+/* redact() of R/errors.R: each string with its secrets replaced (redact.c). */
+SEXP ffi_redact(SEXP x) {
+  if (TYPEOF(x) != STRSXP) zarr_raise(ZE_VALUE, NULL, NULL, "internal: redact() needs strings");
+  R_xlen_t n = XLENGTH(x);
+  SEXP out = PROTECT(allocVector(STRSXP, n));
+  for (R_xlen_t i = 0; i < n; i++) {
+    SEXP s = STRING_ELT(x, i);
+    if (s == NA_STRING) {
+      SET_STRING_ELT(out, i, NA_STRING);
+      continue;
+    }
+    const char *p = translateCharUTF8(s);
+    size_t len = strlen(p), need = redact_text(p, len, NULL, 0);
+    char *buf = R_alloc(need + 1, 1);
+    redact_text(p, len, buf, need + 1);
+    SET_STRING_ELT(out, i, mkCharLenCE(buf, (int)need, CE_UTF8));
+  }
+  setAttrib(out, R_NamesSymbol, getAttrib(x, R_NamesSymbol));
+  UNPROTECT(1);
+  return out;
+}
+
 SEXP ffi_chunk_keys(SEXP spec, SEXP coords) {
   zarray a;
   spec_parse(spec, &a);

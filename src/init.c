@@ -19,6 +19,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_file_write, 2),
     CALLDEF(ffi_file_size, 1),
     CALLDEF(ffi_key_is_safe, 1),
+    CALLDEF(ffi_redact, 1),
     CALLDEF(ffi_encode_elements, 5),
     CALLDEF(ffi_decode_elements, 6),
     CALLDEF(ffi_fill_bytes, 2),

@@ -98,6 +98,7 @@ typedef struct {
   double backoff_max;     /* cap on one delay (Retry-After is honoured up to this) */
   double connect_timeout; /* seconds */
   double low_speed_time;  /* abort when below 1 byte/s for this many seconds */
+  double max_body;        /* largest body whose length the request does not bound */
   const char *user_agent;
 } zhttp_opts;
 zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o, zerr *e);

@@ -28,17 +28,31 @@
  *   backoff_max      cap on one delay, Retry-After included [30]
  *   connect_timeout  seconds to connect, TLS included [30]; 0 = libcurl's default
  *   low_speed_time   abort an attempt below 1 byte/s for this long [30]; 0 = never
+ *   max_body         largest body whose length the request does not bound [2 GiB]
  *   user_agent       User-Agent header ["zarr (R package)"]
  * TLS peers are always verified; libcurl's proxy environment variables
- * (http_proxy, https_proxy, no_proxy, ...) apply; redirects are followed
- * (http and https only, at most 10).
+ * (http_proxy, https_proxy, no_proxy, ...) apply.
+ *
+ * Trust: signed requests (S3 with credentials) never follow a redirect (it
+ * would carry the signature and the session token header to wherever the
+ * server points): a 3xx answer is an error. Unsigned requests follow up to
+ * 10 redirects, only to http or https and never from https to http;
+ * libcurl sends the user-info of the URL to the first host only
+ * (CURLOPT_UNRESTRICTED_AUTH stays off) and plain HTTP requests carry no
+ * other credentials. Bodies are taken as the server sends them (no
+ * Accept-Encoding is sent and Content-Encoding is never decoded) and are
+ * bounded: a range request keeps at most the bytes asked for (a server that
+ * ignores Range sends the whole value: the bytes outside the range are
+ * dropped as they arrive), any other body at most max_body bytes (a larger
+ * Content-Length fails at once), an error page at most HTTP_ERRBODY_MAX.
  *
  * Errors (kind ZE_HTTP unless noted) read "<what> for <url> after N
  * attempts", where <what> is "HTTP 503 Service Unavailable", a libcurl
  * message with its error number, or a failed response check, and <url>
- * leaves out the query (signed URLs carry credentials there). A stopped
- * batch fails with ZE_INTERRUPT (*stop) or ZE_STORE (the sink said stop),
- * unless the zerr already holds an error.
+ * leaves out the query and passes through redact_text() (user-info). A
+ * stopped batch fails with ZE_INTERRUPT (*stop) or ZE_STORE (the sink said
+ * stop), unless the zerr already holds an error. Messages name the store by
+ * hs->shown, never by the URL requests use.
  *
  * Exported besides http_store_new() (declared in store.h):
  *   void http_global_init(void);
@@ -64,6 +78,7 @@ void http_global_init(void);
 #define HTTP_POLL_MS 100                 /* longest wait between checks of *stop */
 #define HTTP_PRESIZE_MAX ((size_t)1 << 28) /* largest buffer reserved up front */
 #define HTTP_URL_SHOWN 240               /* longest URL quoted in a message */
+#define HTTP_ERRBODY_MAX ((int64_t)65536) /* bytes kept of an error page */
 
 /* ---- libcurl start-up ---------------------------------------------------------- */
 
@@ -142,15 +157,6 @@ static const char *parse_i64(const char *p, const char *end, int64_t *v) {
   }
   *v = x;
   return p;
-}
-
-/* The text [p, end) is `word` (lower case), ignoring ASCII case. */
-static int token_is(const char *p, const char *end, const char *word) {
-  size_t k = strlen(word);
-  if ((size_t)(end - p) != k) return 0;
-  for (size_t j = 0; j < k; j++)
-    if (ascii_lower(p[j]) != word[j]) return 0;
-  return 1;
 }
 
 static const char *skip_space(const char *p, const char *end) {
@@ -273,6 +279,7 @@ static double now_s(void) {
 
 typedef struct {
   char *base;
+  char *shown;            /* base as messages show it (redact_text) */
   char *query;
   char *user_agent;
   zhttp_opts o;
@@ -365,8 +372,17 @@ typedef struct xfer {
   char reason[48];
   zcrange cr;
   int64_t clen;             /* Content-Length, -1 when absent */
-  int encoded;              /* a Content-Encoding other than identity */
   double retry_after;       /* seconds, -1 when absent */
+  /* what is kept of the body of the latest response (body_window) */
+  int win_set;              /* worked out (at its first byte) */
+  int keep_mode;            /* KEEP_* */
+  int windowed;             /* a 200 to a range request, cut as it arrived */
+  int enough;               /* stopped on purpose: what is kept is the answer */
+  int over;                 /* OVER_*: stopped because the body is too long */
+  int refuse;               /* the OVER_* of a body longer than `keep` */
+  int64_t skip;             /* bytes still to drop before keeping */
+  int64_t keep;             /* most bytes kept */
+  int64_t seen;             /* bytes received, dropped ones included */
   char errbuf[CURL_ERROR_SIZE];
   char last[320];           /* what went wrong with the latest attempt */
   hreq *rq;                 /* NULL: a GET */
@@ -393,11 +409,88 @@ static double rand01(batch *b) {
   return (double)((b->rng * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
+/* What happens to bytes beyond `keep`: the answer is complete (a range cut
+ * out of a whole value), the rest is dropped (an error page), or the body is
+ * refused (over->OVER_*). */
+enum { KEEP_FAIL, KEEP_ENOUGH, KEEP_TRUNCATE };
+enum { OVER_NONE, OVER_LIMIT, OVER_RANGE };
+
+static int64_t range_asked(const zrange *r) {
+  if (r->off < 0) return r->off == INT64_MIN ? INT64_MAX : -r->off;
+  return r->len; /* -1: open at its end */
+}
+
+/* At the first byte of a response's body: how much of it to keep. Returns
+ * nonzero when the announced length is refused already. */
+static int body_window(xfer *x) {
+  const zrange *r = x->r;
+  int64_t max_body = (int64_t)x->hs->o.max_body, asked = x->range[0] ? range_asked(r) : -1;
+  x->win_set = 1;
+  x->skip = 0;
+  x->windowed = 0;
+  x->keep_mode = KEEP_FAIL;
+  x->keep = max_body;
+  x->refuse = OVER_LIMIT;
+  if (x->hstatus < 200 || x->hstatus >= 300) {
+    x->keep_mode = KEEP_TRUNCATE;
+    x->keep = HTTP_ERRBODY_MAX;
+  } else if (x->hstatus == 206 && asked >= 0) {
+    x->keep = asked;
+    x->refuse = OVER_RANGE;
+  } else if (x->hstatus == 200 && x->range[0]) {
+    /* the server ignored Range: keep only the range of the whole value */
+    if (r->off >= 0) {
+      x->skip = r->off;
+      x->windowed = 1;
+      if (asked >= 0) {
+        x->keep_mode = KEEP_ENOUGH;
+        x->keep = asked;
+      }
+    } else if (x->clen >= 0) {
+      x->skip = x->clen > asked ? x->clen - asked : 0;
+      x->windowed = 1;
+      x->keep_mode = KEEP_ENOUGH;
+      x->keep = asked;
+    } /* a suffix of a value of unknown length: cut in judge() */
+  }
+  if (x->keep_mode == KEEP_FAIL && x->clen >= 0 && x->clen - x->skip > x->keep) {
+    x->over = x->refuse;
+    return -1;
+  }
+  int64_t want = x->keep;
+  if (x->clen >= 0 && x->clen - x->skip < want) want = x->clen - x->skip;
+  if (want > (int64_t)HTTP_PRESIZE_MAX) want = (int64_t)HTTP_PRESIZE_MAX;
+  if (want > 0 && (size_t)want > x->presize) x->presize = (size_t)want;
+  return 0;
+}
+
 static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
   xfer *x = ud;
   size_t n = size * nmemb;
   if (n == 0) return 0;
-  if (x->body.size + n > x->body.cap) {
+  if (!x->win_set && body_window(x)) return 0; /* the transfer ends with CURLE_WRITE_ERROR */
+  x->seen += (int64_t)n;
+  size_t total = n;
+  if (x->skip > 0) {
+    if ((int64_t)n <= x->skip) {
+      x->skip -= (int64_t)n;
+      return total;
+    }
+    p += x->skip;
+    n -= (size_t)x->skip;
+    x->skip = 0;
+  }
+  int64_t room = x->keep - (int64_t)x->body.size;
+  int stop = 0;
+  if ((int64_t)n > room) {
+    if (x->keep_mode == KEEP_FAIL) {
+      x->over = x->refuse;
+      return 0;
+    }
+    n = room > 0 ? (size_t)room : 0;
+    stop = 1;
+  }
+  if (n > 0 && x->body.size + n > x->body.cap) {
     size_t want = x->body.size + n;
     if (want < x->presize) want = x->presize;
     zerr tmp;
@@ -407,9 +500,13 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud) {
       return 0; /* the transfer ends with CURLE_WRITE_ERROR */
     }
   }
-  memcpy(x->body.data + x->body.size, p, n);
+  if (n > 0) memcpy(x->body.data + x->body.size, p, n);
   x->body.size += n;
-  return n;
+  if (stop) {
+    x->enough = 1; /* what is kept is the answer: end the transfer here */
+    return 0;
+  }
+  return total;
 }
 
 /* The value of header `name` (lower case, without ':') in the line, trimmed;
@@ -436,7 +533,9 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     x->body.size = 0;
     x->cr.form = 0;
     x->clen = -1;
-    x->encoded = 0;
+    x->win_set = x->windowed = x->enough = 0;
+    x->over = OVER_NONE;
+    x->skip = x->seen = 0;
     x->retry_after = -1;
     x->reason[0] = '\0';
     x->etag[0] = '\0';
@@ -460,18 +559,11 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
   } else if ((v = header_value(line, n, "content-length", &vend)) != NULL) {
     int64_t len;
     const char *p = parse_i64(v, vend, &len);
-    if (p != NULL && p == vend) {
-      x->clen = len;
-      if (x->hstatus != 200 && x->hstatus != 206) return n; /* no room for error pages */
-      size_t want = (uint64_t)len > HTTP_PRESIZE_MAX ? HTTP_PRESIZE_MAX : (size_t)len;
-      if (want > x->presize) x->presize = want;
-    }
+    if (p != NULL && p == vend) x->clen = len; /* body_window() presizes from it */
   } else if ((v = header_value(line, n, "etag", &vend)) != NULL) {
     size_t k = (size_t)(vend - v) < sizeof x->etag - 1 ? (size_t)(vend - v) : sizeof x->etag - 1;
     memcpy(x->etag, v, k);
     x->etag[k] = '\0';
-  } else if ((v = header_value(line, n, "content-encoding", &vend)) != NULL) {
-    x->encoded = !token_is(v, vend, "identity");
   } else if ((v = header_value(line, n, "retry-after", &vend)) != NULL) {
     int64_t secs;
     const char *p = parse_i64(v, vend, &secs);
@@ -598,20 +690,25 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_SHARE, hs->share);
   curl_easy_setopt(h, CURLOPT_USERAGENT, hs->user_agent);
-  /* chunks are compressed already; ask for the bytes as stored */
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "identity");
+  /* the bytes as the server sends them: no Accept-Encoding header, and a
+   * Content-Encoding is never decoded (a small gzip body may inflate to
+   * gigabytes; chunks are compressed by their codecs already) */
+  curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   /* wait for a connection that may multiplex rather than open another;
    * plain http never does, so there it would only delay the first batch */
   if (hs->https) curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  /* redirects: never for signed requests, never from https to http, and
+   * credentials of the URL go to its own host only */
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, hs->sigv4 == NULL ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85.0 */
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, hs->https ? "https" : "http,https");
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, hs->https ? "https" : "http,https");
 #else
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS, hs->https ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, hs->https ? (long)CURLPROTO_HTTPS : (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
   if (hs->o.connect_timeout > 0)
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(hs->o.connect_timeout * 1000 + 0.5));
@@ -636,7 +733,9 @@ static int xfer_start(batch *b, xfer *x) {
   x->nomem = 0;
   x->cr.form = 0;
   x->clen = -1;
-  x->encoded = 0;
+  x->win_set = x->windowed = x->enough = 0;
+  x->over = OVER_NONE;
+  x->skip = x->seen = 0;
   x->retry_after = -1;
   x->reason[0] = '\0';
   x->hstatus = 0;
@@ -656,21 +755,29 @@ static int xfer_start(batch *b, xfer *x) {
 
 /* "the URL" for messages: without the query, long ones shortened in the middle */
 static void url_shown(const xfer *x, char *buf, size_t cap) {
-  size_t n = x->path_len;
+  /* redacted before it is shortened, so no part of a secret survives */
+  size_t n = redact_text(x->url, x->path_len, NULL, 0);
+  char *u = malloc(n + 1);
+  if (u == NULL) {
+    snprintf(buf, cap, "%s/...", x->hs->shown);
+    return;
+  }
+  redact_text(x->url, x->path_len, u, n + 1);
   if (n < cap && n <= HTTP_URL_SHOWN) {
-    memcpy(buf, x->url, n);
-    buf[n] = '\0';
+    memcpy(buf, u, n + 1);
+    free(u);
     return;
   }
   size_t keep = (HTTP_URL_SHOWN < cap ? HTTP_URL_SHOWN : cap - 1) - 3;
   size_t head = keep / 2, tail = keep - head;
   /* cut between UTF-8 characters (a base URL may hold some unencoded) */
-  while (head > 0 && ((unsigned char)x->url[head] & 0xC0) == 0x80) head--;
-  while (tail > 0 && ((unsigned char)x->url[n - tail] & 0xC0) == 0x80) tail--;
-  memcpy(buf, x->url, head);
+  while (head > 0 && ((unsigned char)u[head] & 0xC0) == 0x80) head--;
+  while (tail > 0 && ((unsigned char)u[n - tail] & 0xC0) == 0x80) tail--;
+  memcpy(buf, u, head);
   memcpy(buf + head, "...", 3);
-  memcpy(buf + head + 3, x->url + n - tail, tail);
+  memcpy(buf + head + 3, u + n - tail, tail);
   buf[head + 3 + tail] = '\0';
+  free(u);
 }
 
 static void describe_status(xfer *x, long status, const char *extra) {
@@ -711,8 +818,22 @@ static void describe_failure(xfer *x, long status) {
 
 static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   const zrange *r = x->r;
+  hstore *hs = x->hs;
   *kind = ZE_HTTP;
+  if (rc == CURLE_WRITE_ERROR && x->enough) rc = CURLE_OK; /* stopped on purpose */
   if (rc != CURLE_OK) {
+    if (x->over == OVER_LIMIT) {
+      /* no retry: the same server sends the same body again */
+      snprintf(x->last, sizeof x->last,
+               "HTTP %d body of more than %.0f bytes (option zarr.max_body_bytes)%s%s", x->hstatus,
+               hs->o.max_body, x->range[0] ? " for range bytes=" : "", x->range);
+      return V_FAIL;
+    }
+    if (x->over == OVER_RANGE) {
+      snprintf(x->last, sizeof x->last, "HTTP 206 body longer than the %lld bytes asked for (range bytes=%s)",
+               (long long)range_asked(r), x->range);
+      return V_RETRY;
+    }
     if (x->nomem) {
       *kind = ZE_NOMEM;
       snprintf(x->last, sizeof x->last, "out of memory while receiving %.0f bytes",
@@ -725,7 +846,11 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   long status = 0;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
-  hstore *hs = x->hs;
+  if (status >= 300 && status < 400 && hs->sigv4 != NULL) {
+    /* following would send the signature and session token elsewhere */
+    describe_status(x, status, " (a signed request does not follow redirects)");
+    return V_FAIL;
+  }
   if (x->rq != NULL) {
     x->rq->status = status;
     memcpy(x->rq->etag, x->etag, sizeof x->etag);
@@ -806,13 +931,13 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
     }
     return V_OK;
   }
-  /* 200: the whole value */
-  if (x->clen >= 0 && !x->encoded && got != x->clen) {
+  /* 200: the whole value (a range of it when windowed) */
+  if (x->clen >= 0 && !x->enough && x->seen != x->clen) {
     snprintf(x->last, sizeof x->last, "HTTP 200 body of %lld bytes where Content-Length promised %lld",
-             (long long)got, (long long)x->clen);
+             (long long)x->seen, (long long)x->clen);
     return V_RETRY;
   }
-  if (x->range[0]) { /* the server ignored Range: cut the range out ourselves */
+  if (x->range[0] && !x->windowed) { /* a suffix of a value of unknown length */
     int64_t from, to;
     if (r->off < 0) {
       int64_t want = r->off == INT64_MIN ? INT64_MAX : -r->off;
@@ -877,7 +1002,7 @@ static int run_batch(hstore *hs, const zrange *r, hreq *rq, size_t n, zsink_fn s
   int rc = 0, conc = hs->o.concurrency;
   while (done < n) {
     if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
-      rc = zerr_set(e, ZE_INTERRUPT, "reading from %s interrupted", hs->base);
+      rc = zerr_set(e, ZE_INTERRUPT, "reading from %s interrupted", hs->shown);
       goto out;
     }
     /* retries that are due first, then new requests */
@@ -896,14 +1021,14 @@ static int run_batch(hstore *hs, const zrange *r, hreq *rq, size_t n, zsink_fn s
         zbuf_free(&none);
         done++;
         if (s) {
-          rc = zerr_set(e, ZE_STORE, "reading from %s stopped", hs->base);
+          rc = zerr_set(e, ZE_STORE, "reading from %s stopped", hs->shown);
           goto out;
         }
         continue;
       }
       xfer *x = xfer_new(&b, q, i, rq ? &rq[i] : NULL);
       if (x == NULL) {
-        rc = zerr_set(e, ZE_NOMEM, "out of memory starting a request to %s", hs->base);
+        rc = zerr_set(e, ZE_NOMEM, "out of memory starting a request to %s", hs->shown);
         goto out;
       }
       if (xfer_start(&b, x)) {
@@ -947,7 +1072,7 @@ static int run_batch(hstore *hs, const zrange *r, hreq *rq, size_t n, zsink_fn s
       xfer_free(&b, x);
       done++;
       if (s) {
-        rc = zerr_set(e, ZE_STORE, "reading from %s stopped", hs->base);
+        rc = zerr_set(e, ZE_STORE, "reading from %s stopped", hs->shown);
         goto out;
       }
     }
@@ -1016,6 +1141,7 @@ static void hstore_free(hstore *hs) {
     pthread_mutex_destroy(&hs->pool_mu);
   }
   free(hs->base);
+  free(hs->shown);
   free(hs->query);
   free(hs->user_agent);
   free(hs->bucket_base);
@@ -1056,7 +1182,7 @@ zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o,
     return NULL;
   }
   if (base == NULL || !(has_scheme(base, "http://") || has_scheme(base, "https://"))) {
-    zerr_set(e, ZE_STORE, "'%.200s' is not an http:// or https:// URL", base ? base : "");
+    zerr_set(e, ZE_STORE, "the URL of an HTTP store must start with http:// or https://");
     return NULL;
   }
   size_t nb = strlen(base), scheme = has_scheme(base, "https://") ? 8 : 7;
@@ -1069,10 +1195,14 @@ zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o,
   hs->https = scheme == 8;
   hs->base = dup_str(base, nb);
   hs->query = dup_str(query, strlen(query));
+  size_t ns = redact_text(base, nb, NULL, 0);
+  hs->shown = malloc(ns + 1);
+  if (hs->shown) redact_text(base, nb, hs->shown, ns + 1);
   const char *ua = (o && o->user_agent && *o->user_agent) ? o->user_agent : "zarr (R package)";
   hs->user_agent = dup_str(ua, strlen(ua));
-  s->where = dup_str(base, nb);
-  if (hs->base == NULL || hs->query == NULL || hs->user_agent == NULL || s->where == NULL)
+  s->where = hs->shown ? dup_str(hs->shown, strlen(hs->shown)) : NULL;
+  if (hs->base == NULL || hs->shown == NULL || hs->query == NULL || hs->user_agent == NULL ||
+      s->where == NULL)
     goto nomem;
   /* options, with the defaults for anything unset or out of range */
   hs->o.concurrency = (o && o->concurrency > 0) ? o->concurrency : 16;
@@ -1082,6 +1212,8 @@ zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o,
   hs->o.backoff_max = (o && o->backoff_max >= 0) ? o->backoff_max : 30;
   hs->o.connect_timeout = (o && o->connect_timeout >= 0) ? o->connect_timeout : 30;
   hs->o.low_speed_time = (o && o->low_speed_time >= 0) ? o->low_speed_time : 30;
+  hs->o.max_body = (o && o->max_body >= 1) ? o->max_body : 2147483648.0;
+  if (hs->o.max_body > 9e18) hs->o.max_body = 9e18;
   hs->o.user_agent = hs->user_agent;
   hs->share = curl_share_init();
   if (hs->share == NULL) goto nomem;
@@ -1112,6 +1244,7 @@ static void opts_from_r(SEXP opts, zhttp_opts *o) {
   o->backoff_max = asReal(list_get(opts, "backoff_max"));
   o->connect_timeout = asReal(list_get(opts, "connect_timeout"));
   o->low_speed_time = asReal(list_get(opts, "low_speed_time"));
+  o->max_body = asReal(list_get(opts, "max_body"));
   o->user_agent = list_str(opts, "user_agent", "");
 }
 
@@ -1138,6 +1271,7 @@ static SEXP http_apply_options(hstore *hs, SEXP opts) {
   if (o.backoff_max >= 0) hs->o.backoff_max = o.backoff_max;
   if (o.connect_timeout >= 0) hs->o.connect_timeout = o.connect_timeout;
   if (o.low_speed_time >= 0) hs->o.low_speed_time = o.low_speed_time;
+  if (o.max_body >= 1) hs->o.max_body = o.max_body < 9e18 ? o.max_body : 9e18;
   return R_NilValue;
 }
 
@@ -1210,7 +1344,7 @@ static int s3_multipart(hstore *hs, const char *key, const uint8_t *p, size_t n,
   if (rc == 0 && xml_text(&out, "UploadId", id, sizeof id)) {
     zbuf_free(&out);
     return zerr_set(e, ZE_S3, "S3 error: no UploadId in the answer to a multipart upload of %s/%s",
-                    hs->base, key);
+                    hs->shown, key);
   }
   zbuf_free(&out);
   if (rc) return rc;
@@ -1252,7 +1386,7 @@ static int s3_multipart(hstore *hs, const char *key, const uint8_t *p, size_t n,
   for (size_t k = 0; k < nparts; k++) {
     if (rq[k].etag[0] == '\0') {
       rc = zerr_set(e, ZE_S3, "S3 error: part %zu of %s/%s came back without an ETag", k + 1,
-                    hs->base, key);
+                    hs->shown, key);
       goto abort;
     }
     w += (size_t)snprintf(xml + w, cap - w, "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>",
@@ -1275,7 +1409,7 @@ static int s3_multipart(hstore *hs, const char *key, const uint8_t *p, size_t n,
     if (rc == 0 && xml_text(&out, "Code", code, sizeof code) == 0 &&
         xml_text(&out, "UploadId", msg, sizeof msg) != 0 && xml_text(&out, "ETag", msg, sizeof msg) != 0) {
       if (xml_text(&out, "Message", msg, sizeof msg)) msg[0] = '\0';
-      rc = zerr_set(e, ZE_S3, "S3 error %s: %s (completing the upload of %s/%s)", code, msg, hs->base, key);
+      rc = zerr_set(e, ZE_S3, "S3 error %s: %s (completing the upload of %s/%s)", code, msg, hs->shown, key);
     }
     zbuf_free(&out);
   }
@@ -1305,7 +1439,7 @@ out:
 
 static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
   hstore *hs = s->impl;
-  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->base);
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->shown);
   if (hs->multipart_size > 0 && (double)n > hs->multipart_size) return s3_multipart(hs, key, p, n, e);
   hreq rq;
   memset(&rq, 0, sizeof rq);
@@ -1320,7 +1454,7 @@ static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *
 
 static int s3_erase(zstore *s, const char *key, zerr *e) {
   hstore *hs = s->impl;
-  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->base);
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->shown);
   hreq rq;
   memset(&rq, 0, sizeof rq);
   rq.method = "DELETE";
@@ -1333,9 +1467,9 @@ static int s3_erase(zstore *s, const char *key, zerr *e) {
     if (xml_text(&out, "Code", code, sizeof code) == 0) {
       if (xml_text(&out, "Message", msg, sizeof msg)) msg[0] = '\0';
       rc = zerr_set(e, ZE_S3, "S3 error %s: %s (HTTP %ld) deleting %s/%s", code, msg, rq.status,
-                    hs->base, key);
+                    hs->shown, key);
     } else {
-      rc = zerr_set(e, ZE_HTTP, "HTTP %ld deleting %s/%s", rq.status, hs->base, key);
+      rc = zerr_set(e, ZE_HTTP, "HTTP %ld deleting %s/%s", rq.status, hs->shown, key);
     }
   }
   zbuf_free(&out);

@@ -53,6 +53,7 @@ SEXP ffi_file_read(SEXP path, SEXP range);
 SEXP ffi_file_write(SEXP path, SEXP data);
 SEXP ffi_file_size(SEXP path);
 SEXP ffi_key_is_safe(SEXP key);
+SEXP ffi_redact(SEXP x);
 SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value);

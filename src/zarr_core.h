@@ -452,5 +452,13 @@ void xml_s3_list_free(zs3list *l);
  * document's Code or Message), control characters as spaces, truncated to
  * cap - 1 bytes; 0 when found, -1 otherwise. */
 int xml_first_text(const uint8_t *p, size_t n, const char *tag, char *out, size_t cap);
+/* ---- redaction of secrets in shown text (redact.c) ---- */
+
+/* Copy n bytes of text to out (at most cap bytes with the NUL, like
+ * snprintf) with the user-info of URLs and the values of credential-bearing
+ * query parameters replaced by "***"; returns the full length. */
+size_t redact_text(const char *in, size_t n, char *out, size_t cap);
+/* Whether a query parameter name carries credentials. */
+int redact_secret_name(const char *name, size_t n);
 
 #endif

@@ -8,6 +8,7 @@
 #   srv$url_of("a b/store.zarr", profile = "latency=20,fail=3")
 #   srv$stats()                     # requests, bytes, connections, methods, log
 #   srv$reset()                     # clears the statistics and fault counters
+#   srv$default("redirect=...")     # a profile for requests without one (S3 paths)
 # The server stops when the calling frame ends (withr::defer), and by itself
 # when this R process dies (it exits when its stdin closes).
 
@@ -99,6 +100,8 @@ http_server <- function(root, env = parent.frame()) {
     },
     stats = function() http_stats(url),
     reset = function() invisible(http_control(paste0(url, "/_reset"))),
+    # the fault profile of requests whose path has none (NULL: none)
+    default = function(profile = NULL) invisible(http_control(paste0(url, "/_default?", profile %||% ""))),
     stop = function() if (p$is_alive()) p$kill()
   )
 }

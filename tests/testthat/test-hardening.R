@@ -132,11 +132,12 @@ test_that("13: NA in a character vector is written as the fill value and read ba
     a[1:4] <- c("a", NA, "missing", "")
     expect_identical(a[], c("a", NA, NA, "", NA))
     expect_identical(a$read(fill_as_na = FALSE), c("a", "missing", "missing", "", "missing"))
-    # the default fill value "" marks nothing as missing: NA is written as ""
+    # the default fill value of a string array, "NA", keeps NA apart from ""
     b <- z$add_array("/", "t", define_array("string", c(2, 2)))
-    expect_warning(b[, ] <- matrix(c("x", NA, "", "y"), 2), class = "zarr_warning_na")
-    expect_identical(b$read(fill_as_na = FALSE), matrix(c("x", "", "", "y"), 2))
-    expect_identical(b[, ], matrix(c("x", "", "", "y"), 2))
+    expect_silent(b[, ] <- matrix(c("x", NA, "", "y"), 2))
+    expect_identical(b$read(fill_as_na = FALSE), matrix(c("x", "NA", "", "y"), 2))
+    expect_identical(b[, ], matrix(c("x", NA, "", "y"), 2))
+    # a fixed-width type's default fill value "" marks nothing as missing
     u <- z$add_array("/", "u", define_array(list(name = "fixed_length_utf32", configuration = list(length_bytes = 8L)), 3))
     expect_warning(u[] <- c("ab", NA, "c"), class = "zarr_warning_na")
     expect_identical(u[], c("ab", "", "c"))
@@ -169,10 +170,10 @@ test_that("10: v2 json2 arrays are written in the numcodecs JSON format and read
   b[] <- x
   expect_identical(open_zarr(p)[["/j2"]][], x)
   raw <- readBin(file.path(p, "j2", "1.2"), "raw", 1000)
-  expect_identical(rawToChar(zarr_codec_zstd$new()$decode(raw)), "[[\"o\",\"\"],[\"\",\"\"],\"|O\",[2,2]]")
-  expect_warning(b[3, 5] <- NA, class = "zarr_warning_na") # stored as the fill value ""
-  expect_identical(b$read(fill_as_na = FALSE)[3, ], c("c", "f", "i", "l", ""))
-  expect_identical(b[2:3, 4:5], matrix(c("k", "l", "n", ""), 2))
+  expect_identical(rawToChar(zarr_codec_zstd$new()$decode(raw)), "[[\"o\",\"NA\"],[\"NA\",\"NA\"],\"|O\",[2,2]]")
+  b[3, 5] <- NA # stored as the default fill value "NA"
+  expect_identical(b$read(fill_as_na = FALSE)[3, ], c("c", "f", "i", "l", "NA"))
+  expect_identical(b[2:3, 4:5], matrix(c("k", "l", "n", NA), 2))
   expect_identical(jsonlite::fromJSON(file.path(p, "j2", ".zarray"), simplifyVector = FALSE)$filters,
                    list(list(id = "json2")))
 })

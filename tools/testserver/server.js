@@ -44,6 +44,17 @@
 //   hang=N        every Nth request is never answered; the connection stays
 //                 open until the client leaves
 //   notfound=RE   file paths matching the regular expression answer 404
+//   redirect=URL  answer "302 Found" with "Location: URL<file path>[?query]"
+//                 (write the URL percent-encoded: redirect=http%3A%2F%2Flocalhost%3A8080)
+//   encoding=NAME send the file as it is with "Content-Encoding: NAME" (a
+//                 gzip file served so is a decompression bomb for a client
+//                 that inflates what it receives)
+//   overlong=N    append N bytes of 'X' to every body, Content-Length included
+//                 (a 206 then holds more than its Content-Range says)
+//   short=N       drop the last N bytes of every body, Content-Length included
+//                 (a 206 then holds less than its Content-Range says)
+//   endless=LEN   answer 200 with an endless body of zeros (never the file),
+//                 with "Content-Length: LEN", or chunked when LEN is 0
 //   only=RE       the options above apply only to file paths matching RE
 //                 (other requests of the profile are served normally and do
 //                 not advance its counters)
@@ -62,7 +73,16 @@
 //                decoded, including the profile segment; query without "?";
 //                range: the Range header or null; status 0: never answered;
 //                time: milliseconds since the server started, on arrival)
-//   GET /_reset  clears the statistics, the log and the fault counters
+//                Log entries also carry host (the Host header), auth (an
+//                Authorization header was sent), amztoken (an
+//                x-amz-security-token header was sent) and acceptencoding
+//                (the Accept-Encoding header or null).
+//   GET /_reset  clears the statistics, the log, the fault counters and the
+//                default profile
+//   GET /_default?PROFILE  sets the fault profile of requests that have none
+//                (their first path segment holds no "="), e.g. for an S3
+//                client, whose URLs start with the bucket;
+//                /_default? with nothing clears it
 'use strict';
 
 const http = require('http');
@@ -116,10 +136,12 @@ const nowMs = () => Number(process.hrtime.bigint() - t0) / 1e6;
 let epoch = 0;       // bumped by /_reset: connections are counted once per epoch
 let stats;
 let counters;        // profile string -> {requests, ranges}
+let defaultProfile = null;   // the profile segment of requests without one (/_default)
 function resetStats() {
   epoch++;
   stats = { requests: 0, bytes: 0, connections: 0, methods: {}, log: [] };
   counters = new Map();
+  defaultProfile = null;
 }
 resetStats();
 
@@ -186,6 +208,11 @@ function parseProfile(seg) {
     else if (key === 'badrange') p.badrange = int();
     else if (key === 'hang') p.hang = int();
     else if (key === 'notfound') p.notfound = re();
+    else if (key === 'redirect') p.redirect = value;
+    else if (key === 'encoding') p.encoding = value;
+    else if (key === 'overlong') p.overlong = int();
+    else if (key === 'short') p.short = int();
+    else if (key === 'endless') p.endless = int();
     else if (key === 'only') p.only = re();
     else throw new BadRequest(`unknown fault option "${key}"`);
   }
@@ -253,7 +280,7 @@ async function handle(req, res) {
   const rawPath = qpos < 0 ? rawUrl : rawUrl.slice(0, qpos);
   const query = qpos < 0 ? '' : rawUrl.slice(qpos + 1);
 
-  if (rawPath === '/_stats' || rawPath === '/_reset') {
+  if (rawPath === '/_stats' || rawPath === '/_reset' || rawPath === '/_default') {
     if (req.method !== 'GET') {
       res.writeHead(405, { Allow: 'GET', 'Content-Length': 0 });
       res.end();
@@ -262,6 +289,16 @@ async function handle(req, res) {
     if (rawPath === '/_reset') {
       resetStats();
       sendControl(res, 200, '{"reset":true}');
+    } else if (rawPath === '/_default') {
+      if (query !== '') {
+        try {
+          parseProfile(query);
+        } catch (e) {
+          return sendControl(res, 400, JSON.stringify({ error: e.message }));
+        }
+      }
+      defaultProfile = query === '' ? null : query;
+      sendControl(res, 200, JSON.stringify({ default: defaultProfile }));
     } else {
       sendControl(res, 200, JSON.stringify(stats));
     }
@@ -272,7 +309,10 @@ async function handle(req, res) {
   stats.methods[req.method] = (stats.methods[req.method] || 0) + 1;
   countConnection(req);
   const entry = logEntry({ method: req.method, path: rawPath, query, range: req.headers.range ?? null,
-    status: 0, bytes: 0, time: nowMs() });
+    status: 0, bytes: 0, time: nowMs(), host: req.headers.host ?? null,
+    auth: req.headers.authorization !== undefined,
+    amztoken: req.headers['x-amz-security-token'] !== undefined,
+    acceptencoding: req.headers['accept-encoding'] ?? null });
 
   const finish = (status, headers, body) => {
     entry.status = status;
@@ -297,6 +337,8 @@ async function handle(req, res) {
     if (raw.length && raw[0].includes('=')) {
       profile = parseProfile(raw[0]);
       raw = raw.slice(1);
+    } else if (defaultProfile !== null) {
+      profile = parseProfile(defaultProfile);
     }
     segs = raw.map(decodeSegment);
   } catch (e) {
@@ -323,6 +365,29 @@ async function handle(req, res) {
     if (every(profile.hang, k)) {
       entry.fault = 'hang';
       return;   // never answered; Node keeps the socket until the client closes it
+    }
+    if (profile.redirect !== undefined) {
+      entry.fault = 'redirect';
+      const to = profile.redirect + filePath.split('/').map(encodeURIComponent).join('/') +
+        (query ? '?' + query : '');
+      return text(302, `moved to ${to}`, { Location: to });
+    }
+    if (profile.endless !== undefined && req.method === 'GET') {
+      entry.fault = 'endless';
+      entry.status = 200;
+      const h = { 'Content-Type': 'application/octet-stream' };
+      if (profile.endless > 0) h['Content-Length'] = profile.endless;
+      res.writeHead(200, h);
+      const block = Buffer.alloc(65536);
+      const pump = () => {
+        while (!res.destroyed && !req.socket.destroyed) {
+          entry.bytes += block.length;
+          stats.bytes += block.length;
+          if (!res.write(block)) return res.once('drain', pump);
+        }
+      };
+      res.on('close', () => {});
+      return pump();
     }
   }
 
@@ -380,6 +445,18 @@ async function handle(req, res) {
     return text(500, `cannot read: ${e.message}`);
   }
   if (res.destroyed || req.socket.destroyed) return;
+  if (active && profile.encoding !== undefined) {
+    headers['Content-Encoding'] = profile.encoding;
+    entry.fault = 'encoding';
+  }
+  if (active && profile.overlong) {
+    body = Buffer.concat([body, Buffer.alloc(profile.overlong, 'X')]);
+    entry.fault = 'overlong';
+  }
+  if (active && profile.short) {
+    body = body.subarray(0, Math.max(0, body.length - profile.short));
+    entry.fault = 'short';
+  }
 
   if (active && every(profile.truncate, k) && body.length > 0) {
     entry.status = status;
