@@ -55,6 +55,12 @@ zarr_array <- R6::R6Class("zarr_array",
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
+      # a resize or promote interrupted while its chunks moved
+      if (is.null(private$.problem) && is.list(private$.metadata) && !is.null(private$.metadata[[pending_field]]))
+        private$.problem <- tryCatch({
+          recover_structure(self, private)
+          NULL
+        }, error = function(e) e)
       # a node whose metadata could not be read (broken_node()) keeps its error
       if (!is.null(attr(metadata, "zarr_problem"))) private$.problem <- attr(metadata, "zarr_problem")
       if (missing(store) && !is.null(parent) && !node_opening()) {
@@ -221,15 +227,7 @@ zarr_array <- R6::R6Class("zarr_array",
         if (any(new_shape < 0))
           zarr_abort("argument", "the new shape would have a negative extent", array = self$path)
       }
-      if (identical(new_shape, as.numeric(old))) return(invisible(self))
-      m <- private$.metadata
-      m$shape <- json_array(new_shape)
-      parse_array_metadata(m, self$path) # within the engine's limits, before any chunk changes
-      resize_chunks(self, new_shape, shift)
-      private$.metadata <- m
-      private$metadata_changed()
-      resize_clip(self, old, shift)
-      private$write_metadata(FALSE)
+      resize_array(self, private, new_shape, shift)
       invisible(self)
     },
 
@@ -259,10 +257,8 @@ zarr_array <- R6::R6Class("zarr_array",
       n <- shape[along]
       new_shape <- as.numeric(shape)
       new_shape[along] <- n + d[along]
-      self$resize(new_shape)
-      sel <- vector("list", nd)
-      sel[[along]] <- seq(n + 1, n + d[along])
-      self$write(x, sel)
+      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only", array = self$path)
+      append_array(self, private, x, along, new_shape)
       invisible(self)
     },
     # ---- CRAN zarr 1.0.0 additions: details(), promote(), raw_read, flush() ----

@@ -259,9 +259,13 @@ zarr_group <- R6::R6Class("zarr_group",
         zarr_abort("not_empty", sprintf("group '%s' is not empty", node$path))
       store <- private$.store
       if (store$read_only) zarr_abort("read_only", "the store is read-only")
+      # the node vanishes at once (from the consolidated copy, then its own
+      # document); an interruption after that leaves only chunks that no
+      # node reads (a new node there erases them)
+      update_consolidated(node, removed = TRUE)
+      erase_node_documents(store, node$prefix)
       store$erase_prefix(node$prefix)
       store$erase(sub("/$", "", node$prefix))
-      update_consolidated(node, removed = TRUE)
       private$.children[[name]] <- NULL
       invisible(self)
     },
@@ -272,14 +276,19 @@ zarr_group <- R6::R6Class("zarr_group",
     delete_all = function() {
       store <- private$.store
       if (store$read_only) zarr_abort("read_only", "the store is read-only")
-      store$erase_prefix(self$prefix)
-      private$.metadata <- list(zarr_format = private$.metadata$zarr_format %||% 3L,
+      prefix <- self$prefix
+      # every node below vanishes at once (from the consolidated copy, then
+      # their documents), this group staying; then what they leave is erased
+      update_consolidated(self, below = TRUE)
+      erase_node_documents(store, prefix, below = TRUE)
+      for (k in setdiff(store$list_dir(prefix), node_documents)) {
+        store$erase_prefix(paste0(prefix, k, "/"))
+        store$erase(paste0(prefix, k))
+      }
+      private$.metadata <- list(zarr_format = private$.metadata[["zarr_format"]] %||% 3L,
                                 node_type = "group", attributes = named_list())
       private$.children <- list()
       private$.built <- TRUE
-      # the consolidated copy loses everything below, then gets this group's
-      # new document (written once, by save())
-      drop_consolidated_below(self)
       self$save()
       invisible(self)
     }
@@ -330,6 +339,18 @@ zarr_group <- R6::R6Class("zarr_group",
 )
 
 node_documents <- c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+# Erase the metadata documents of the node at `prefix` (with `below`, of the
+# nodes below it instead): the documents that make a node exist go first, so
+# each node vanishes in one step.
+erase_node_documents <- function(store, prefix, below = FALSE) {
+  keys <- store$list_prefix(prefix)
+  docs <- keys[basename(keys) %in% node_documents]
+  own <- dirname(docs) == sub("/$", "", if (nzchar(prefix)) prefix else ".")
+  docs <- docs[if (below) !own else own]
+  defining <- basename(docs) %in% c("zarr.json", ".zarray", ".zgroup")
+  store_erase_keys(store, c(docs[defining], docs[!defining]))
+}
 
 # A tree drawing of the hierarchy, one line per node.
 tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {

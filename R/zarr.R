@@ -31,8 +31,11 @@ zarr <- R6::R6Class("zarr",
       private$.store <- store
       private$.domain <- default_domain()
       meta <- store$get_metadata("")
-      if (is.null(meta) && store$supports_listing && length(store$list_dir(""))) # an implicit root group
+      if (is.null(meta) && store$supports_listing && length(top <- store$list_dir(""))) { # an implicit root group
+        if (save_marker %in% top)
+          zarr_abort("incomplete", "the store holds an interrupted save_to() copy (its root was not written yet): delete it and save again")
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
+      }
       if (is.null(meta)) {
         # nothing could ever be made in a read-only store without a root
         if (store$read_only) zarr_abort("not_found", "the store has no root group or array")

@@ -41,6 +41,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_ref, 11),
     CALLDEF(ffi_store_ref_options, 2),
     CALLDEF(ffi_store_copy, 5),
+    CALLDEF(ffi_store_erase, 2),
     CALLDEF(ffi_progress_begin, 2),
     CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};

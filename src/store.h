@@ -119,5 +119,6 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
                    SEXP t_key, SEXP t_err, SEXP stores, SEXP opts);
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads);
+SEXP ffi_store_erase(SEXP ptr, SEXP keys);
 
 #endif
