@@ -204,6 +204,7 @@ zarr_array <- R6::R6Class("zarr_array",
       }
       private$check_usable()
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only", array = self$path)
+      recover_structure(self, private) # what an interrupted change left, first
       old <- private$.shape
       nd <- length(old)
       if (!nd) zarr_abort("argument", "a 0-d array cannot be resized", array = self$path)
@@ -241,6 +242,7 @@ zarr_array <- R6::R6Class("zarr_array",
     #' @return Self, invisibly.
     append = function(x, along = length(self$shape)) {
       private$check_usable()
+      if (!private$.store$read_only) recover_structure(self, private) # what an interrupted change left, first
       shape <- private$.shape
       nd <- length(shape)
       if (!nd) zarr_abort("argument", "cannot append to a 0-d array", array = self$path)

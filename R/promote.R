@@ -33,6 +33,7 @@ promote_array <- function(arr, priv, dimension, length) {
   store <- priv$.store
   path <- arr$path
   if (store$read_only) zarr_abort("read_only", "the store is read-only", array = path)
+  recover_structure(arr, priv) # what an interrupted change left, first
   m <- priv$.metadata
   if (any(vapply(m[["codecs"]], function(cd) identical(if (is.list(cd)) cd[["name"]] else cd, "sharding_indexed"), TRUE)))
     zarr_abort("unsupported", "sharded arrays cannot be promoted", array = path)

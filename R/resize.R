@@ -9,18 +9,19 @@
 #   staging keys (<prefix>__zarr_stage.<n>); values of an append are written
 #   past the old edge. Nothing the old state reads changes.
 # - the commit: the new metadata document (one atomic write). When chunks
-#   were staged, the journal first says "commit" and the document carries a
-#   marker (pending_field, with "must_understand": true) until they are at
-#   their new keys: this package finishes the change when it opens such an
-#   array (or refuses to read it from a read-only store), and other readers
-#   that follow the specification refuse it.
+#   were staged, the document carries a marker (pending_field, with
+#   "must_understand": true) until they are at their new keys: this package
+#   finishes the change when it opens such an array (or refuses to read it
+#   from a read-only store), and other readers that follow the Zarr v3
+#   specification refuse it.
 # - after the commit: old keys erased, staged chunks copied to their new keys,
-#   the clean metadata written, chunks past the new edges erased or cleared,
+#   chunks past the new edges erased or cleared, the clean metadata written,
 #   the staging keys and the journal erased.
-# An uncommitted journal costs nothing to readers (what it left is never
-# read); the next structural change of the array, a failure in the same
-# session, or opening a marked array, finishes it (committed) or undoes it.
-# Every step can be repeated.
+# Whether a journal found was committed is read from the metadata: marked,
+# or (nothing staged) the new shape. An uncommitted journal costs readers
+# nothing (what it left is never read); the next structural change of the
+# array, a failure in the same session, or opening a marked array, finishes
+# it (committed) or undoes it. Every step can be repeated.
 
 pending_field <- "zarr_r_pending_move"
 
@@ -67,7 +68,7 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
   to <- to[moving]
   staged <- length(from) > 0L && !direct
   new_shape <- check_shape(meta[["shape"]], "shape")
-  j <- list(format = 1L, operation = operation, state = "prepare",
+  j <- list(format = 1L, operation = operation,
             old_shape = json_array(priv$.shape), new_shape = json_array(new_shape),
             metadata = json_prepare_metadata(meta),
             from = json_array(from), to = json_array(to),
@@ -76,7 +77,6 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
             clip = json_array(as.integer(clip)), had = json_array(had %||% new_shape),
             undo_clip = json_array(as.integer(undo_clip)))
   key <- journal_key(prefix)
-  recover_structure(arr, priv)
   old_meta <- priv$.metadata
   write_journal(store, key, j)
   done <- FALSE
@@ -88,8 +88,6 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
     before_commit()
   }
   if (staged) {
-    j$state <- "commit"
-    write_journal(store, key, j)
     priv$.metadata <- meta
     priv$.metadata[[pending_field]] <- list(must_understand = TRUE, journal = "__zarr_journal.json")
     priv$metadata_changed()
@@ -105,15 +103,16 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
 # refuses to be used until the array is opened again.
 structural_failed <- function(arr, priv, old_meta) {
   priv$.metadata <- old_meta
+  fail <- function(e) {
+    priv$.problem <- structure(class = c("zarr_error_interrupted", "zarr_error", "error", "condition"),
+      list(message = sprintf("a resize, append or promote of array '%s' was interrupted and could not be completed (%s); open the store again to finish it",
+                             arr$path, conditionMessage(e)), call = NULL,
+           kind = "interrupted", array = arr$path, key = NULL))
+  }
   tryCatch({
     priv$metadata_changed()
     recover_structure(arr, priv)
-  }, error = function(e) {
-    priv$.problem <- structure(class = c("zarr_error_interrupted", "zarr_error", "error", "condition"),
-      list(message = sprintf("a %s of array '%s' was interrupted and could not be completed (%s); open the store again to finish it",
-                             "structural change", arr$path, conditionMessage(e)), call = NULL,
-           kind = "interrupted", array = arr$path, key = NULL))
-  })
+  }, error = fail, interrupt = fail)
 }
 
 # A structural change left unfinished by an interrupted call: finished when
@@ -140,7 +139,11 @@ recover_structure <- function(arr, priv) {
   cur <- store$get_metadata(arr$prefix)
   cur_shape <- if (is.list(cur)) json_vec(cur[["shape"]], numeric())
   new_shape <- json_vec(j[["new_shape"]], numeric())
-  committed <- identical(j[["state"]], "commit") || marked || (is.list(cur) && !is.null(cur[[pending_field]])) ||
+  # committed: the metadata is marked (staged moves) or has the new shape
+  # (the shape changes whenever nothing is staged); a staged change whose
+  # metadata is not marked is undone, which after its end erases only the
+  # staging keys
+  committed <- marked || (is.list(cur) && !is.null(cur[[pending_field]])) ||
     (!staged && identical(cur_shape, new_shape) && !identical(new_shape, json_vec(j[["old_shape"]], numeric())))
   if (committed) finish_structure(arr, priv, j) else undo_structure(arr, priv, j)
   invisible()
@@ -151,14 +154,20 @@ finish_structure <- function(arr, priv, j) {
   priv$.metadata <- node_metadata(j[["metadata"]])
   priv$metadata_changed()
   staging <- json_vec(j[["staging"]])
+  clip <- function() clear_past_edge(arr, json_vec(j[["clip"]], numeric()), json_vec(j[["had"]], numeric()),
+                                     trim = isTRUE(j[["trim"]]), limit = json_vec(j[["old_shape"]], numeric()))
   if (length(staging)) {
+    # everything but erasing the staging keys before the clean metadata
+    # (the end of the marked state): undoing after that erases only them
     store_erase_keys(store, json_vec(j[["erase"]]))
     store_copy_keys(store, staging, json_vec(j[["to"]]))
+    clip()
+    priv$write_metadata(FALSE)
+  } else {
+    priv$write_metadata(FALSE)
+    store_erase_keys(store, json_vec(j[["erase"]]))
+    clip()
   }
-  priv$write_metadata(FALSE)
-  if (!length(staging)) store_erase_keys(store, json_vec(j[["erase"]]))
-  clear_past_edge(arr, json_vec(j[["clip"]], numeric()), json_vec(j[["had"]], numeric()),
-                  trim = isTRUE(j[["trim"]]), limit = json_vec(j[["old_shape"]], numeric()))
   store_erase_keys(store, c(staging, journal_key(arr$prefix)))
 }
 
