@@ -237,6 +237,10 @@ zarr_group <- R6::R6Class("zarr_group",
     },
 
     #' @description Delete a child array, or a child group that is empty.
+    #'   The node vanishes in one step (its entry in the consolidated
+    #'   metadata, then its metadata document, go first); its chunks are
+    #'   erased after that. Chunks an interrupted deletion left behind are
+    #'   never read, and are erased when a node of the same name is created.
     #' @param name The name of a child, or the path of a node below this
     #'   group ("a/x"; a path starting with "/" starts at the root).
     #' @return Self, invisibly.
@@ -271,7 +275,8 @@ zarr_group <- R6::R6Class("zarr_group",
     },
 
     #' @description Delete everything below this group, including its
-    #'   attributes.
+    #'   attributes. The nodes below vanish first (their consolidated
+    #'   entries, then their metadata documents), the group stays.
     #' @return Self, invisibly.
     delete_all = function() {
       store <- private$.store

@@ -160,7 +160,12 @@ zarr <- R6::R6Class("zarr",
     #'   without decoding (only their keys change between formats), many at
     #'   a time; a progress bar shows when the copy takes more than a couple
     #'   of seconds (see `zarr.progress` in [zarr-options]). Consolidated
-    #'   metadata is not copied.
+    #'   metadata is not copied. Each array's metadata is written after its
+    #'   chunks and the root's document last, with a key
+    #'   `__zarr_saving.json` at the destination's root meanwhile: a copy
+    #'   that was interrupted has no root, and opening it is an error of
+    #'   class `zarr_error_incomplete` (or finds no hierarchy); delete it and
+    #'   save again.
     #' @param location Where to save: the path of a directory that does not
     #'   exist or is empty (or a "file://" URI), an `s3://bucket/prefix`
     #'   location that holds no keys, or a writable [zarr_store] (or [zarr]

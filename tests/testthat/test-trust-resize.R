@@ -293,3 +293,21 @@ test_that("an interrupted save_to() does not open as a complete copy", {
   expect_whole_copy(zarr$new(s))
   expect_false(any(grepl("__zarr", s$keys)))
 })
+
+test_that("on S3 the same changes leave no journal or staging key behind", {
+  skip_on_cran()
+  s3 <- s3_server()
+  cases <- atomic_cases()
+  for (name in c("shrink", "low_grow", "low_shrink", "append", "promote")) {
+    store <- s3$store(prefix = paste0("atomic/", name))
+    a <- atomic_fixture(store, separator = "/")
+    cases[[name]]$op(a)
+    expect_identical(read_all(a), cases[[name]]$new, info = name)
+    a2 <- zarr$new(s3$store(prefix = paste0("atomic/", name)))[["/a"]]
+    expect_identical(read_all(a2), cases[[name]]$new, info = name)
+    expect_false(any(grepl("__zarr_", store$list_prefix(""))), info = name)
+  }
+  z <- zarr$new(s3$store(prefix = "atomic/append"))
+  z[["/"]]$delete("a")
+  expect_length(z$store$list_prefix("a/"), 0L)
+})
