@@ -349,10 +349,13 @@ node_documents <- c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 # nodes below it instead): the documents that make a node exist go first, so
 # each node vanishes in one step.
 erase_node_documents <- function(store, prefix, below = FALSE) {
-  keys <- store$list_prefix(prefix)
-  docs <- keys[basename(keys) %in% node_documents]
-  own <- dirname(docs) == sub("/$", "", if (nzchar(prefix)) prefix else ".")
-  docs <- docs[if (below) !own else own]
+  if (below) {
+    keys <- store$list_prefix(prefix)
+    docs <- keys[basename(keys) %in% node_documents]
+    docs <- docs[dirname(docs) != sub("/$", "", if (nzchar(prefix)) prefix else ".")]
+  } else {
+    docs <- paste0(prefix, node_documents)
+  }
   defining <- basename(docs) %in% c("zarr.json", ".zarray", ".zgroup")
   store_erase_keys(store, c(docs[defining], docs[!defining]))
 }

@@ -293,7 +293,7 @@ resize_array <- function(arr, priv, new_shape, shift) {
   trim <- all(shift == 0)
   if (!trim) {
     st <- stored_chunks(arr)
-    new_grid <- if (is.null(p$chunk_edges)) ceiling(new_shape / chunk) else lengths(p$chunk_edges)
+    new_grid <- if (is.null(p[["chunk_edges"]])) ceiling(new_shape / chunk) else lengths(p[["chunk_edges"]])
     dest <- st$coords + rep(shift, each = nrow(st$coords))
     inside <- rowSums(dest < 0 | dest >= rep(new_grid, each = nrow(dest))) == 0
     from <- st$keys[inside]
