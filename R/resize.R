@@ -41,7 +41,17 @@ store_copy_keys <- function(store, from, to) {
   invisible()
 }
 
-write_journal <- function(store, key, j) store$set(key, charToRaw(json_write(j, pretty = FALSE)))
+# The journal: key lists can be long, so it is written by jsonlite (the
+# new metadata inside it as the exact text of its document).
+write_journal <- function(store, key, j) {
+  store$set(key, charToRaw(enc2utf8(as.character(jsonlite::toJSON(j, auto_unbox = TRUE, digits = NA)))))
+}
+read_journal <- function(raw, key) {
+  j <- json_parse(raw, "journal", key = key)
+  if (!is.list(j) || !is.character(j[["metadata"]]))
+    zarr_abort("metadata", "the journal of an interrupted change cannot be read", key = key)
+  j
+}
 
 # A character or numeric vector from a parsed JSON array (NULL: empty).
 json_vec <- function(x, type = character()) {
@@ -68,14 +78,12 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
   to <- to[moving]
   staged <- length(from) > 0L && !direct
   new_shape <- check_shape(meta[["shape"]], "shape")
-  j <- list(format = 1L, operation = operation,
-            old_shape = json_array(priv$.shape), new_shape = json_array(new_shape),
-            metadata = json_prepare_metadata(meta),
-            from = json_array(from), to = json_array(to),
-            staging = json_array(if (staged) paste0(prefix, "__zarr_stage.", seq_along(from)) else character()),
-            erase = json_array(setdiff(erase, to)), trim = isTRUE(trim),
-            clip = json_array(as.integer(clip)), had = json_array(had %||% new_shape),
-            undo_clip = json_array(as.integer(undo_clip)))
+  j <- list(format = 1L, operation = operation, old_shape = I(as.numeric(priv$.shape)), new_shape = I(new_shape),
+            metadata = json_write(json_prepare_metadata(meta), pretty = FALSE),
+            from = I(from), to = I(to),
+            staging = I(if (staged) paste0(prefix, "__zarr_stage.", seq_along(from)) else character()),
+            erase = I(setdiff(erase, to)), trim = isTRUE(trim),
+            clip = I(as.integer(clip)), had = I(as.numeric(had %||% new_shape)), undo_clip = I(as.integer(undo_clip)))
   key <- journal_key(prefix)
   old_meta <- priv$.metadata
   write_journal(store, key, j)
@@ -93,7 +101,7 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
     priv$metadata_changed()
     priv$write_metadata(FALSE)
   }
-  finish_structure(arr, priv, json_parse(json_write(j, pretty = FALSE), "journal", key = key))
+  finish_structure(arr, priv, j)
   done <- TRUE
   invisible()
 }
@@ -134,7 +142,7 @@ recover_structure <- function(arr, priv) {
                            array = arr$path)
     return(invisible())
   }
-  j <- json_parse(raw, "journal", key = key)
+  j <- read_journal(raw, key)
   staged <- length(j[["staging"]]) > 0L
   cur <- store$get_metadata(arr$prefix)
   cur_shape <- if (is.list(cur)) json_vec(cur[["shape"]], numeric())
@@ -151,7 +159,7 @@ recover_structure <- function(arr, priv) {
 
 finish_structure <- function(arr, priv, j) {
   store <- priv$.store
-  priv$.metadata <- node_metadata(j[["metadata"]])
+  priv$.metadata <- node_metadata(json_parse(j[["metadata"]], "journal", array = arr$path))
   priv$metadata_changed()
   staging <- json_vec(j[["staging"]])
   clip <- function() clear_past_edge(arr, json_vec(j[["clip"]], numeric()), json_vec(j[["had"]], numeric()),
@@ -325,14 +333,16 @@ move_chunks <- function(arr, priv, meta, from, to, operation) {
   moving <- from != to
   # copied straight to their new keys when none of those is an old key or
   # in the way of one (a file where a directory must go, with "/" keys)
-  ancestors <- function(k) {
-    out <- character()
+  n <- nchar(arr$prefix)
+  with_ancestors <- function(k) {
+    k <- substring(k, n + 1L)
+    out <- k
     while (length(k <- k[grepl("/", k, fixed = TRUE)])) {
       k <- sub("/[^/]*$", "", k)
       out <- c(out, k)
     }
     out
   }
-  direct <- !length(intersect(c(to[moving], ancestors(to[moving])), c(from, ancestors(from))))
+  direct <- !length(intersect(with_ancestors(to[moving]), with_ancestors(from)))
   structural_change(arr, priv, operation, meta, from, to, erase = setdiff(from, to), direct = direct)
 }
