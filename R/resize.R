@@ -112,10 +112,9 @@ structural_change <- function(arr, priv, operation, meta, from = character(), to
 structural_failed <- function(arr, priv, old_meta) {
   priv$.metadata <- old_meta
   fail <- function(e) {
-    priv$.problem <- structure(class = c("zarr_error_interrupted", "zarr_error", "error", "condition"),
-      list(message = sprintf("a resize, append or promote of array '%s' was interrupted and could not be completed (%s); open the store again to finish it",
-                             arr$path, conditionMessage(e)), call = NULL,
-           kind = "interrupted", array = arr$path, key = NULL))
+    priv$.problem <- tryCatch(zarr_abort("interrupted", sprintf(
+      "a resize, append or promote was interrupted and could not be completed (%s); open the store again to finish it",
+      conditionMessage(e)), array = arr$path), zarr_error = function(cond) cond)
   }
   tryCatch({
     priv$metadata_changed()
@@ -153,7 +152,10 @@ recover_structure <- function(arr, priv) {
   # staging keys
   committed <- marked || (is.list(cur) && !is.null(cur[[pending_field]])) ||
     (!staged && identical(cur_shape, new_shape) && !identical(new_shape, json_vec(j[["old_shape"]], numeric())))
-  if (committed) finish_structure(arr, priv, j) else undo_structure(arr, priv, j)
+  if (!is.list(cur)) # the array was deleted since: only what the change added goes
+    store_erase_keys(store, c(json_vec(j[["staging"]]), if (!staged) json_vec(j[["to"]]), key))
+  else if (committed) finish_structure(arr, priv, j)
+  else undo_structure(arr, priv, j)
   invisible()
 }
 
