@@ -57,6 +57,12 @@ zarr_array <- R6::R6Class("zarr_array",
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
+      # a resize or promote interrupted while its chunks moved
+      if (is.null(private$.problem) && is.list(private$.metadata) && !is.null(private$.metadata[[pending_field]]))
+        private$.problem <- tryCatch({
+          recover_structure(self, private)
+          NULL
+        }, error = function(e) e)
       # a node whose metadata could not be read (broken_node()) keeps its error
       if (!is.null(attr(metadata, "zarr_problem"))) private$.problem <- attr(metadata, "zarr_problem")
       if (missing(store) && !is.null(parent) && !node_opening()) {
@@ -187,16 +193,36 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   new edge (found by listing the store, or by trying each key when it
     #'   cannot list) and sets the elements of the chunks cut by the new edge
     #'   that fall past it to the fill value, so that growing the array
-    #'   again shows fill values there. The metadata (and the consolidated
-    #'   copy, if there is one) are written once, after the chunks. Only one
-    #'   process may resize an array at a time, and not while others write it.
+    #'   again shows fill values there. A rectilinear chunk grid keeps its
+    #'   chunk lengths; growing past them adds chunks of its last length.
     #'
     #'   Give either `new_shape`, or the changes at either end of each
     #'   dimension as `low` and `high`, as `resize(low, high)` of CRAN's
     #'   zarr 1.0.0 does (two unnamed arguments are taken in that order): `high` grows (positive) or shrinks (negative) the
     #'   end of a dimension, and `low` its start, by whole chunks only
-    #'   (rounded outward when growing, toward zero when shrinking): the
-    #'   stored chunks are moved in the store without being decoded.
+    #'   (rounded outward when growing, toward zero when shrinking; not for
+    #'   rectilinear grids): the stored chunks are moved in the store
+    #'   without being decoded.
+    #'
+    #'   Safe from interruption: a resize, `append()` or `promote()` that
+    #'   stops at any point (an error, a failed write, Ctrl-C, the process
+    #'   killed) leaves the array reading its old or its new state. A journal
+    #'   (`__zarr_journal.json` beside the chunks) is written first; chunks
+    #'   that move are copied to keys the old state never reads; the new
+    #'   metadata document, one atomic write, is the commit; then the old
+    #'   chunks are removed. When moved chunks still sit at staging keys,
+    #'   the metadata carries a field marked `"must_understand": true`:
+    #'   opening the array writable finishes the change, a read-only opening
+    #'   refuses to read it (class `zarr_error_interrupted`), and other Zarr
+    #'   v3 readers should refuse it too (Zarr v2 readers do not know the
+    #'   field). Anything else an interrupted change left is never read, and
+    #'   is finished or undone by the next resize, `append()` or `promote()`
+    #'   of the array. This holds for local, memory and S3 stores (each
+    #'   write there replaces a whole value atomically). Another process
+    #'   opening the array while the change runs reads the old state, the
+    #'   new one, or (while moved chunks are put in place) gets that error
+    #'   when read-only; only one process may change an array's structure at
+    #'   a time, and no other may open it writable meanwhile.
     #' @param new_shape The new shape, one non-negative extent per dimension.
     #' @param low,high Integer vectors, one element per dimension, instead of
     #'   `new_shape`: the change at the start and at the end of each
@@ -212,6 +238,7 @@ zarr_array <- R6::R6Class("zarr_array",
       }
       private$check_usable()
       if (private$.store$read_only) zarr_abort("read_only", "the store is read-only", array = self$path)
+      recover_structure(self, private) # what an interrupted change left, first
       old <- private$.shape
       nd <- length(old)
       if (!nd) zarr_abort("argument", "a 0-d array cannot be resized", array = self$path)
@@ -235,21 +262,16 @@ zarr_array <- R6::R6Class("zarr_array",
         if (any(new_shape < 0))
           zarr_abort("argument", "the new shape would have a negative extent", array = self$path)
       }
-      if (identical(new_shape, as.numeric(old))) return(invisible(self))
-      m <- private$.metadata
-      m[["shape"]] <- json_array(new_shape)
-      parse_array_metadata(m, self$path) # within the engine's limits, before any chunk changes
-      resize_chunks(self, new_shape, shift)
-      private$.metadata <- m
-      private$metadata_changed()
-      resize_clip(self, old, shift)
-      private$write_metadata(FALSE)
+      resize_array(self, private, new_shape, shift)
       invisible(self)
     },
 
-    #' @description Append data along one dimension: the array grows by the
-    #'   extent of `x` along `along`, then `x` is written there. One process
-    #'   appends (the metadata change is not safe from several at once).
+    #' @description Append data along one dimension: `x` is written past
+    #'   the array's edge along `along`, where the current shape does not
+    #'   reach, then the new shape is committed: interrupted, the array reads
+    #'   its old shape and values, or the new ones (see `resize()`). One
+    #'   process appends (the metadata change is not safe from several at
+    #'   once).
     #' @param x An R vector, matrix or array whose extents equal the array's
     #'   along every other dimension; with one dimension fewer than the
     #'   array, it is one slice.
@@ -257,6 +279,7 @@ zarr_array <- R6::R6Class("zarr_array",
     #' @return Self, invisibly.
     append = function(x, along = length(self$shape)) {
       private$check_usable()
+      if (!private$.store$read_only) recover_structure(self, private) # what an interrupted change left, first
       shape <- private$.shape
       nd <- length(shape)
       if (!nd) zarr_abort("argument", "cannot append to a 0-d array", array = self$path)
@@ -273,10 +296,8 @@ zarr_array <- R6::R6Class("zarr_array",
       n <- shape[along]
       new_shape <- as.numeric(shape)
       new_shape[along] <- n + d[along]
-      self$resize(new_shape)
-      sel <- vector("list", nd)
-      sel[[along]] <- seq(n + 1, n + d[along])
-      self$write(x, sel)
+      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only", array = self$path)
+      append_array(self, private, x, along, new_shape)
       invisible(self)
     },
     # ---- CRAN zarr 1.0.0 additions: details(), promote(), raw_read, flush() ----
@@ -308,8 +329,9 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   index 1 of the new dimension; when `length` is more than 1, the other
     #'   positions along it read as the fill value. The new dimension has
     #'   chunks of length 1, so the stored chunks are only renamed, never
-    #'   decoded or rewritten. Sharded arrays cannot be promoted. Dimension
-    #'   names get `NA` for the new dimension.
+    #'   decoded or rewritten, and safe from interruption as `resize()` is.
+    #'   Sharded arrays cannot be promoted. Dimension names get `NA` for the
+    #'   new dimension.
     #' @param dimension Where the new dimension goes in the new shape (1-based):
     #'   1 puts it first, the array's rank + 1 last.
     #' @param length The extent of the new dimension (default 1).

@@ -239,6 +239,10 @@ zarr_group <- R6::R6Class("zarr_group",
     },
 
     #' @description Delete a child array, or a child group that is empty.
+    #'   The node vanishes in one step (its entry in the consolidated
+    #'   metadata, then its metadata document, go first); its chunks are
+    #'   erased after that. Chunks an interrupted deletion left behind are
+    #'   never read, and are erased when a node of the same name is created.
     #' @param name The name of a child, or the path of a node below this
     #'   group ("a/x"; a path starting with "/" starts at the root).
     #' @return Self, invisibly.
@@ -261,27 +265,41 @@ zarr_group <- R6::R6Class("zarr_group",
         zarr_abort("not_empty", sprintf("group '%s' is not empty", node$path))
       store <- private$.store
       if (store$read_only) zarr_abort("read_only", "the store is read-only")
+      # the node vanishes at once (from the consolidated copy, then its own
+      # document); an interruption after that leaves only chunks that no
+      # node reads (a new node there erases them)
+      update_consolidated(node, removed = TRUE)
+      erase_node_documents(store, node$prefix)
       store$erase_prefix(node$prefix)
       store$erase(sub("/$", "", node$prefix))
-      update_consolidated(node, removed = TRUE)
       private$.children[[name]] <- NULL
       invisible(self)
     },
 
     #' @description Delete everything below this group, including its
-    #'   attributes.
+    #'   attributes. The nodes below vanish first (their consolidated
+    #'   entries, then their metadata documents), the group stays.
     #' @return Self, invisibly.
     delete_all = function() {
       store <- private$.store
       if (store$read_only) zarr_abort("read_only", "the store is read-only")
-      store$erase_prefix(self$prefix)
+      prefix <- self$prefix
+      # every node below vanishes at once (from the consolidated copy, then
+      # their documents), this group staying; then what they leave is erased
+      update_consolidated(self, below = TRUE)
+      if (prefix %in% store$linked_prefixes(prefix)) {
+        store$erase_prefix(prefix) # the link only, replaced by a folder of its own
+      } else {
+        erase_node_documents(store, prefix, below = TRUE)
+        for (k in setdiff(store$list_dir(prefix), node_documents)) {
+          store$erase_prefix(paste0(prefix, k, "/"))
+          store$erase(paste0(prefix, k))
+        }
+      }
       private$.metadata <- list(zarr_format = private$.metadata[["zarr_format"]] %||% 3L,
                                 node_type = "group", attributes = named_list())
       private$.children <- list()
       private$.built <- TRUE
-      # the consolidated copy loses everything below, then gets this group's
-      # new document (written once, by save())
-      drop_consolidated_below(self)
       self$save()
       invisible(self)
     }
@@ -332,6 +350,26 @@ zarr_group <- R6::R6Class("zarr_group",
 )
 
 node_documents <- c("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
+
+# Erase the metadata documents of the node at `prefix` (with `below`, of the
+# nodes below it instead): the documents that make a node exist go first, so
+# each node vanishes in one step.
+# Documents behind a link to a folder elsewhere are not this store's to erase:
+# the link goes (with erase_prefix()), what it points to stays.
+erase_node_documents <- function(store, prefix, below = FALSE) {
+  links <- store$linked_prefixes(prefix)
+  if (prefix %in% links) return(invisible())
+  if (below) {
+    keys <- store$list_prefix(prefix)
+    docs <- keys[basename(keys) %in% node_documents]
+    docs <- docs[dirname(docs) != sub("/$", "", if (nzchar(prefix)) prefix else ".")]
+    for (l in links) docs <- docs[!startsWith(docs, l)]
+  } else {
+    docs <- paste0(prefix, node_documents)
+  }
+  defining <- basename(docs) %in% c("zarr.json", ".zarray", ".zgroup")
+  store_erase_keys(store, c(docs[defining], docs[!defining]))
+}
 
 # A tree drawing of the hierarchy, one line per node.
 tree_lines <- function(node, lead = "", last = TRUE, top = TRUE) {

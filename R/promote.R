@@ -33,8 +33,9 @@ promote_array <- function(arr, priv, dimension, length) {
   store <- priv$.store
   path <- arr$path
   if (store$read_only) zarr_abort("read_only", "the store is read-only", array = path)
+  recover_structure(arr, priv) # what an interrupted change left, first
   m <- priv$.metadata
-  if (any(vapply(m[["codecs"]], function(cd) identical(cd[["name"]] %||% cd, "sharding_indexed"), TRUE)))
+  if (any(vapply(m[["codecs"]], function(cd) identical(if (is.list(cd)) cd[["name"]] else cd, "sharding_indexed"), TRUE)))
     zarr_abort("unsupported", "sharded arrays cannot be promoted", array = path)
   shape <- priv$.shape
   r <- base::length(shape)
@@ -51,7 +52,15 @@ promote_array <- function(arr, priv, dimension, length) {
   new_chunk <- append(as.numeric(chunk), 1, after = k)
   as_field <- function(old, v) if (is.list(old)) as.list(v) else v
   m[["shape"]] <- as_field(m[["shape"]], new_shape)
-  m[["chunk_grid"]][["configuration"]][["chunk_shape"]] <- as_field(m[["chunk_grid"]][["configuration"]][["chunk_shape"]], new_chunk)
+  cfg <- m[["chunk_grid"]][["configuration"]]
+  if (identical(m[["chunk_grid"]][["name"]], "rectilinear")) {
+    cs <- cfg[["chunk_shapes"]]
+    if (!is.list(cs)) cs <- as.list(cs)
+    cfg[["chunk_shapes"]] <- append(cs, list(1), after = k)
+  } else {
+    cfg[["chunk_shape"]] <- as_field(cfg[["chunk_shape"]], new_chunk)
+  }
+  m[["chunk_grid"]][["configuration"]] <- cfg
   m[["codecs"]] <- lapply(m[["codecs"]], function(cd) {
     if (!is.list(cd) || !identical(cd[["name"]], "transpose")) return(cd)
     old <- as.numeric(unlist(cd[["configuration"]][["order"]]))
@@ -76,9 +85,6 @@ promote_array <- function(arr, priv, dimension, length) {
   new_coords <- if (r) cbind(coords[, seq_len(k), drop = FALSE], 0, coords[, k + seq_len(r - k), drop = FALSE])
     else matrix(0, nrow(coords), 1L)
   new_keys <- chunk_key_of(prefix, enc, new_coords)
-  move_chunks(store, old$keys, new_keys, prefix)
-  priv$.metadata <- m
-  priv$write_metadata(FALSE)
-  priv$metadata_changed()
+  move_chunks(arr, priv, m, old$keys, new_keys, "promote")
   invisible(arr)
 }

@@ -128,14 +128,19 @@ save_zarr_to <- function(z, location, verbose = FALSE, format = 3L) {
   dst <- save_destination(location)
   say <- if (isTRUE(verbose)) function(...) message(sprintf(...)) else function(...) NULL
 
-  # groups first, parents before children
+  # An interrupted copy must not open as a whole one: each array's metadata
+  # is written after its chunks, the root's document last, and a marker
+  # (save_marker) says until then that the copy is incomplete.
+  dst$set(save_marker, charToRaw(json_write(list(operation = "save_to", source = z$root$path), pretty = FALSE)))
   depth <- vapply(groups, function(g) if (g$path == "/") 0L else lengths(strsplit(g$path, "/", fixed = TRUE)), 0L)
-  for (g in groups[order(depth)]) {
+  groups <- groups[order(depth)]
+  group_doc <- function(g) {
     say("group %s", g$path)
     dst$set_metadata(node_prefix(g$path),
                      list(zarr_format = format, node_type = "group",
                           attributes = g$metadata[["attributes"]] %||% named_list()))
   }
+  for (g in groups) if (g$path != "/") group_doc(g)
   # how many chunks there are to copy, for the progress bar (at most that
   # many: without listing, missing chunks are counted too)
   total <- sum(vapply(plan, function(p) prod(metadata_keys_layout(p$src_meta)$grid), 0))
@@ -147,16 +152,16 @@ save_zarr_to <- function(z, location, verbose = FALSE, format = 3L) {
   }
   for (p in plan) {
     a <- p$node
-    meta <- if (p$verbatim) {
-      dst$set_metadata(node_prefix(a$path), p$meta)
-      p$meta
-    } else {
-      parent <- if (is.null(a$parent)) "/" else a$parent$path
-      tryCatch(dst$create_array(parent, a$name, p$meta), zarr_error = function(e) fail_for_array(e, a$path))
-    }
+    meta <- if (p$verbatim) p$meta else store_key_encoding(dst, p$meta)
     n <- copy_array_chunks(a$store, a$path, p$src_meta, dst, meta, tick)
+    tryCatch(dst$set_metadata(node_prefix(a$path), meta), zarr_error = function(e) fail_for_array(e, a$path))
     say("array %s: %s chunk(s)%s", a$path, format(n), if (p$verbatim) " (copied as it is)" else "")
   }
+  for (g in groups) if (g$path == "/") group_doc(g)
+  dst$erase(save_marker)
   bar(NULL)
   invisible(dst)
 }
+
+# The key at the root of a save_to() destination while the copy is under way.
+save_marker <- "__zarr_saving.json"

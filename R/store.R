@@ -86,6 +86,14 @@ zarr_store <- R6::R6Class("zarr_store",
       invisible(self)
     },
 
+    #' @description The prefixes at or below `prefix` that are links to
+    #'   folders elsewhere (a local store's symbolic links): deleting a node
+    #'   removes such a link, never what it points to. Stores without links
+    #'   have none.
+    #' @param prefix The prefix.
+    #' @return A character vector of prefixes ending in "/".
+    linked_prefixes = function(prefix) character(),
+
     #' @description Whether a key exists.
     #' @param key The key.
     #' @return `TRUE` or `FALSE`.
@@ -227,15 +235,7 @@ zarr_store <- R6::R6Class("zarr_store",
       }
       prefix <- private$new_node_prefix(parent, name)
       p <- parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
-      if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
-        if (!identical(metadata[["chunk_key_encoding"]][["name"]], "v2"))
-          metadata[["chunk_key_encoding"]] <- list(name = "v2", configuration = list(separator = "."))
-      } else {
-        enc <- metadata[["chunk_key_encoding"]]
-        sep <- enc[["configuration"]][["separator"]]
-        if (is.null(enc) || !(identical(sep, "/") || identical(sep, ".")))
-          metadata[["chunk_key_encoding"]] <- list(name = "default", configuration = list(separator = self$separator))
-      }
+      metadata <- store_key_encoding(self, metadata)
       self$set_metadata(prefix, metadata)
       p$key_encoding <- array_key_encoding(metadata)
       remember_parsed(metadata, p)
@@ -306,10 +306,35 @@ zarr_store <- R6::R6Class("zarr_store",
       prefix <- paste0(node_prefix(parent), name, "/")
       if (!is.null(self$get_metadata(prefix)))
         zarr_abort("exists", sprintf("a node already exists at '%s'", prefix_path(prefix)))
+      # chunks of a node whose deletion was interrupted (its metadata went
+      # first) must not become the new node's data
+      if (self$supports_listing) store_erase_keys(self, leftover_chunk_keys(self$list_prefix(prefix), prefix))
       prefix
     }
   )
 )
+
+# The chunk key encoding an array gets in a store: v2 keys for a v2 array,
+# else the one its metadata names, or the store's default separator.
+store_key_encoding <- function(store, metadata) {
+  if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
+    if (!identical(metadata[["chunk_key_encoding"]][["name"]], "v2"))
+      metadata[["chunk_key_encoding"]] <- list(name = "v2", configuration = list(separator = "."))
+  } else {
+    enc <- metadata[["chunk_key_encoding"]]
+    sep <- enc[["configuration"]][["separator"]]
+    if (is.null(enc) || !(identical(sep, "/") || identical(sep, ".")))
+      metadata[["chunk_key_encoding"]] <- list(name = "default", configuration = list(separator = store$separator))
+  }
+  metadata
+}
+
+# Keys below a node prefix that hold chunks (or this package's staging and
+# journal keys) rather than node documents or other files.
+leftover_chunk_keys <- function(keys, prefix) {
+  rel <- substring(keys, nchar(prefix) + 1L)
+  keys[grepl("^(c([./][0-9]+)*|[0-9]+([./][0-9]+)*|__zarr_.*)$", rel)]
+}
 
 # Listing a store whose keys are all known (zip members, references): the
 # keys below a prefix, and the names directly below it.

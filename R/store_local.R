@@ -150,10 +150,23 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       prefix <- node_prefix(prefix)
       dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
       if (!dir.exists(dir)) return(character())
-      out <- sort(.Call(ffi_dir_files, dir))
+      out <- sort(.Call(ffi_dir_files, dir, FALSE))
       out <- out[!grepl("\\.partial$", out)]
       if (!length(out)) return(character())
       paste0(prefix, out)
+    },
+
+    #' @description The prefixes at or below `prefix` whose folders are
+    #'   symbolic links (not followed).
+    #' @param prefix The prefix.
+    #' @return A character vector of prefixes ending in "/".
+    linked_prefixes = function(prefix) {
+      prefix <- node_prefix(prefix)
+      dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
+      if (nzchar(prefix) && is_link(dir)) return(prefix)
+      if (!dir.exists(dir)) return(character())
+      out <- .Call(ffi_dir_files, dir, TRUE)
+      if (length(out)) paste0(prefix, out, "/") else character()
     },
 
     #' @description Store a value (atomically: temporary file, then rename).

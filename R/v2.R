@@ -148,6 +148,7 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
     attributes = attrs
   )
   if (!is.null(dims)) meta[["dimension_names"]] <- dims
+  meta[[pending_field]] <- z[[pending_field]] # a resize under way (R/resize.R)
   meta
 }
 
@@ -203,6 +204,7 @@ v2_from_v3 <- function(meta) {
     filters = if (length(filters)) filters else NULL,
     dimension_separator = meta[["chunk_key_encoding"]][["configuration"]][["separator"]] %||% "."
   )
+  zarray[[pending_field]] <- meta[[pending_field]]
   if (name == "null_terminated_bytes" && is.character(zarray[["fill_value"]]))
     zarray[["fill_value"]] <- jsonlite::base64_enc(charToRaw(zarray[["fill_value"]]))
   list(.zarray = zarray, .zattrs = attrs)

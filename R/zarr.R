@@ -40,8 +40,11 @@ zarr <- R6::R6Class("zarr",
       private$.domain <- default_domain()
       meta <- store$get_metadata("")
       # an implicit root group: nodes directly below a root without metadata
-      if (is.null(meta) && store$supports_listing && !store$is_empty(""))
+      if (is.null(meta) && store$supports_listing && !store$is_empty("")) {
+        if (save_marker %in% store$list_dir(""))
+          zarr_abort("incomplete", "the store holds an interrupted save_to() copy (its root was not written yet): delete it and save again")
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())
+      }
       if (is.null(meta)) {
         # nothing could ever be made in a read-only store without a root
         if (store$read_only) abort_no_root(store)
@@ -164,9 +167,14 @@ zarr <- R6::R6Class("zarr",
     #'   converts a v2 store to v3 or back, saves a memory store to disk or
     #'   makes a local copy of a remote store. Chunks are copied as stored,
     #'   without decoding (only their keys change between formats), many at
-    #'   a time; in interactive sessions a progress bar shows when the copy
-    #'   takes more than a couple of seconds (see `zarr.progress` in
-    #'   [zarr-options]). Consolidated metadata is not copied.
+    #'   a time; in interactive sessions a progress bar shows when the copy takes more than a couple
+    #'   of seconds (see `zarr.progress` in [zarr-options]). Consolidated
+    #'   metadata is not copied. Each array's metadata is written after its
+    #'   chunks and the root's document last, with a key
+    #'   `__zarr_saving.json` at the destination's root meanwhile: a copy
+    #'   that was interrupted has no root, and opening it is an error of
+    #'   class `zarr_error_incomplete` (or finds no hierarchy); delete it and
+    #'   save again.
     #' @param location Where to save: the path of a directory that does not
     #'   exist or is empty (or a "file://" URI), an `s3://bucket/prefix`
     #'   location that holds no keys, or a writable [zarr_store] (or [zarr]

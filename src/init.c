@@ -32,7 +32,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_zip_list, 1),
     CALLDEF(ffi_zip_read, 3),
     CALLDEF(ffi_store_local, 1),
-    CALLDEF(ffi_dir_files, 1),
+    CALLDEF(ffi_dir_files, 2),
     CALLDEF(ffi_store_zip, 2),
     CALLDEF(ffi_store_r, 1),
     CALLDEF(ffi_store_get, 3),
@@ -46,6 +46,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_ref, 11),
     CALLDEF(ffi_store_ref_options, 2),
     CALLDEF(ffi_store_copy, 5),
+    CALLDEF(ffi_store_erase, 2),
     CALLDEF(ffi_progress_begin, 2),
     CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};

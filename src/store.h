@@ -106,7 +106,7 @@ void http_global_init(void);
 
 /* R entry points */
 SEXP ffi_store_local(SEXP root);
-SEXP ffi_dir_files(SEXP dir);
+SEXP ffi_dir_files(SEXP dir, SEXP links);
 SEXP ffi_store_zip(SEXP index, SEXP prefix);
 SEXP ffi_store_r(SEXP env);
 SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);
@@ -121,5 +121,6 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
                    SEXP t_key, SEXP t_err, SEXP stores, SEXP opts);
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads);
+SEXP ffi_store_erase(SEXP ptr, SEXP keys);
 
 #endif

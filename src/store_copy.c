@@ -100,3 +100,18 @@ SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads) {
   if (c.kept == NULL) found = n; /* counted as requests, missing ones included */
   return ScalarReal((double)found);
 }
+
+/* Erase keys of one store, in order, on the calling thread (a store written
+ * in R is called there); a key that does not exist is not an error. */
+SEXP ffi_store_erase(SEXP ptr, SEXP keys) {
+  zstore *s = store_from(ptr);
+  if (s->ops->erase == NULL) zarr_raise(ZE_READ_ONLY, NULL, NULL, "the store is read-only");
+  if (TYPEOF(keys) != STRSXP) zarr_raise(ZE_VALUE, NULL, NULL, "internal: keys must be a character vector");
+  zerr e = {ZE_OK, ""};
+  for (R_xlen_t i = 0; i < XLENGTH(keys); i++) {
+    const char *k = translateCharUTF8(STRING_ELT(keys, i));
+    if (s->ops->erase(s, k, &e)) store_raise(s, &e, NULL, k);
+    if ((i & 255) == 255) R_CheckUserInterrupt();
+  }
+  return R_NilValue;
+}

@@ -225,9 +225,18 @@ SEXP ffi_store_local(SEXP root) {
 typedef struct {
   zbuf out;
   size_t n;
+  int links; /* list the links to directories instead of the files (not followed) */
   dev_t dev[ZARR_MAX_WALK];
   ino_t ino[ZARR_MAX_WALK];
 } walk;
+
+static int walk_record(walk *w, const char *rel, size_t kl, zerr *e) {
+  if (zbuf_reserve(&w->out, w->out.size + kl + 1, e)) return -1;
+  memcpy(w->out.data + w->out.size, rel, kl + 1);
+  w->out.size += kl + 1;
+  w->n++;
+  return 0;
+}
 
 static int walk_dir(walk *w, char *path, size_t plen, size_t top, int depth, zerr *e) {
   DIR *d = opendir(path);
@@ -247,21 +256,22 @@ static int walk_dir(walk *w, char *path, size_t plen, size_t top, int depth, zer
     path[plen] = '/';
     memcpy(path + plen + 1, nm, nl + 1);
     if (stat(path, &st) != 0) continue; /* a broken link */
-    if (S_ISDIR(st.st_mode)) {
+#ifndef _WIN32
+    struct stat lst;
+    int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+#else
+    int is_link = 0;
+#endif
+    if (w->links && is_link && S_ISDIR(st.st_mode)) {
+      rc = walk_record(w, path + top, plen + 1 + nl - top, e);
+    } else if (S_ISDIR(st.st_mode)) {
       int loop = depth + 1 >= ZARR_MAX_WALK;
 #ifndef _WIN32 /* no inode numbers there (nor symbolic links to follow) */
       for (int k = 0; k <= depth && !loop; k++) loop = w->dev[k] == st.st_dev && w->ino[k] == st.st_ino;
 #endif
       if (!loop) rc = walk_dir(w, path, plen + 1 + nl, top, depth + 1, e);
-    } else if (S_ISREG(st.st_mode)) {
-      size_t kl = plen + 1 + nl - top;
-      if (zbuf_reserve(&w->out, w->out.size + kl + 1, e)) {
-        rc = -1;
-      } else {
-        memcpy(w->out.data + w->out.size, path + top, kl + 1);
-        w->out.size += kl + 1;
-        w->n++;
-      }
+    } else if (S_ISREG(st.st_mode) && !w->links) {
+      rc = walk_record(w, path + top, plen + 1 + nl - top, e);
     }
   }
   closedir(d);
@@ -287,7 +297,7 @@ static void walk_free(void *data) {
   free(w);
 }
 
-SEXP ffi_dir_files(SEXP dir) {
+SEXP ffi_dir_files(SEXP dir, SEXP links) {
   const char *top = translateCharUTF8(STRING_ELT(dir, 0));
   size_t tl = strlen(top);
   zerr e = {ZE_OK, ""};
@@ -300,6 +310,7 @@ SEXP ffi_dir_files(SEXP dir) {
                tl + 2 > ZARR_PATH_MAX ? "the directory path is too long" : "out of memory");
   }
   memcpy(path, top, tl + 1);
+  w->links = asLogical(links) == TRUE;
   int rc = walk_dir(w, path, tl, tl + 1, 0, &e);
   free(path);
   if (rc) {
