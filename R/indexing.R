@@ -17,6 +17,9 @@
 #'   missing values read as `NA` (default: the `zarr.fill_as_na` option,
 #'   `TRUE`); a fill value of zero always reads as itself. See
 #'   `zarr.fill_as_na` in [zarr-options].
+#' @param decode Whether to decode the values as the CF conventions say,
+#'   where the array's attributes ask for it (default: the `zarr.decode_cf`
+#'   option, `TRUE`); see `read()` of [zarr_array] and [cf-decoding].
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
 #' @seealso [zarr_array] (its `read()` and `write()` methods), [zarr-options]
@@ -64,32 +67,38 @@ resolved_selection <- function(sel, shape, path) {
 
 #' @rdname array-indexing
 #' @export
-`[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+`[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE),
+                          decode = getOption("zarr.decode_cf", TRUE)) {
   call_args <- as.list(sys.call())[-c(1L, 2L)]
-  call_args <- call_args[!names(call_args) %||% rep("", length(call_args)) %in% c("drop", "fill_as_na")]
+  call_args <- call_args[!names(call_args) %||% rep("", length(call_args)) %in% c("drop", "fill_as_na", "decode")]
   shape <- x$shape
   nd <- length(shape)
-  if (nd == 0L) return(x$read(fill_as_na = fill_as_na))
+  if (nd == 0L) return(x$read(fill_as_na = fill_as_na, decode = decode))
   if (!length(call_args)) call_args <- list(quote(expr = )) # x[fill_as_na = ]: as x[]
   sel <- index_args(nd, call_args, parent.frame(), x$path)
-  if (!is.null(sel$linear)) return(read_linear(x, sel$linear, fill_as_na))
-  out <- x$read(resolved_selection(sel, shape, x$path), fill_as_na = fill_as_na)
-  if (nd > 1L && isTRUE(drop)) out <- drop(out)
+  if (!is.null(sel$linear)) return(read_linear(x, sel$linear, fill_as_na, decode))
+  out <- x$read(resolved_selection(sel, shape, x$path), fill_as_na = fill_as_na, decode = decode)
+  if (nd > 1L && isTRUE(drop) && !inherits(out, "CFTime")) out <- drop(out)
   out
 }
 
-read_linear <- function(x, idx, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+read_linear <- function(x, idx, fill_as_na = getOption("zarr.fill_as_na", TRUE),
+                        decode = getOption("zarr.decode_cf", TRUE)) {
   shape <- x$shape
   n <- prod(shape)
   pos <- sel_indices(resolve_index(idx, n, 1L, x$path)) # 0-based linear positions
-  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")), fill_as_na)[0])
+  if (!length(pos)) return(x$read(lapply(shape, function(s) structure(numeric(), class = "zarr_index")), fill_as_na, decode)[0])
   sub <- arrayInd(pos + 1, shape) # 1-based subscripts per element
   # read the bounding box of the wanted elements once, then pick
   lo <- apply(sub, 2L, min)
   hi <- apply(sub, 2L, max)
-  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)), fill_as_na)
+  box <- x$read(lapply(seq_along(shape), function(d) zarr_range(lo[d] - 1, hi[d] - lo[d] + 1)), fill_as_na, FALSE)
   dim(box) <- hi - lo + 1
-  as.vector(box[sweep(sub, 2L, lo - 1)])
+  out <- box[sweep(sub, 2L, lo - 1)]
+  dim(out) <- NULL
+  # decoded after picking: times and CFtime objects have no dim to pick from
+  enc <- if (isTRUE(decode) && !isTRUE(x$raw_read)) cf_encoding(x$attributes, x$data_type)
+  if (is.null(enc)) out else cf_decode(out, enc)
 }
 
 #' @rdname array-indexing
