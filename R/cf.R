@@ -206,10 +206,13 @@ cf_time <- function(x, u, calendar, d = NULL) {
       return(keep_dim(structure(t / 86400, class = "Date")))
     return(keep_dim(structure(t, class = c("POSIXct", "POSIXt"), tzone = "UTC")))
   }
-  if (requireNamespace("CFtime", quietly = TRUE)) {
+  # CFtime objects are series: arrays of more dimensions (bounds) are strings
+  if ((is.null(d) || length(d) < 2L) && requireNamespace("CFtime", quietly = TRUE)) {
     # CFtime knows days to seconds; finer units are given in seconds
     unit <- if (u$seconds >= 1) u$unit else "seconds"
-    return(CFtime::CFtime(paste(unit, "since", u$origin), calendar, if (u$seconds >= 1) as.double(x) else secs))
+    return(withCallingHandlers(
+      CFtime::CFtime(paste(unit, "since", u$origin), calendar, if (u$seconds >= 1) as.double(x) else secs),
+      warning = function(w) if (grepl("monoton", conditionMessage(w))) invokeRestart("muffleWarning")))
   }
   keep_dim(cf_format_time(t, calendar))
 }
@@ -574,8 +577,10 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
 #'     are decoded from their exact values.
 #'   * "julian", "noleap"/"365_day", "all_leap"/"366_day", "360_day", and
 #'     standard dates before 1582-10-15: a `CFTime` object of the
-#'     \pkg{CFtime} package, or, without that package, ISO 8601 strings
-#'     such as "2001-02-30T00:00:00". No date is moved to another calendar.
+#'     \pkg{CFtime} package for one dimension (a time series), or ISO 8601
+#'     strings such as "2001-02-30T00:00:00" (with the dimensions of the
+#'     array) for arrays of more dimensions (such as time bounds) and
+#'     without that package. No date is moved to another calendar.
 #'   * "none": the numbers, not decoded.
 #'
 #' Units such as "days" without "since" stay numbers (xarray makes them
