@@ -32,8 +32,8 @@ cf_encoding <- function(attrs, dt) {
   if (!has) return(NULL)
   # xarray takes the Zarr fill value as _FillValue; here only one that marks
   # missing values does (a fill value of zero is an ordinary value)
-  if (is.null(enc$fill) && fill_is_missing_marker(dt) && !is.null(dt$fill_value))
-    enc$fill <- suppressWarnings(as.numeric(unlist(dt$fill_value)))
+  if (fill_is_missing_marker(dt) && !is.null(dt$fill_value))
+    enc$fill <- unique(c(enc$fill, suppressWarnings(as.numeric(unlist(dt$fill_value)))))
   enc
 }
 
@@ -417,11 +417,12 @@ as.data.frame.zarr_array <- function(x, row.names = NULL, optional = FALSE, ...)
 #' @export
 #' @examples
 #' z <- create_zarr()
-#' lat <- z$add_array("/", "lat", array_builder(data_type = "float64", shape = 3,
-#'                                              dimension_names = "lat"))
-#' lat$write(c(10, 20, 30))
-#' t2 <- z$add_array("/", "t2m", array_builder(data_type = "int16", shape = c(2, 3),
-#'                                             dimension_names = c("time", "lat")))
+#' b <- define_array("float64", 3)
+#' b$dimension_names <- "lat"
+#' z$root$add_array("lat", b)$write(c(10, 20, 30))
+#' b <- define_array("int16", c(2, 3))
+#' b$dimension_names <- c("time", "lat")
+#' t2 <- z$root$add_array("t2m", b)
 #' t2$write(matrix(1:6, 2))
 #' t2$set_attribute("scale_factor", 0.5)
 #' ds <- zarr_dataset(z)
