@@ -158,7 +158,7 @@ zarr_array <- R6::R6Class("zarr_array",
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      enc <- if (isTRUE(decode) && !isTRUE(self$raw_read)) cf_encoding(self$attributes, private$.dt)
+      enc <- if (isTRUE(decode) && !isTRUE(self$raw_read)) cf_encoding(private$.metadata[["attributes"]], private$.dt)
       if (!is.null(enc)) out <- cf_decode(out, enc)
       if (inherits(out, "CFTime")) out else private$decorate(out)
     },

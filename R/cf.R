@@ -7,6 +7,7 @@
 # The CF encoding of an array, or NULL when its attributes hold none (a raw
 # read is then returned as it is). `dt` is its zarr_data_type.
 cf_encoding <- function(attrs, dt) {
+  if (!length(attrs) || !any(names(attrs) %in% cf_attribute_names)) return(NULL)
   kind <- dtype_kind(dt$data_type)
   if (is.na(kind) || !kind %in% c("i", "u", "f")) return(NULL)
   num <- function(a) {
@@ -36,6 +37,9 @@ cf_encoding <- function(attrs, dt) {
     enc$fill <- unique(c(enc$fill, suppressWarnings(as.numeric(unlist(dt$fill_value)))))
   enc
 }
+
+cf_attribute_names <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "valid_min", "valid_max",
+                        "valid_range", "_Unsigned", "units")
 
 # Decode raw values read from an array (any shape; dim kept).
 cf_decode <- function(x, enc) {
@@ -85,20 +89,20 @@ cf_parse_units <- function(units) {
   m <- regmatches(units, regexec(paste0(
     "^\\s*([A-Za-z]+)\\s+since\\s+([+-]?[0-9]{1,6})-([0-9]{1,2})-([0-9]{1,2})",
     "(?:[T ]\\s*([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2}(?:[.][0-9]*)?))?)?",
-    "\\s*(Z|UTC|GMT|[+-][0-9]{1,2}(?::?[0-9]{2})?)?\\s*$"), units, perl = TRUE))[[1L]]
-  unit <- tolower(m[2L])
-  if (!length(m) || is.na(cf_unit_seconds[unit]))
-    zarr_abort("value", sprintf("time units '%s' cannot be read", units))
-  num <- function(s) if (is.na(s) || !nzchar(s)) 0 else as.numeric(s)
-  zone <- m[9L]
-  tz <- 0
-  if (nzchar(zone) && grepl("^[+-]", zone)) {
-    z <- sub(":", "", substring(zone, 2L))
-    hm <- if (nchar(z) <= 2L) c(as.numeric(z), 0) else c(as.numeric(substr(z, 1L, nchar(z) - 2L)), as.numeric(substring(z, nchar(z) - 1L)))
-    tz <- (if (substr(zone, 1L, 1L) == "-") -1 else 1) * (hm[1L] * 3600 + hm[2L] * 60)
-  }
-  list(unit = unit, seconds = cf_unit_seconds[[unit]], year = as.numeric(m[3L]), month = as.numeric(m[4L]),
-       day = as.numeric(m[5L]), sod = num(m[6L]) * 3600 + num(m[7L]) * 60 + num(m[8L]), tz = tz,
+    "\\s*(Z|UTC|GMT|[+-][0-9]{1,2}(?::?[0-9]{2})?)?\\s*$"), units, perl = TRUE))
+  ok <- lengths(m) == 9L
+  m <- matrix(unlist(lapply(m, function(p) if (length(p) == 9L) p else rep("", 9L))), ncol = 9L, byrow = TRUE)
+  unit <- tolower(m[, 2L])
+  bad <- !ok | is.na(cf_unit_seconds[unit])
+  if (any(bad)) zarr_abort("value", sprintf("time units '%s' cannot be read", units[bad][1L]))
+  num <- function(s) ifelse(nzchar(s), suppressWarnings(as.numeric(s)), 0)
+  # zone offsets: "+5", "+05", "+0530", "+05:30", "-06:30"
+  z <- sub(":", "", substring(m[, 9L], 2L))
+  long <- nchar(z) > 2L
+  hm <- num(ifelse(long, substr(z, 1L, nchar(z) - 2L), z)) * 3600 + num(ifelse(long, substring(z, nchar(z) - 1L), "")) * 60
+  tz <- ifelse(grepl("^[+-]", m[, 9L]), ifelse(substr(m[, 9L], 1L, 1L) == "-", -hm, hm), 0)
+  list(unit = unit, seconds = unname(cf_unit_seconds[unit]), year = num(m[, 3L]), month = num(m[, 4L]),
+       day = num(m[, 5L]), sod = num(m[, 6L]) * 3600 + num(m[, 7L]) * 60 + num(m[, 8L]), tz = tz,
        origin = trimws(sub("^\\s*[A-Za-z]+\\s+since\\s+", "", units)))
 }
 
@@ -235,10 +239,8 @@ cf_user_time <- function(v, calendar) {
   if (inherits(v, "Date")) return(as.numeric(v) * 86400)
   if (inherits(v, "POSIXt")) return(as.numeric(as.POSIXct(v)))
   if (is.numeric(v)) return(as.numeric(v))
-  v <- as.character(v)
-  p <- lapply(v, function(s) cf_parse_units(paste("seconds since", sub("T", " ", s, fixed = TRUE))))
-  num <- function(f) vapply(p, `[[`, 0, f)
-  cf_cal_days(num("year"), num("month"), num("day"), calendar) * 86400 + num("sod") - num("tz")
+  p <- cf_parse_units(paste("seconds since", sub("T", " ", as.character(v), fixed = TRUE)))
+  cf_cal_days(p$year, p$month, p$day, calendar) * 86400 + p$sod - p$tz
 }
 
 # The numbers coordinates are compared on: times as seconds since 1970 in
