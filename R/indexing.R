@@ -130,6 +130,7 @@ length.zarr_array <- function(x) prod(x$shape)
 #' @export
 as.array.zarr_array <- function(x, ...) {
   out <- x$read()
+  if (inherits(out, "CFTime")) out <- out$as_timestamp()
   if (is.null(dim(out))) dim(out) <- length(out)
   out
 }

@@ -60,7 +60,7 @@ resize_clip <- function(arr, old, shift) {
   for (d in which(new_shape < old + shift * chunk & new_shape %% chunk != 0)) {
     sel <- lapply(seq_along(new_shape), function(e)
       if (e == d) seq(floor(new_shape[d] / chunk[d]) * chunk[d] + 1, new_shape[d]) else seq_len(new_shape[e]))
-    arr$write(arr$read(sel, fill_as_na = FALSE), sel)
+    arr$write(arr$read(sel, fill_as_na = FALSE, decode = FALSE), sel)
   }
   invisible()
 }

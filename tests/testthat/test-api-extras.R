@@ -7,7 +7,7 @@ local_config_dir <- function(env = parent.frame()) {
   dir <- tempfile("zarr-config-")
   dir.create(dir)
   old_env <- Sys.getenv("R_USER_CONFIG_DIR", NA)
-  old_opts <- options(stats::setNames(vector("list", 24), paste0("zarr.", names(zarr:::zarr_option_table()))))
+  old_opts <- options(stats::setNames(vector("list", length(zarr:::zarr_option_table())), paste0("zarr.", names(zarr:::zarr_option_table()))))
   do.call(on.exit, list(substitute({
     if (is.na(OLD)) Sys.unsetenv("R_USER_CONFIG_DIR") else Sys.setenv(R_USER_CONFIG_DIR = OLD)
     options(OPTS)
