@@ -58,17 +58,20 @@ cf_decode <- function(x, enc) {
     enc$fill <- flip(enc$fill)
     enc$missing <- flip(enc$missing)
   }
-  # missing values, compared with the packed values as netCDF does
-  marks <- c(enc$fill, enc$missing)
-  miss <- if (length(marks)) x %in% marks else logical(length(x))
+  # missing values, compared with the packed values as netCDF does (one
+  # pass per marker: there are a few, and `==` is much faster than %in%)
   lo <- enc$valid_min %||% if (length(enc$valid_range) == 2L) min(enc$valid_range)
   hi <- enc$valid_max %||% if (length(enc$valid_range) == 2L) max(enc$valid_range)
-  if (!is.null(lo)) miss <- miss | (!is.na(x) & x < lo)
-  if (!is.null(hi)) miss <- miss | (!is.na(x) & x > hi)
-  packed <- !is.null(enc$scale) || !is.null(enc$offset)
-  if (packed || (any(miss) && !inherits(x, "integer64") && !is.double(x))) x <- as.double(x)
-  if (any(miss)) x[miss] <- NA
-  if (packed) x <- x * (enc$scale %||% 1) + (enc$offset %||% 0)
+  # (an integer marker is compared as an integer: no double copy of x)
+  same_type <- function(m) if (is.integer(x) && !is.na(m) && m == trunc(m) && abs(m) <= .Machine$integer.max) as.integer(m) else m
+  miss <- c(unlist(lapply(unique(c(enc$fill, enc$missing)), function(m) which(x == same_type(m)))),
+            if (!is.null(lo)) which(x < same_type(lo)), if (!is.null(hi)) which(x > same_type(hi)))
+  if (length(miss)) x[miss] <- NA
+  # integer * double is a double, in one allocation (integer64 stays
+  # integer64 in bit64's arithmetic, so it is converted first)
+  if (inherits(x, "integer64") && (!is.null(enc$scale) || !is.null(enc$offset))) x <- as.double(x)
+  # in one expression, `+` reuses the temporary of `*`
+  if (!is.null(enc$scale) || !is.null(enc$offset)) x <- x * (enc$scale %||% 1) + (enc$offset %||% 0)
   if (!is.null(enc$time)) return(cf_time(x, enc$time, enc$calendar, d))
   if (!is.null(d) && length(d) > 1L) dim(x) <- d
   x
