@@ -158,7 +158,7 @@ zarr_array <- R6::R6Class("zarr_array",
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      enc <- if (isTRUE(decode) && !isTRUE(self$raw_read)) cf_encoding(private$.metadata[["attributes"]], private$.dt)
+      enc <- if (isTRUE(decode) && !isTRUE(self$raw_read)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path)
       if (!is.null(enc)) out <- cf_decode(out, enc)
       if (inherits(out, "CFTime")) out else private$decorate(out)
     },
@@ -186,7 +186,7 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   coordinates of each dimension, or `NULL`) and `attributes`.
     cf = function() {
       a <- self$attributes
-      enc <- cf_encoding(a, private$.dt)
+      enc <- cf_encoding(a, private$.dt, self$path)
       words <- function(v) if (is.character(v) && length(v) == 1L) strsplit(trimws(v), "\\s+")[[1L]]
       ca <- cf_coordinate_arrays(self)
       list(dims = names(ca), units = a[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,

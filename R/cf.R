@@ -6,7 +6,7 @@
 
 # The CF encoding of an array, or NULL when its attributes hold none (a raw
 # read is then returned as it is). `dt` is its zarr_data_type.
-cf_encoding <- function(attrs, dt) {
+cf_encoding <- function(attrs, dt, path = NULL) {
   if (!length(attrs) || !any(names(attrs) %in% cf_attribute_names)) return(NULL)
   kind <- dtype_kind(dt$data_type)
   if (is.na(kind) || !kind %in% c("i", "u", "f")) return(NULL)
@@ -18,7 +18,7 @@ cf_encoding <- function(attrs, dt) {
   }
   units <- attrs[["units"]]
   units <- if (is.character(units) && length(units) == 1L) units else NULL
-  time <- if (!is.null(units) && grepl("\\ssince\\s", units)) cf_parse_units(units) else NULL
+  time <- if (!is.null(units) && grepl("\\ssince\\s", units)) cf_parse_units(units, path) else NULL
   unsigned <- attrs[["_Unsigned"]]
   unsigned <- if (is.null(unsigned)) NA else tolower(as.character(unsigned)[1L]) %in% c("true", "1")
   enc <- list(scale = num("scale_factor")[1L], offset = num("add_offset")[1L],
@@ -31,6 +31,7 @@ cf_encoding <- function(attrs, dt) {
     !is.null(enc$valid_min) || !is.null(enc$valid_max) || !is.null(enc$valid_range) ||
     !is.na(enc$unsigned) || !is.null(time)
   if (!has) return(NULL)
+  if (!is.null(time)) cf_calendar_kind(enc$calendar, path)
   # xarray takes the Zarr fill value as _FillValue; here only one that marks
   # missing values does (a fill value of zero is an ordinary value)
   if (fill_is_missing_marker(dt) && !is.null(dt$fill_value))
@@ -88,7 +89,7 @@ cf_unit_seconds <- c(days = 86400, day = 86400, d = 86400, hours = 3600, hour = 
 # "<unit> since <date>[ <time>][ <zone>]" -> its parts, or NULL when these
 # are not time units (an origin that cannot be read is an error: a date
 # decoded from it would be wrong).
-cf_parse_units <- function(units) {
+cf_parse_units <- function(units, path = NULL) {
   m <- regmatches(units, regexec(paste0(
     "^\\s*([A-Za-z]+)\\s+since\\s+([+-]?[0-9]{1,6})-([0-9]{1,2})-([0-9]{1,2})",
     "(?:[T ]\\s*([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2}(?:[.][0-9]*)?))?)?",
@@ -97,7 +98,7 @@ cf_parse_units <- function(units) {
   m <- matrix(unlist(lapply(m, function(p) if (length(p) == 9L) p else rep("", 9L))), ncol = 9L, byrow = TRUE)
   unit <- tolower(m[, 2L])
   bad <- !ok | is.na(cf_unit_seconds[unit])
-  if (any(bad)) zarr_abort("value", sprintf("time units '%s' cannot be read", units[bad][1L]))
+  if (any(bad)) zarr_abort("value", sprintf("time units '%s' cannot be read%s", units[bad][1L], cf_raw_hint(path)), array = path)
   num <- function(s) ifelse(nzchar(s), suppressWarnings(as.numeric(s)), 0)
   # zone offsets: "+5", "+05", "+0530", "+05:30", "-06:30"
   z <- sub(":", "", substring(m[, 9L], 2L))
@@ -171,14 +172,17 @@ cf_cal_date <- function(z, calendar) {
 # 1582-10-15, the first day of the Gregorian calendar, in days since 1970
 cf_gregorian_start <- -141427
 
-cf_calendar_kind <- function(calendar) {
+cf_calendar_kind <- function(calendar, path = NULL) {
   switch(calendar,
     standard = , gregorian = "standard",
     proleptic_gregorian = "gregorian", julian = "julian",
     noleap = , `365_day` = "noleap", all_leap = , `366_day` = "all_leap",
     `360_day` = "360_day", none = "none",
-    zarr_abort("value", sprintf("unknown calendar '%s'", calendar)))
+    zarr_abort("value", sprintf("unknown calendar '%s'%s", calendar, cf_raw_hint(path)), array = path))
 }
+
+# errors of decoding say how to read the stored values anyway
+cf_raw_hint <- function(path) if (is.null(path)) "" else " (decode = FALSE reads the stored values)"
 
 # Offsets in the time unit -> seconds (exact for integer64: whole seconds and
 # their fraction are taken apart before anything becomes a double).
@@ -214,7 +218,8 @@ cf_time <- function(x, u, calendar, d = NULL) {
     return(keep_dim(structure(t, class = c("POSIXct", "POSIXt"), tzone = "UTC")))
   }
   # CFtime objects are series: arrays of more dimensions (bounds) are strings
-  if ((is.null(d) || length(d) < 2L) && requireNamespace("CFtime", quietly = TRUE)) {
+  # (CFtime takes no missing offsets)
+  if ((is.null(d) || length(d) < 2L) && !anyNA(x) && requireNamespace("CFtime", quietly = TRUE)) {
     # CFtime knows days to seconds; finer units are given in seconds
     unit <- if (u$seconds >= 1) u$unit else "seconds"
     return(withCallingHandlers(
@@ -312,7 +317,7 @@ new_cf_data <- function(x, sel, coords, decode) {
   })
   names(cs) <- names(coords)
   dims <- names(coords)
-  enc <- cf_encoding(x$attributes, x$data_type)
+  enc <- cf_encoding(x$attributes, x$data_type, x$path)
   structure(list(name = x$name, values = values, dims = dims, coords = cs, index = stats::setNames(idx, dims),
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
                  attributes = x$attributes, path = x$path),
@@ -585,8 +590,9 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
 #'     standard dates before 1582-10-15: a `CFTime` object of the
 #'     \pkg{CFtime} package for one dimension (a time series), or ISO 8601
 #'     strings such as "2001-02-30T00:00:00" (with the dimensions of the
-#'     array) for arrays of more dimensions (such as time bounds) and
-#'     without that package. No date is moved to another calendar.
+#'     array) for arrays of more dimensions (such as time bounds), when
+#'     some times are missing, and without that package. No date is moved
+#'     to another calendar.
 #'   * "none": the numbers, not decoded.
 #'
 #' Units such as "days" without "since" stay numbers (xarray makes them

@@ -97,7 +97,7 @@ read_linear <- function(x, idx, fill_as_na = getOption("zarr.fill_as_na", TRUE),
   out <- box[sweep(sub, 2L, lo - 1)]
   dim(out) <- NULL
   # decoded after picking: times and CFtime objects have no dim to pick from
-  enc <- if (isTRUE(decode) && !isTRUE(x$raw_read)) cf_encoding(x$attributes, x$data_type)
+  enc <- if (isTRUE(decode) && !isTRUE(x$raw_read)) cf_encoding(x$attributes, x$data_type, x$path)
   if (is.null(enc)) out else cf_decode(out, enc)
 }
 

@@ -74,7 +74,11 @@ test_that("time units: every unit, an origin with a time and a zone offset, Date
   ns <- cf_array(g, "ns", "int64", bit64::as.integer64("9007199254740993001"),
                  list(units = "nanoseconds since 1970-01-01"))
   expect_equal(as.numeric(ns[]) - 9007199254, 0.740993001, tolerance = 1e-6)
-  expect_error(cf_array(g, "bad", "float64", 1, list(units = "days since yesterday"))[], class = "zarr_error_value")
+  bad <- cf_array(g, "bad", "float64", 1, list(units = "days since yesterday"))
+  expect_error(bad[], class = "zarr_error_value", regexp = "decode = FALSE.*bad")
+  expect_identical(bad[decode = FALSE], 1)
+  cal <- cf_array(g, "cal", "float64", 1, list(units = "days since 2000-01-01", calendar = "mayan"))
+  expect_error(cal[], class = "zarr_error_value", regexp = "unknown calendar 'mayan'")
 })
 
 test_that("calendars: julian, standard before 1582, all_leap, none; strings without CFtime", {
@@ -90,6 +94,9 @@ test_that("calendars: julian, standard before 1582, all_leap, none; strings with
   expect_identical(st2[], as.Date(c("1582-10-21", "1582-10-22")))
   al <- cf_array(g, "al", "float64", c(59, 365), list(units = "days since 2001-01-01", calendar = "366_day"))
   expect_identical(al[]$as_timestamp(), c("2001-02-29", "2001-12-31"))
+  # missing times in another calendar: strings (CFtime takes no NA)
+  na <- cf_array(g, "na", "float64", c(0, NaN, 1), list(units = "days since 2000-02-29", calendar = "julian"))
+  expect_identical(na[], c("2000-02-29T00:00:00", NA, "2000-03-01T00:00:00"))
   nn <- cf_array(g, "nn", "float64", c(1, 2), list(units = "days since 2001-01-01", calendar = "none"))
   expect_identical(nn[], c(1, 2))
   # the strings given without CFtime (and for arrays of more dimensions)
