@@ -57,6 +57,14 @@ test_that("every variable xarray writes reads decoded as xarray decodes it", {
   }
 })
 
+test_that("xarray's _Unsigned bytes and missing_value decode as xarray decodes them", {
+  st <- cf_xarray_stores()
+  z <- open_zarr(file.path(st$dir, "unsigned.zarr"), read_only = TRUE)
+  expect_identical(z[["/flags"]][], c(0, 200, 254, NA))
+  expect_identical(z[["/flags"]][decode = FALSE], c(0L, -56L, -2L, NA))
+  expect_identical(z[["/mv"]][], c(1.5, NA, 3, 4))
+})
+
 test_that("xarray's packed int16 with NaN, default int64 time and float32 decode to their values", {
   st <- cf_xarray_stores()
   z <- open_zarr(file.path(st$dir, "packed.zarr"), read_only = TRUE)

@@ -66,4 +66,11 @@ ds4.td.encoding = {"units": "days since 1900-01-01", "dtype": "int32"}
 ds4.big.encoding = {"units": "microseconds since 1970-01-01", "dtype": "int64"}
 ds4.to_zarr(out + "/std.zarr", mode="w", consolidated=True)
 stores["std"] = dump(out + "/std.zarr")
+# 5. _Unsigned bytes with a fill value, missing_value with packing
+ds5 = xr.Dataset({"flags": (("n",), np.array([0, 200, 254, 255], dtype="u1")),
+                  "mv": (("n",), np.array([1.5, np.nan, 3.0, 4.0]))})
+ds5.flags.encoding = {"dtype": "i1", "_Unsigned": "true", "_FillValue": 255}
+ds5.mv.encoding = {"dtype": "int16", "scale_factor": 0.5, "missing_value": -999, "_FillValue": -999}
+ds5.to_zarr(out + "/unsigned.zarr", mode="w", consolidated=True)
+stores["unsigned"] = dump(out + "/unsigned.zarr")
 sys.stdout.write(json.dumps(stores))
