@@ -271,8 +271,9 @@ cf_coordinate_arrays <- function(x) {
   parent <- x$parent
   if (is.null(dn) || !inherits(parent, "zarr_group")) return(out)
   for (d in seq_along(shape)) {
-    if (is.na(dn[d]) || identical(dn[d], x$name)) next
-    cand <- tryCatch(parent$get_node(dn[d]), error = function(e) NULL)
+    if (is.na(dn[d])) next
+    # a coordinate variable is its own coordinate
+    cand <- if (identical(dn[d], x$name)) x else tryCatch(parent$get_node(dn[d]), error = function(e) NULL)
     if (inherits(cand, "zarr_array") && length(cand$shape) == 1L && cand$shape == shape[d]) out[[d]] <- cand
   }
   out

@@ -120,6 +120,10 @@ test_that("v3 dimension_names name the coordinates; sel(), isel(), datasets and 
   v <- cf_array(g, "t2m", "int16", 1:12, list(scale_factor = 0.5, units = "degC"), dims = c("lat", "time"),
                 shape = c(3, 4))
   expect_identical(v$coords()$time, as.Date("2020-01-01") + 0:3)
+  # a coordinate variable is its own coordinate
+  expect_identical(g[["time"]]$sel(time = c("2020-01-02", "2020-01-03"))$values, structure(as.Date(c("2020-01-02", "2020-01-03")), dim = 2L))
+  # dates keep their class through [ and its drop
+  expect_identical(v$coords()$time[2:3], g[["time"]][2:3])
   s <- v$isel(time = 2:3)
   expect_identical(s$values, matrix(1:12, 3)[, 2:3] * 0.5)
   expect_identical(s$coords$time, as.Date(c("2020-01-02", "2020-01-03")))
