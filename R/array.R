@@ -4,8 +4,11 @@
 #' accept ordinary R vectors, matrices and arrays whose `dim()` equals the Zarr
 #' `shape`, whatever order the chunks are stored in. Element `x[i, j]` is Zarr
 #' element `[i-1, j-1]`. See [`[.zarr_array`][array-indexing] for indexing.
+#' Arrays whose attributes follow the CF conventions (as xarray writes
+#' them) read decoded, and `sel()` selects by coordinate values: see
+#' [cf-decoding] and [zarr_dataset()].
 #'
-#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group],
+#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group], [cf-decoding],
 #'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
 #' @export
 zarr_array <- R6::R6Class("zarr_array",

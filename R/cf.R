@@ -446,6 +446,12 @@ zarr_dataset <- function(x) {
   zarr_dataset_class$new(x)
 }
 
+#' The class of datasets
+#'
+#' The R6 class of the objects [zarr_dataset()] makes: use that function to
+#' make one.
+#' @seealso [zarr_dataset()]
+#' @keywords internal
 zarr_dataset_class <- R6::R6Class("zarr_dataset",
   cloneable = FALSE,
   public = list(
