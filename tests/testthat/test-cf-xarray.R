@@ -168,3 +168,37 @@ test_that("a dataset gives its variables decoded, and as.data.frame() one column
   expect_identical(nrow(dsel), 8L * 2L)
   expect_true(all(dsel$lat == 45))
 })
+
+test_that("a CF dataset written by this package (v2, attributes set by hand) reads in xarray as here", {
+  skip_without_xarray()
+  require_or_skip(python_has("cftime"), "python3 with cftime (python3-cftime)")
+  path <- tempfile(fileext = ".zarr")
+  withr::local_options(zarr.format = 2)
+  z <- create_zarr(path)
+  add <- function(name, dtype, dims, shape, values, attrs = list(), fill = NULL) {
+    b <- define_array(dtype, shape)
+    b$chunk_shape <- pmin(shape, 3)
+    b$dimension_names <- dims
+    if (!is.null(fill)) b$fill_value <- fill
+    a <- z$root$add_array(name, b)
+    a$write(values)
+    for (n in names(attrs)) a$set_attribute(n, attrs[[n]])
+  }
+  add("time", "int64", "time", 4, c(0, 6, 12, 30), list(units = "hours since 2000-01-01 06:00", calendar = "standard"))
+  add("day", "float64", "time", 4, c(0, 58, 59, 360), list(units = "days since 1999-12-30", calendar = "360_day"))
+  add("lat", "float64", "lat", 5, c(40, 30, 20, 10, 0))
+  codes <- matrix(c(-32767L, 1:19), 4, 5)
+  add("t", "int16", c("time", "lat"), c(4, 5), codes, list(scale_factor = 0.25, add_offset = 10, units = "K"),
+      fill = -32767L)
+  zarr_consolidate(z)
+  py <- run_python(readLines(testthat::test_path("python", "cf_xarray_stores.py")), c(path, "read"))
+  zz <- open_zarr(path, read_only = TRUE)
+  for (v in names(py)) {
+    a <- zz$root[[v]]
+    got <- cf_c_order(a$read(), a$shape)
+    want <- cf_py(py[[v]])
+    if (is.character(want)) expect_identical(got, want, info = v) else expect_equal(got, want, info = v)
+  }
+  expect_identical(cf_py(py$day), c("1999-12-30T00:00:00", "2000-02-28T00:00:00", "2000-02-29T00:00:00", "2000-12-30T00:00:00"))
+  expect_true(is.na(zz$root[["t"]][1, 1]))
+})

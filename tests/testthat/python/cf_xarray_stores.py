@@ -24,6 +24,11 @@ def dump(path):
     return {n: {"dims": list(v.dims), "data": flat(v), "dtype": v.dtype.str}
             for n, v in list(ds.variables.items())}
 
+# with "read": only dump xarray's decoding of the store at `out`
+if len(sys.argv) > 2 and sys.argv[2] == "read":
+    sys.stdout.write(json.dumps(dump(out)))
+    sys.exit(0)
+
 stores = {}
 # 1. packed int16 with NaN, float32, xarray's default int64 time (hours), chunked, consolidated
 t = pd.date_range("2020-01-01", periods=8, freq="6H")
