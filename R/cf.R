@@ -397,7 +397,8 @@ print.zarr_cf_data <- function(x, ...) {
     cat(sprintf("  %s: %s\n", x$dims[d], if (length(txt) > 4L) paste(txt[1L], "...", txt[length(txt)]) else paste(txt, collapse = ", ")))
   }
   v <- x$values
-  if (!inherits(v, "CFTime")) { cat("Values: "); utils::str(unclass(v), give.head = FALSE) }
+  cat("Values: ")
+  if (inherits(v, "CFTime")) utils::str(v$as_timestamp(), give.head = FALSE) else utils::str(v, give.head = FALSE)
   invisible(x)
 }
 
