@@ -214,13 +214,8 @@ zarr_array <- R6::R6Class("zarr_array",
     sel = function(..., method = NULL, decode = getOption("zarr.decode_cf", TRUE)) {
       private$check_usable()
       args <- list(...)
-      ca <- cf_coordinate_arrays(self)
-      dims <- names(ca)
-      bad <- setdiff(names(args), dims[nzchar(dims)])
-      if (length(args) && (is.null(names(args)) || any(!nzchar(names(args))) || length(bad)))
-        zarr_abort("index", sprintf("sel() takes arguments named by the dimensions (%s)", paste(dims, collapse = ", ")),
-                   array = self$path)
-      coords <- lapply(ca, function(a) if (!is.null(a)) a$read())
+      dims <- cf_check_dim_args(self, args, "sel")
+      coords <- self$coords()
       sel <- lapply(seq_along(dims), function(d) {
         v <- if (nzchar(dims[d])) args[[dims[d]]]
         if (is.null(v)) zarr_range(0, private$.shape[d]) else cf_sel_index(coords[[d]], v, method, dims[d], self$path)
@@ -236,13 +231,9 @@ zarr_array <- R6::R6Class("zarr_array",
     isel = function(..., decode = getOption("zarr.decode_cf", TRUE)) {
       private$check_usable()
       args <- list(...)
-      ca <- cf_coordinate_arrays(self)
-      dims <- names(ca)
-      if (length(args) && (is.null(names(args)) || !all(names(args) %in% dims[nzchar(dims)])))
-        zarr_abort("index", sprintf("isel() takes arguments named by the dimensions (%s)", paste(dims, collapse = ", ")),
-                   array = self$path)
+      dims <- cf_check_dim_args(self, args, "isel")
       sel <- private$normalize_selection(lapply(dims, function(d) if (nzchar(d)) args[[d]]))
-      new_cf_data(self, sel, lapply(ca, function(a) if (!is.null(a)) a$read()), decode)
+      new_cf_data(self, sel, self$coords(), decode)
     },
 
     #' @description Write data into the array.

@@ -279,6 +279,17 @@ cf_coordinate_arrays <- function(x) {
   out
 }
 
+# The dimension names of an array, after checking that every argument of
+# sel() or isel() names one of them.
+cf_check_dim_args <- function(x, args, what) {
+  dims <- x$dimension_names %||% rep(NA_character_, length(x$shape))
+  dims[is.na(dims)] <- ""
+  if (length(args) && (is.null(names(args)) || !all(names(args) %in% dims[nzchar(dims)])))
+    zarr_abort("index", sprintf("%s() takes arguments named by the dimensions (%s)", what, paste(dims, collapse = ", ")),
+               array = x$path)
+  dims
+}
+
 # User values for one dimension -> 0-based indices (a zarr_range when the
 # coordinates are monotonic and a range is asked).
 cf_sel_index <- function(coord, v, method, dim_name, path) {
