@@ -4,8 +4,11 @@
 #' accept ordinary R vectors, matrices and arrays whose `dim()` equals the Zarr
 #' `shape`, whatever order the chunks are stored in. Element `x[i, j]` is Zarr
 #' element `[i-1, j-1]`. See [`[.zarr_array`][array-indexing] for indexing.
+#' Arrays whose attributes follow the CF conventions (as xarray writes
+#' them) read decoded, and `sel()` selects by coordinate values: see
+#' [cf-decoding] and [zarr_dataset()].
 #'
-#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group],
+#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group], [cf-decoding],
 #'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
 #' @export
 zarr_array <- R6::R6Class("zarr_array",
@@ -141,8 +144,19 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   `""`, `false`, ...), the default of zarr-python, zarrs, tensorstore
     #'   and zarrita for elements never written, always reads as itself: see
     #'   `zarr.fill_as_na` in [zarr-options].
-    #' @return A vector (0-d and 1-d arrays), matrix or array.
-    read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+    #' @param decode Whether to decode the values as the CF conventions say
+    #'   (as xarray does), where the attributes of the array ask for it:
+    #'   `scale_factor` and `add_offset` unpack (to double), `_Unsigned`
+    #'   reinterprets integers, `_FillValue`, `missing_value`, `valid_min`,
+    #'   `valid_max` and `valid_range` mark `NA` (compared with the stored
+    #'   values), and `units` of the form "<unit> since <date>" make times
+    #'   (see [cf-decoding]). Defaults to the `zarr.decode_cf` option
+    #'   (`TRUE`). Arrays without these attributes read the same either way;
+    #'   `FALSE` (or the `raw_read` field) gives the stored values.
+    #' @return A vector (0-d and 1-d arrays), matrix or array; decoded times
+    #'   are `Date`, `POSIXct` or (other calendars) `CFTime` objects.
+    read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE),
+                    decode = getOption("zarr.decode_cf", TRUE)) {
       private$check_usable()
       sel <- private$normalize_selection(selection)
       # which fill values mark missing ones is fill_is_missing_marker()'s call
@@ -151,7 +165,79 @@ zarr_array <- R6::R6Class("zarr_array",
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      private$decorate(out)
+      enc <- if (isTRUE(decode) && !isTRUE(self$raw_read)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path)
+      if (!is.null(enc)) out <- cf_decode(out, enc)
+      if (inherits(out, "CFTime")) out else private$decorate(out)
+    },
+
+    #' @description The coordinate values of each dimension, decoded: for an
+    #'   array in a group, the 1-d array of the group named as a dimension
+    #'   (by `dimension_names`, or xarray's `_ARRAY_DIMENSIONS` in Zarr v2)
+    #'   and as long as it holds that dimension's coordinates, as xarray
+    #'   takes them. Other coordinate variables (the `coordinates`
+    #'   attribute, such as 2-d latitudes) and `bounds` are named in
+    #'   `cf()`.
+    #' @return A list with one element per dimension, named by the dimension
+    #'   names: the coordinate values, or `NULL` where there are none.
+    coords = function() {
+      lapply(cf_coordinate_arrays(self), function(a) if (!is.null(a)) a$read())
+    },
+
+    #' @description What the CF attributes of the array say.
+    #' @return A list: `dims` (dimension names), `units`, `calendar` (for
+    #'   times, else `NULL`), `time` (whether values decode to times),
+    #'   `packed` (whether `scale_factor` or `add_offset` unpack them),
+    #'   `coordinates` (names of the auxiliary coordinate variables of the
+    #'   `coordinates` attribute), `bounds`, `grid_mapping` (names of
+    #'   variables or `NULL`), `coordinate_arrays` (the arrays holding the
+    #'   coordinates of each dimension, or `NULL`) and `attributes`.
+    cf = function() {
+      a <- self$attributes
+      enc <- cf_encoding(a, private$.dt, self$path)
+      words <- function(v) if (is.character(v) && length(v) == 1L) strsplit(trimws(v), "\\s+")[[1L]]
+      ca <- cf_coordinate_arrays(self)
+      list(dims = names(ca), units = a[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
+           time = !is.null(enc$time), packed = !is.null(enc$scale) || !is.null(enc$offset),
+           coordinates = words(a[["coordinates"]]), bounds = words(a[["bounds"]]),
+           grid_mapping = words(a[["grid_mapping"]]), coordinate_arrays = ca, attributes = a)
+    },
+
+    #' @description Select by coordinate values, as xarray's `sel()`: only
+    #'   the chunks under the selection are read.
+    #' @param ... One argument per dimension to select along, named by the
+    #'   dimension: two values select the coordinates between them (both
+    #'   included, in either order, whatever the direction of the
+    #'   coordinates); one value selects the coordinate equal to it (or the
+    #'   closest one with `method = "nearest"`). Times are given as `Date`,
+    #'   `POSIXct` or strings such as "2020-01-31" or "2020-01-31 12:00"
+    #'   (read in the calendar of the coordinate). Dimensions not named are
+    #'   read whole.
+    #' @param method `NULL` (exact match of single values) or `"nearest"`.
+    #' @param decode Whether to decode the values (see `read()`).
+    #' @return A [zarr_cf_data] object: values with their coordinates.
+    sel = function(..., method = NULL, decode = getOption("zarr.decode_cf", TRUE)) {
+      private$check_usable()
+      args <- list(...)
+      dims <- cf_check_dim_args(self, args, "sel")
+      coords <- self$coords()
+      sel <- lapply(seq_along(dims), function(d) {
+        v <- if (nzchar(dims[d])) args[[dims[d]]]
+        if (is.null(v)) zarr_range(0, private$.shape[d]) else cf_sel_index(coords[[d]], v, method, dims[d], self$path)
+      })
+      new_cf_data(self, sel, coords, decode)
+    },
+
+    #' @description Select by 1-based indices, as xarray's `isel()`.
+    #' @param ... One argument per dimension to select along, named by the
+    #'   dimension: indices as for `read()` (two numbers are a range).
+    #' @param decode Whether to decode the values (see `read()`).
+    #' @return A [zarr_cf_data] object: values with their coordinates.
+    isel = function(..., decode = getOption("zarr.decode_cf", TRUE)) {
+      private$check_usable()
+      args <- list(...)
+      dims <- cf_check_dim_args(self, args, "isel")
+      sel <- private$normalize_selection(lapply(dims, function(d) if (nzchar(d)) args[[d]]))
+      new_cf_data(self, sel, self$coords(), decode)
     },
 
     #' @description Write data into the array.

@@ -30,6 +30,9 @@
 #'   missing values read as `NA` (default: the `zarr.fill_as_na` option,
 #'   `TRUE`); a fill value of zero always reads as itself. See
 #'   `zarr.fill_as_na` in [zarr-options].
+#' @param decode Whether to decode the values as the CF conventions say,
+#'   where the array's attributes ask for it (default: the `zarr.decode_cf`
+#'   option, `TRUE`); see `read()` of [zarr_array] and [cf-decoding].
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
 #' @name array-indexing
@@ -169,31 +172,33 @@ split_na <- function(sel, shape) {
 
 #' @rdname array-indexing
 #' @export
-`[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+`[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE),
+                          decode = getOption("zarr.decode_cf", TRUE)) {
   shape <- x$shape
   nd <- length(shape)
-  if (nd == 0L) return(x$read(fill_as_na = fill_as_na))
+  if (nd == 0L) return(x$read(fill_as_na = fill_as_na, decode = decode))
   n <- index_count(nargs(), environment(), sys.function())
-  if (n == 0L) return(x[, fill_as_na = fill_as_na]) # x[fill_as_na = ]: as x[]
+  if (n == 0L) return(x[, fill_as_na = fill_as_na, decode = decode]) # x[fill_as_na = ]: as x[]
   sel <- index_args(n, environment(), shape, x$path)
-  if (!is.null(sel$points)) return(read_points(x, sel$points, fill_as_na = fill_as_na))
+  if (!is.null(sel$points)) return(read_points(x, sel$points, fill_as_na = fill_as_na, decode = decode))
   s <- split_na(sel, shape)
-  out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na)
+  out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na, decode = decode)
   for (d in which(!vapply(s$na, is.null, TRUE))) { # NA slices
     at <- rep(list(quote(expr = )), nd)
     at[[d]] <- which(s$na[[d]])
     out <- do.call(`[<-`, c(list(out), at, list(value = NA)))
   }
   # x[] is x whole, as in base R: nothing dropped
-  if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole"))) out <- drop(out)
+  if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole")) && !inherits(out, "CFTime")) out <- drop(out)
   out
 }
 
 # Elements at points (rows of 0-based coordinates; NA rows read NA): only the
 # chunks holding them are read, in one call. Points filling at least half of
 # the block around them (a[1:n]) are picked from that block, read as usual:
-# faster than one by one. `...` goes to x$read().
-read_points <- function(x, pts, ...) {
+# faster than one by one. `...` goes to x$read(). Values are decoded (CF)
+# after they are picked: times and CFtime objects have no dim to pick from.
+read_points <- function(x, pts, ..., decode = getOption("zarr.decode_cf", TRUE)) {
   ok <- !is.na(pts[, 1L])
   pts <- pts[ok, , drop = FALSE]
   dense <- FALSE
@@ -203,10 +208,13 @@ read_points <- function(x, pts, ...) {
     dense <- prod(ext) <= 2 * nrow(pts)
   }
   out <- if (dense) {
-    block <- x$read(Map(zarr_range, lo, ext), ...)
+    block <- x$read(Map(zarr_range, lo, ext), ..., decode = FALSE)
     block[as.vector(sweep(pts, 2L, lo) %*% cumprod(c(1, ext))[seq_along(ext)]) + 1]
-  } else x$read(structure(pts, class = "zarr_points"), ...)
+  } else x$read(structure(pts, class = "zarr_points"), ..., decode = FALSE)
+  enc <- if (isTRUE(decode) && !isTRUE(x$raw_read)) cf_encoding(x$attributes, x$data_type, x$path)
+  if (!is.null(enc)) out <- cf_decode(out, enc)
   if (all(ok)) return(out)
+  if (inherits(out, "CFTime")) out <- out$as_timestamp()
   res <- out[rep(NA_integer_, length(ok))] # NA of out's type and class
   res[ok] <- out
   res
@@ -268,6 +276,7 @@ length.zarr_array <- function(x) prod(x$shape)
 #' @export
 as.array.zarr_array <- function(x, ...) {
   out <- x$read()
+  if (inherits(out, "CFTime")) out <- out$as_timestamp()
   if (is.null(dim(out))) dim(out) <- length(out)
   out
 }

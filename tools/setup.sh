@@ -120,7 +120,7 @@ fi
 
 # ---- Python clients of the interop tests (optional: the tests skip without
 # them, or fail under ZARR_REQUIRE_INTEROP=true)
-python_debs=(python3-zarr python3-numcodecs python3-xarray gdal-bin python3-gdal)
+python_debs=(python3-zarr python3-numcodecs python3-xarray python3-cftime gdal-bin python3-gdal)
 if command -v dpkg >/dev/null 2>&1; then
   py_missing=()
   for p in "${python_debs[@]}"; do have_deb "$p" || py_missing+=("$p"); done

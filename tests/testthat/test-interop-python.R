@@ -353,9 +353,11 @@ emit(dump(sys.argv[1], consolidated=True))', p)
   expect_identical(z[["/count"]][2, ], 5:9)
   expect_identical(z[["/name"]][], c("north", "\u00e9quateur", "south"))
   expect_identical(z$root$attributes$title, "caf\u00e9")
-  # xarray's CF encoding of time: integers with units in the attributes
+  # xarray's CF encoding of time: integers with units in the attributes,
+  # decoded to dates (test-cf-xarray.R has the rest of CF decoding)
   expect_match(z[["/time"]]$attributes$units, "^days since 2000-01-01")
-  expect_identical(as.numeric(z[["/time"]][]), c(0, 1, 2, 3))
+  expect_identical(as.numeric(z[["/time"]][decode = FALSE]), c(0, 1, 2, 3))
+  expect_identical(z[["/time"]][], as.Date("2000-01-01") + 0:3)
 })
 
 # ---------------------------------------------------------------- GDAL
