@@ -3,92 +3,91 @@
 #' The package reads these options with [getOption()] each time they matter,
 #' so they can be changed at any moment.
 #'
-#' \describe{
-#'   \item{`zarr.num_threads`}{Number of threads used to decode and encode
-#'     chunks. Defaults to the number of cores, and to at most 2 when the
-#'     environment variable `_R_CHECK_LIMIT_CORES_` is set. With 1 thread the
-#'     results are identical.}
-#'   \item{`zarr.fill_as_na`}{`TRUE` (default): where an array's fill value
-#'     marks missing values, elements equal to it are read as `NA`, and `NA`
-#'     is written as the fill value. `FALSE`: the stored values are returned
-#'     as they are. Reads and `[` take a `fill_as_na` argument that
-#'     overrides this option for one call.
+#' * `zarr.num_threads`: Number of threads used to decode and encode
+#'   chunks. Defaults to the number of cores, and to at most 2 when the
+#'   environment variable `_R_CHECK_LIMIT_CORES_` is set. With 1 thread the
+#'   results are identical.
+#' * `zarr.fill_as_na`: `TRUE` (default): where an array's fill value
+#'   marks missing values, elements equal to it are read as `NA`, and `NA`
+#'   is written as the fill value. `FALSE`: the stored values are returned
+#'   as they are. Reads and `[` take a `fill_as_na` argument that
+#'   overrides this option for one call.
 #'
-#'     A fill value equal to zero (`0`, `-0`, `0+0i`, `false`, `""`, empty
-#'     bytes; for datetime64 and timedelta64 the value 0, whose sentinel is
-#'     NaT) never marks missing values: it reads as itself. It is what
-#'     zarr-python, zarrs, tensorstore and zarrita write by default for
-#'     elements never written, so in data written by other software it is
-#'     an ordinary value, and reading it as `NA` would turn every real zero
-#'     into `NA`. This is the one deliberate departure from the manual of
-#'     zarr 1.0.0 on CRAN, which maps every fill value to `NA`. The fill
-#'     values this package chooses by default (the smallest signed integer,
-#'     the largest unsigned one, NaT) and other non-zero fill values such as
-#'     `-9999` keep the mapping. Floating point arrays whose fill value is
-#'     `NaN` keep `NaN` and `NA` apart either way (`NA` is written with R's
-#'     own `NA` bits), as do arrays with a fill value of zero; `bool` arrays
-#'     cannot hold `NA`. In integer and string arrays whose fill value is
-#'     zero or `""`, `NA` is written as that fill value (with a warning of
-#'     class `zarr_warning_na`) and reads back as it.}
-#'   \item{`zarr.decode_cf`}{`TRUE` (default): reads of arrays whose
-#'     attributes follow the CF conventions (`scale_factor`, `add_offset`,
-#'     `_FillValue`, `missing_value`, `valid_min`, `valid_max`,
-#'     `valid_range`, `_Unsigned`, time `units` "<unit> since <date>") give
-#'     the decoded values, as xarray and netCDF readers do: see
-#'     [cf-decoding]. `FALSE`: the stored values. Reads and `[` take a
-#'     `decode` argument that overrides this option for one call. Arrays
-#'     without these attributes read the same either way.}
-#'   \item{`zarr.format`}{The Zarr format of new stores made by
-#'     [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
-#'     know Zarr v2. Groups and arrays follow the format of their store.}
-#'   \item{`zarr.dimnames`}{`FALSE` (default): values read from an array
-#'     carry no dimnames. `TRUE`: values read from an array of two or more
-#'     dimensions whose metadata names its dimensions (`dimension_names` in
-#'     Zarr v3, the `_ARRAY_DIMENSIONS` attribute of xarray in v2; see the
-#'     `dimension_names` field of [zarr_array]) come with those names as
-#'     `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
-#'     values from `[` that drops dimensions carry none. [as_zarr()] stores
-#'     the names of `dimnames(x)` either way.}
-#'   \item{`zarr.int64`}{How 64-bit integers are returned: `"integer64"`
-#'     (default when the \pkg{bit64} package is installed) or `"double"`
-#'     (with a warning when a value cannot be represented exactly).}
-#'   \item{`zarr.range_gap`, `zarr.range_max`}{How a read of part of a
-#'     sharded array asks for the inner chunks it needs, and how a
-#'     [zarr_refstore] reads the chunks of a referenced file: byte ranges of
-#'     one shard (or file) closer than `zarr.range_gap` bytes (default 1 MiB)
-#'     are fetched in one request, up to `zarr.range_max` bytes per request
-#'     (default 16 MiB). Smaller values move fewer bytes; larger ones make fewer
-#'     requests, which pays off on remote stores.}
-#'   \item{`zarr.http_concurrency`}{HTTP requests in flight at once
-#'     (default 32, as tensorstore uses).}
-#'   \item{`zarr.http_retries`}{Further attempts after a request fails on a
-#'     connection error, a timeout, a truncated body or a status 408, 429,
-#'     500, 502, 503 or 504 (default 5).}
-#'   \item{`zarr.http_backoff`, `zarr.http_backoff_max`}{The wait before the
-#'     first retry in seconds (default 0.25), doubled for each further one,
-#'     with random jitter, and its cap (default 32). A `Retry-After` header
-#'     is honoured up to the cap.}
-#'   \item{`zarr.http_connect_timeout`, `zarr.http_low_speed_time`}{Seconds
-#'     to wait for a connection (default 10), and seconds a transfer may go
-#'     on without receiving a byte before it is abandoned (default 30).
-#'     These apply to S3 stores ([zarr_s3store]) too.}
-#'   \item{`zarr.max_body_bytes`}{The largest HTTP response body accepted
-#'     when its length is not bounded by the request (a whole value, or a
-#'     range open at its end): default 2 GiB. A larger body (or a
-#'     `Content-Length` announcing one) fails with a `zarr_error_http`
-#'     naming the URL instead of filling the memory. Byte-range requests
-#'     accept at most the bytes asked for. Bodies are taken as the server
-#'     stores them: a `Content-Encoding` such as gzip is never inflated.}
-#'   \item{`zarr.s3_multipart_size`}{Values larger than this many bytes
-#'     (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
-#'     size, uploaded concurrently (a multipart upload).}
-#'   \item{`zarr.progress`}{Unset (default): in interactive sessions, reads,
-#'     writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
-#'     longer than about 2 seconds show a progress bar (with the \pkg{cli}
-#'     package, when it is installed); scripts run by `Rscript` or in batch
-#'     show none. `TRUE`: in every session, as in interactive ones. `FALSE`:
-#'     never.}
-#' }
+#'   A fill value equal to zero (`0`, `-0`, `0+0i`, `false`, `""`, empty
+#'   bytes; for datetime64 and timedelta64 the value 0, whose sentinel is
+#'   NaT) never marks missing values: it reads as itself. It is what
+#'   zarr-python, zarrs, tensorstore and zarrita write by default for
+#'   elements never written, so in data written by other software it is
+#'   an ordinary value, and reading it as `NA` would turn every real zero
+#'   into `NA`. This is the one deliberate departure from the manual of
+#'   zarr 1.0.0 on CRAN, which maps every fill value to `NA`. The fill
+#'   values this package chooses by default (the smallest signed integer,
+#'   the largest unsigned one, NaT, `"NA"` for variable-length strings) and
+#'   other non-zero fill values such as
+#'   `-9999` keep the mapping. Floating point arrays whose fill value is
+#'   `NaN` keep `NaN` and `NA` apart either way (`NA` is written with R's
+#'   own `NA` bits), as do arrays with a fill value of zero; `bool` arrays
+#'   cannot hold `NA`. In integer and string arrays whose fill value is
+#'   zero or `""`, `NA` is written as that fill value (with a warning of
+#'   class `zarr_warning_na`) and reads back as it.
+#' * `zarr.decode_cf`: `TRUE` (default): reads of arrays whose
+#'   attributes follow the CF conventions (`scale_factor`, `add_offset`,
+#'   `_FillValue`, `missing_value`, `valid_min`, `valid_max`,
+#'   `valid_range`, `_Unsigned`, time `units` "<unit> since <date>") give
+#'   the decoded values, as xarray and netCDF readers do: see
+#'   [cf-decoding]. `FALSE`: the stored values. Reads and `[` take a
+#'   `decode` argument that overrides this option for one call. Arrays
+#'   without these attributes read the same either way.
+#' * `zarr.format`: The Zarr format of new stores made by
+#'   [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
+#'   know Zarr v2. Groups and arrays follow the format of their store.
+#' * `zarr.dimnames`: `FALSE` (default): values read from an array
+#'   carry no dimnames. `TRUE`: values read from an array of two or more
+#'   dimensions whose metadata names its dimensions (`dimension_names` in
+#'   Zarr v3, the `_ARRAY_DIMENSIONS` attribute of xarray in v2; see the
+#'   `dimension_names` field of [zarr_array]) come with those names as
+#'   `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
+#'   values from `[` that drops dimensions carry none. [as_zarr()] stores
+#'   the names of `dimnames(x)` either way.
+#' * `zarr.int64`: How 64-bit integers are returned: `"integer64"`
+#'   (default when the \pkg{bit64} package is installed) or `"double"`
+#'   (with a warning when a value cannot be represented exactly).
+#' * `zarr.range_gap`, `zarr.range_max`: How a read of part of a
+#'   sharded array asks for the inner chunks it needs, and how a
+#'   [zarr_refstore] reads the chunks of a referenced file: byte ranges of
+#'   one shard (or file) closer than `zarr.range_gap` bytes (default 1 MiB)
+#'   are fetched in one request, up to `zarr.range_max` bytes per request
+#'   (default 16 MiB). Smaller values move fewer bytes; larger ones make fewer
+#'   requests, which pays off on remote stores.
+#' * `zarr.http_concurrency`: HTTP requests in flight at once
+#'   (default 32, as tensorstore uses).
+#' * `zarr.http_retries`: Further attempts after a request fails on a
+#'   connection error, a timeout, a truncated body or a status 408, 429,
+#'   500, 502, 503 or 504 (default 5).
+#' * `zarr.http_backoff`, `zarr.http_backoff_max`: The wait before the
+#'   first retry in seconds (default 0.25), doubled for each further one,
+#'   with random jitter, and its cap (default 32). A `Retry-After` header
+#'   is honoured up to the cap.
+#' * `zarr.http_connect_timeout`, `zarr.http_low_speed_time`: Seconds
+#'   to wait for a connection (default 10), and seconds a transfer may go
+#'   on without receiving a byte before it is abandoned (default 30).
+#'   These apply to S3 stores ([zarr_s3store]) too.
+#' * `zarr.max_body_bytes`: The largest HTTP response body accepted
+#'   when its length is not bounded by the request (a whole value, or a
+#'   range open at its end): default 2 GiB. A larger body (or a
+#'   `Content-Length` announcing one) fails with a `zarr_error_http`
+#'   naming the URL instead of filling the memory. Byte-range requests
+#'   accept at most the bytes asked for. Bodies are taken as the server
+#'   stores them: a `Content-Encoding` such as gzip is never inflated.
+#' * `zarr.s3_multipart_size`: Values larger than this many bytes
+#'   (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
+#'   size, uploaded concurrently (a multipart upload).
+#' * `zarr.progress`: Unset (default): in interactive sessions, reads,
+#'   writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
+#'   longer than about 2 seconds show a progress bar (with the \pkg{cli}
+#'   package, when it is installed); scripts run by `Rscript` or in batch
+#'   show none. `TRUE`: in every session, as in interactive ones. `FALSE`:
+#'   never.
 #' [zarr_options()] lists and sets these options, and [save_options()] keeps
 #' them for later sessions.
 #' @seealso [zarr_options()], [save_options()], [reset_options()]
