@@ -148,7 +148,8 @@ delayed_type <- function(rtype) {
 
 # Chunk shape that block processing should follow: the inner chunks of a
 # sharded array (a block then decodes each inner chunk once); NULL when the
-# chunks are of several sizes.
+# chunks are of several sizes (a rectilinear grid: then chunkGrid() gives
+# their edges).
 delayed_chunkdim <- function(arr) {
   if (inherits(arr$chunking, "chunk_grid_rectilinear")) return(NULL)
   cs <- arr$chunking$chunk_shape
@@ -175,7 +176,9 @@ new_zarr_seed <- function(arr) {
     stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn)) else list()
   methods::new("ZarrRArraySeed", location = spec$location, array_path = arr$path, store_kind = spec$kind,
                store_options = spec$options %||% list(), dim = shape, dimnames = dimnames,
-               chunkdim = delayed_chunkdim(arr) %||% integer(), type = delayed_type(arr$data_type$Rtype), key = key)
+               chunkdim = delayed_chunkdim(arr) %||% integer(),
+               chunk_edges = if (inherits(arr$chunking, "chunk_grid_rectilinear")) arr$chunking$chunk_edges else list(),
+               type = delayed_type(arr$data_type$Rtype), key = key)
 }
 
 # The open array of a seed: the one of this session, or the store opened again.
@@ -285,10 +288,14 @@ define_delayed_classes <- function(where) {
   methods::setClass("ZarrRArraySeed", contains = cls("Array"), where = where,
     slots = c(location = "character", array_path = "character", store_kind = "character",
               store_options = "list", dim = "integer", dimnames = "list",
-              chunkdim = "integer", type = "character", key = "character"))
+              chunkdim = "integer", chunk_edges = "list", type = "character", key = "character"))
   set("extract_array", "ZarrRArraySeed", function(x, index) seed_extract(x, index))
   set("type", "ZarrRArraySeed", function(x) x@type)
   set("chunkdim", "ZarrRArraySeed", function(x) if (length(x@chunkdim)) x@chunkdim)
+  set("chunkGrid", "ZarrRArraySeed", function(x) {
+    if (length(x@chunkdim)) gen("RegularArrayGrid")(x@dim, x@chunkdim)
+    else if (length(x@chunk_edges)) gen("ArbitraryArrayGrid")(lapply(x@chunk_edges, function(e) as.integer(cumsum(e))))
+  })
   set("is_sparse", "ZarrRArraySeed", function(x) FALSE)
   set("path", "ZarrRArraySeed", function(object, ...) object@location)
   methods::setMethod("dim", "ZarrRArraySeed", function(x) x@dim, where = where)

@@ -130,6 +130,23 @@ test_that("block processing decodes each chunk once", {
   expect_lte(a2$store$io_stats()[["bytes"]] - b1, full)
 })
 
+test_that("chunks of several sizes (rectilinear grid) give the blocks' edges", {
+  m <- matrix(as.numeric(1:(30 * 12)), 30)
+  d <- define_array("float64", dim(m))
+  d$chunk_shape <- list(c(10, 5, 15), c(4, 8))
+  f <- delayed_fixture(m, d)
+  a <- open_zarr(f$fn, read_only = TRUE)[["/a"]]
+  D <- zarr_delayed(a)
+  expect_null(chunkdim(D))
+  g <- chunkGrid(seed(D))
+  expect_s4_class(g, "ArbitraryArrayGrid")
+  expect_identical(dims(g), matrix(c(10L, 5L, 15L, 10L, 5L, 15L, 4L, 4L, 4L, 8L, 8L, 8L), 6))
+  expect_identical(as.matrix(D), m)
+  r0 <- a$store$io_stats()[["requests"]]
+  expect_identical(da("colSums")(D), colSums(m))
+  expect_lte(a$store$io_stats()[["requests"]] - r0, 6)
+})
+
 test_that("a seed holds a location, not a handle: saveRDS() then readRDS() in a new R process", {
   m <- matrix(as.numeric(1:5000), 50)
   f <- delayed_fixture(m)
