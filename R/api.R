@@ -138,7 +138,7 @@ r_data_type <- function(x) {
 #' z
 #' z[["/"]][1:2, 1:3, 1]
 as_zarr <- function(x, name = NULL, location = NULL) {
-  if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL)$result)
+  if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
   target <- new_array_at(array_def(x, dim(x) %||% length(x), names(dimnames(x))), name, location)

@@ -14,8 +14,10 @@
 #' location, or a Kerchunk reference file), the path of the array in the
 #' store and, for S3, the store options that are not secrets (see
 #' `reopen_options` in [zarr_s3store]). The store is opened on first use and
-#' the open array kept for the session (outside the seed, so it is never
-#' serialised). A seed saved with [saveRDS()], or sent to the workers of
+#' the open array kept for the session, one per array (outside the seed, so
+#' it is never serialised); a DelayedArray made from a [zarr_array] uses that
+#' object. An array whose shape changed since its seed was made is an
+#' error. A seed saved with [saveRDS()], or sent to the workers of
 #' BiocParallel's `SnowParam`, opens the store again where it is read, read
 #' only. S3 credentials are never stored in the seed: where the array is
 #' opened again they are found as [zarr_s3store] finds them (the environment
@@ -23,7 +25,8 @@
 #' `AWS_SESSION_TOKEN`, or the profile), so a store opened with keys given as
 #' arguments needs them in the environment of the other process too. A query
 #' string in an HTTP URL (such as a signed URL) is part of the location and
-#' is stored. Arrays in memory stores can be used in the session only.
+#' is stored. Arrays in memory stores can be used in the session (and forked
+#' workers) only, and stay in memory for the session once wrapped.
 #'
 #' `dim()`, `dimnames()` (the dimension names of the array, as the names of
 #' a list of `NULL`s), `type()`, `chunkdim()` (the chunk shape, or the inner
@@ -94,11 +97,18 @@ write_zarr_delayed <- function(x, location = NULL, name = NULL, chunk_shape = NU
 
 # ---- the array behind a seed ----
 
-# Open live arrays by seed key, for the session. Kept out of the seeds so that
+# Open arrays by seed key, for the session. Kept out of the seeds so that
 # serialising a seed never takes a store handle (or a memory store) along.
+# One entry per array (its location and path), so wrapping an array again
+# adds nothing.
 delayed_state <- new.env(parent = emptyenv())
 delayed_state$handles <- new.env(parent = emptyenv())
 delayed_state$counter <- 0
+
+# The key of a seed's open array in this process: a forked worker (its own
+# process id) opens the store again rather than share the parent's
+# connections; the arrays of memory stores are only in (forked) memory.
+handle_key <- function(key) if (startsWith(key, "memory|")) key else paste0(Sys.getpid(), "|", key)
 
 delayed_open_array <- function(x, name) {
   if (inherits(x, "zarr_array")) return(x)
@@ -161,15 +171,16 @@ delayed_chunkdim <- function(arr) {
   as.integer(cs)
 }
 
-new_zarr_seed <- function(arr) {
+# `register`: keep `arr` as the seed's open array (a seed that only describes
+# the array, such as a sink's, keeps nothing).
+new_zarr_seed <- function(arr, register = TRUE) {
   shape <- arr$shape
   if (!length(shape)) zarr_abort("argument", "a 0-d array cannot be a DelayedArray", array = arr$path)
   if (!is.integer(shape)) zarr_abort("argument", "the array is too large for a DelayedArray", array = arr$path)
   spec <- store_reopen_spec(arr$store) %||% list(kind = "memory", location = "")
-  delayed_state$counter <- delayed_state$counter + 1
-  # the key names one open array of this session; another process opens its own
-  key <- paste(Sys.getpid(), format(Sys.time(), "%s"), delayed_state$counter, spec$location, arr$path, sep = "|")
-  assign(key, arr, envir = delayed_state$handles)
+  key <- if (spec$kind == "memory") memory_array_key(arr) else
+    paste(spec$kind, spec$location, arr$path, json_write(spec$options %||% named_list(), pretty = FALSE), sep = "|")
+  if (register) assign(handle_key(key), arr, envir = delayed_state$handles)
   dn <- arr$dimension_names
   # (empty slots stand for NULL)
   dimnames <- if (!is.null(dn) && !all(is.na(dn)))
@@ -181,21 +192,38 @@ new_zarr_seed <- function(arr) {
                type = delayed_type(arr$data_type$Rtype), key = key)
 }
 
-# The open array of a seed: the one of this session, or the store opened again.
+# A memory store has no location: its arrays are told apart by the store
+# object itself (identical() compares environments by identity).
+memory_array_key <- function(arr) {
+  h <- delayed_state$handles
+  for (k in ls(h, pattern = "^memory[|]")) {
+    if (identical(h[[k]]$store, arr$store) && identical(h[[k]]$path, arr$path)) return(k)
+  }
+  delayed_state$counter <- delayed_state$counter + 1
+  paste0("memory|", delayed_state$counter)
+}
+
+# The open array of a seed: the one of this process, or the store opened again.
 seed_array <- function(seed) {
-  arr <- delayed_state$handles[[seed@key]]
-  if (!is.null(arr)) return(arr)
+  arr <- delayed_state$handles[[handle_key(seed@key)]]
+  if (!is.null(arr)) {
+    if (!identical(as.integer(arr$shape), seed@dim)) seed_changed(seed)
+    return(arr)
+  }
   if (seed@store_kind == "memory")
     zarr_abort("not_found", sprintf("the array '%s' was in a memory store of another R session", seed@array_path))
   store <- reopen_store(list(kind = seed@store_kind, location = seed@location, options = seed@store_options))
   arr <- zarr$new(store)[[seed@array_path]]
   if (!inherits(arr, "zarr_array"))
     zarr_abort("not_found", sprintf("there is no array '%s' in '%s'", seed@array_path, seed@location))
-  if (!identical(as.integer(arr$shape), seed@dim))
-    zarr_abort("value", sprintf("the array '%s' in '%s' has changed shape since the DelayedArray was made",
-                                seed@array_path, seed@location))
-  assign(seed@key, arr, envir = delayed_state$handles)
+  if (!identical(as.integer(arr$shape), seed@dim)) seed_changed(seed)
+  assign(handle_key(seed@key), arr, envir = delayed_state$handles)
   arr
+}
+
+seed_changed <- function(seed) {
+  zarr_abort("value", sprintf("the array '%s' in '%s' has changed shape since the DelayedArray was made",
+                              seed@array_path, if (nzchar(seed@location)) seed@location else "memory"))
 }
 
 # extract_array(): one read (one call to the C engine) for the block.
@@ -221,18 +249,21 @@ seed_extract <- function(x, index) {
 # ---- realisation ----
 
 # A new Zarr array for an array-like x, then its blocks written through a
-# ZarrRRealizationSink. `result` is what as_zarr() returns.
-delayed_realize <- function(x, location, name, chunk_shape, verbose = NA) {
+# ZarrRRealizationSink. `result` is what as_zarr() returns, `delayed` (when
+# `wrap`) a ZarrRArray of the new array.
+delayed_realize <- function(x, location, name, chunk_shape, verbose = NA, wrap = TRUE) {
   dims <- dim(x)
   if (is.null(dims)) zarr_abort("value", "x must have dimensions")
   type <- delayed_da("type")(x)
   def <- array_def(vector(type, 0L), dims, names(dimnames(x)))
   if (!is.null(chunk_shape)) def$chunk_shape <- chunk_shape
   target <- new_array_at(def, name, location)
-  seed <- new_zarr_seed(target$array)
-  sink <- methods::new("ZarrRRealizationSink", seed = seed)
+  handle <- new.env(parent = emptyenv())
+  handle$array <- target$array
+  sink <- methods::new("ZarrRRealizationSink", seed = new_zarr_seed(target$array, register = FALSE),
+                       handle = handle)
   delayed_da("BLOCK_write_to_sink")(sink, x, verbose = verbose)
-  list(result = target$result, delayed = delayed_da("DelayedArray")(seed))
+  list(result = target$result, delayed = if (wrap) delayed_da("DelayedArray")(new_zarr_seed(target$array)))
 }
 
 sink_write_block <- function(sink, viewport, block) {
@@ -240,7 +271,7 @@ sink_write_block <- function(sink, viewport, block) {
   widths <- delayed_da("width")(viewport)
   sel <- Map(zarr_range, starts - 1, widths)
   if (!is.array(block)) block <- as.array(block) # a sparse block
-  seed_array(sink@seed)$write(block, sel)
+  sink@handle$array$write(block, sel)
   sink
 }
 
@@ -320,17 +351,16 @@ define_delayed_classes <- function(where) {
   methods::setAs("zarr_array", "DelayedArray", function(from) zarr_delayed(from), where = where)
   methods::setAs("zarr_array", "ZarrRArray", function(from) zarr_delayed(from), where = where)
 
+  # (a sink is not serialised: it holds the array it writes)
   methods::setClass("ZarrRRealizationSink", contains = cls("RealizationSink"), where = where,
-                    slots = c(seed = "ZarrRArraySeed"))
+                    slots = c(seed = "ZarrRArraySeed", handle = "environment"))
   methods::setMethod("dim", "ZarrRRealizationSink", function(x) x@seed@dim, where = where)
   methods::setMethod("dimnames", "ZarrRRealizationSink", function(x) if (length(x@seed@dimnames)) x@seed@dimnames, where = where)
   set("type", "ZarrRRealizationSink", function(x) x@seed@type)
   set("chunkdim", "ZarrRRealizationSink", function(x) if (length(x@seed@chunkdim)) x@seed@chunkdim)
   set("write_block", "ZarrRRealizationSink", function(sink, viewport, block) sink_write_block(sink, viewport, block))
-  methods::setAs("ZarrRRealizationSink", "ZarrRArraySeed", function(from) from@seed, where = where)
-  methods::setAs("ZarrRRealizationSink", "DelayedArray", function(from) zarr_delayed_seed(from@seed), where = where)
-  methods::setAs("ZarrRRealizationSink", "ZarrRArray", function(from) zarr_delayed_seed(from@seed), where = where)
+  methods::setAs("ZarrRRealizationSink", "ZarrRArraySeed", function(from) new_zarr_seed(from@handle$array), where = where)
+  methods::setAs("ZarrRRealizationSink", "DelayedArray", function(from) zarr_delayed(from@handle$array), where = where)
+  methods::setAs("ZarrRRealizationSink", "ZarrRArray", function(from) zarr_delayed(from@handle$array), where = where)
   methods::setAs("ANY", "ZarrRArray", function(from) write_zarr_delayed(from), where = where)
 }
-
-zarr_delayed_seed <- function(seed) delayed_da("DelayedArray")(seed)

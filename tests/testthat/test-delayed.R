@@ -130,6 +130,29 @@ test_that("block processing decodes each chunk once", {
   expect_lte(a2$store$io_stats()[["bytes"]] - b1, full)
 })
 
+test_that("one open array per array in the session; a changed shape is an error", {
+  handles <- zarr:::delayed_state$handles
+  m <- matrix(as.numeric(1:200), 20)
+  f <- delayed_fixture(m)
+  n0 <- length(ls(handles))
+  D1 <- zarr_delayed(f$fn, "/a")
+  D2 <- zarr_delayed(f$fn, "a")
+  expect_identical(length(ls(handles)), n0 + 1L)
+  mem <- as_zarr(m)[["/"]]
+  D3 <- zarr_delayed(mem)
+  D4 <- DelayedArray(mem)
+  expect_identical(length(ls(handles)), n0 + 2L)
+  # as_zarr() of a DelayedArray keeps no open array
+  z <- as_zarr(D3 + 1)
+  expect_identical(length(ls(handles)), n0 + 2L)
+  expect_identical(z[["/"]]$read(), m + 1)
+  # wrapping the writable array makes it the open one of that array
+  D5 <- zarr_delayed(f$a)
+  expect_identical(length(ls(handles)), n0 + 2L)
+  f$a$resize(c(30, 10))
+  expect_error(as.matrix(D1), "changed shape", class = "zarr_error_value")
+})
+
 test_that("chunks of several sizes (rectilinear grid) give the blocks' edges", {
   m <- matrix(as.numeric(1:(30 * 12)), 30)
   d <- define_array("float64", dim(m))
