@@ -60,6 +60,8 @@
 #'   `ZarrRArraySeed()`: the seed. `write_zarr_delayed()`: a `ZarrRArray` of
 #'   the new Zarr array.
 #' @name zarr-delayed
+#' @aliases ZarrRArraySeed-class ZarrRArray-class ZarrRMatrix-class
+#'   ZarrRRealizationSink-class
 #' @examples
 #' if (requireNamespace("DelayedArray", quietly = TRUE)) {
 #'   fn <- tempfile(fileext = ".zarr")
@@ -118,7 +120,7 @@ delayed_open_array <- function(x, name) {
     if (inherits(x, "zarr") && !startsWith(name, "/")) name <- paste0("/", name)
     node <- x[[name]]
     if (!inherits(node, "zarr_array"))
-      zarr_abort("not_found", sprintf("there is no array at '%s'", name %||% "/"))
+      zarr_abort("not_found", sprintf("there is no array at '%s'", name))
     return(node)
   }
   zarr_abort("argument", "x must be a zarr_array, a zarr object or group, or a location")
