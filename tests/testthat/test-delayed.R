@@ -252,6 +252,14 @@ test_that("BiocParallel SnowParam workers read a Zarr-backed DelayedArray", {
   sums <- blockApply(D, sum, BPPARAM = bp)
   expect_length(sums, 4L)
   expect_identical(sum(unlist(sums)), sum(m))
+  # forked workers open the store again (their own process id) ...
+  skip_on_os("windows")
+  sums <- blockApply(D, sum, BPPARAM = BiocParallel::MulticoreParam(2))
+  expect_identical(sum(unlist(sums)), sum(m))
+  # ... and use the arrays of a memory store they inherit
+  Dm <- zarr_delayed(as_zarr(m)[["/"]])
+  sums <- blockApply(Dm, sum, BPPARAM = BiocParallel::MulticoreParam(2))
+  expect_identical(sum(unlist(sums)), sum(m))
 })
 
 test_that("write_zarr_delayed() realises a DelayedArray block by block into a new Zarr array", {
