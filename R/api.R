@@ -163,11 +163,12 @@ r_data_type <- function(x) {
 #' string, Date: datetime64 in days, POSIXct: datetime64 in microseconds,
 #' difftime: timedelta64 in microseconds), chunks of at most 100 elements
 #' along each dimension and zstd compression. `names(dimnames(x))` become the
-#' array's dimension names.
+#' array's dimension names. A `DelayedArray` (Bioconductor) is written block
+#' by block without being held in memory, as by [write_zarr_delayed()].
 #'
 #' @seealso [create_zarr()], [auto_chunk()], [zarr_array] and [array-indexing]
 #'   for reading the values back
-#' @param x The R vector, matrix or array.
+#' @param x The R vector, matrix or array, or a `DelayedArray`.
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
@@ -183,17 +184,30 @@ r_data_type <- function(x) {
 #' z
 #' z[["/"]][1:2, 1:3, 1]
 as_zarr <- function(x, name = NULL, location = NULL) {
+  if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
-  dims <- dim(x) %||% length(x)
+  target <- new_array_at(array_def(x, dim(x) %||% length(x), names(dimnames(x))), name, location)
+  target$array$write(x)
+  target$result
+}
+
+# The definition of an array holding R values like x (only its type and
+# class matter), with dimension names `dn`.
+array_def <- function(x, dims, dn = NULL) {
   def <- define_array(r_data_type(x), dims)
-  dn <- names(dimnames(x))
   if (!is.null(dn) && any(nzchar(dn))) def$dimension_names <- ifelse(nzchar(dn), dn, NA)
+  def
+}
+
+# A new array from `def` where as_zarr() puts it: in a group, or as the root
+# (or the array `name`) of a new store at `location` (in memory when NULL).
+# `result` is what as_zarr() returns, `array` the new zarr_array.
+new_array_at <- function(def, name, location) {
   if (inherits(location, "zarr_group")) {
     if (is.null(name)) zarr_abort("argument", "a name is needed to add an array to a group")
     arr <- location$add_array(name, def)
-    arr$write(x)
-    return(arr)
+    return(list(result = arr, array = arr))
   }
   z <- if (is.null(location)) NULL else {
     if (!is.character(location) || length(location) != 1L)
@@ -208,13 +222,13 @@ as_zarr <- function(x, name = NULL, location = NULL) {
   if (is.null(name)) {
     store$create_array("/", "", def)
     out <- zarr$new(store)
-    out$root$write(x)
+    arr <- out$root
   } else {
     store$create_group("/", "")
     out <- zarr$new(store)
-    out$root$add_array(name, def)$write(x)
+    arr <- out$root$add_array(name, def)
   }
-  out
+  list(result = out, array = arr)
 }
 
 is_s3_url <- function(x) is.character(x) && length(x) == 1L && !is.na(x) && grepl("^s3://", x, ignore.case = TRUE)

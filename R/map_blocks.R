@@ -258,11 +258,9 @@ map_check_aligned <- function(out, blocks) {
 # or NULL for stores that only this session can reach.
 map_location <- function(node, token) {
   st <- node$store
-  loc <- if (inherits(st, "zarr_localstore")) normalizePath(st$root, mustWork = FALSE)
-    else if (inherits(st, "zarr_httpstore")) st$.__enclos_env__$private$real_uri() # with its secrets
-    else if (inherits(st, "zarr_s3store")) st$root
-  if (is.null(loc)) return(NULL)
-  list(location = loc, path = node$path, read_only = st$read_only, token = token)
+  spec <- st$reopen_spec()
+  if (is.null(spec) || !spec[["kind"]] %in% c("local", "http", "s3")) return(NULL)
+  list(location = spec[["location"]], path = node$path, read_only = st$read_only, token = token)
 }
 
 map_cache <- new.env(parent = emptyenv())

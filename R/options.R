@@ -338,4 +338,7 @@ load_saved_options <- function(file = options_file()) {
 
 .onLoad <- function(libname, pkgname) {
   load_saved_options()
+  # the DelayedArray backend (R/delayed.R), without loading DelayedArray
+  if (isNamespaceLoaded("DelayedArray")) register_delayed()
+  else setHook(packageEvent("DelayedArray", "onLoad"), function(...) register_delayed())
 }

@@ -43,6 +43,11 @@ check_node_name <- function(name) {
 zarr_store <- R6::R6Class("zarr_store",
   cloneable = FALSE,
   public = list(
+    #' @description How another R process opens this store again (a
+    #'   [zarr_map_blocks()] daemon, a DelayedArray seed): `NULL` for stores that only this session reaches.
+    #' @return A list with `kind`, `location` and `options`, or `NULL`.
+    reopen_spec = function() NULL,
+
     #' @description The lines that `print()` writes, as a character vector
     #'   (also what [format()] gives).
     #' @param ... Ignored.

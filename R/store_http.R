@@ -39,6 +39,12 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
   inherit = zarr_store,
   cloneable = FALSE,
   public = list(
+    #' @description How another R process opens this store again (a
+    #'   [zarr_map_blocks()] daemon, a DelayedArray seed): its URL with its secrets (user-info, signed
+    #'   queries), which the result carries: keep it out of sight.
+    #' @return A list with `kind`, `location` and `options`, or `NULL`.
+    reopen_spec = function() list(kind = "http", location = private$real_uri()),
+
     #' @description Open a store on a web server. Only the root metadata is
     #'   fetched now.
     #' @param url The URL of the store's root, `http://` or `https://`. It may

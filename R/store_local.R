@@ -15,6 +15,11 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
   inherit = zarr_store,
   cloneable = FALSE,
   public = list(
+    #' @description How another R process opens this store again (a
+    #'   [zarr_map_blocks()] daemon, a DelayedArray seed): its folder.
+    #' @return A list with `kind`, `location` and `options`, or `NULL`.
+    reopen_spec = function() list(kind = "local", location = normalizePath(private$.root, mustWork = FALSE)),
+
     #' @description Create or open a store.
     #'
     #' A root that does not exist is created (an empty directory works too);

@@ -56,6 +56,12 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
   inherit = zarr_store,
   cloneable = FALSE,
   public = list(
+    #' @description How another R process opens this store again (a
+    #'   [zarr_map_blocks()] daemon, a DelayedArray seed): the reference file, `NULL` for references
+    #'   given as a list.
+    #' @return A list with `kind`, `location` and `options`, or `NULL`.
+    reopen_spec = function() if (!identical(self$root, "(list)")) list(kind = "reference", location = private$.secret$location),
+
     #' @description Open references as a read-only store.
     #' @param refs The location of the references: a path or `http(s)://`
     #'   URL of a JSON file, or of a directory holding Parquet references
@@ -93,6 +99,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
         }
         if (format == "auto") format <- if (!remote && dir.exists(loc)) "parquet" else "json"
         private$.location <- redact(loc) # shown only: requests use `loc`
+        private$.secret <- list2env(list(location = loc)) # an environment: str() does not open it
         if (format == "json") {
           if (!remote && dir.exists(loc))
             zarr_abort("argument", sprintf("'%s' is a directory, not a JSON reference file", refs))
@@ -201,7 +208,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     targets = function(value) private$.targets
   ),
   private = list(
-    .location = NULL, .format = "json", .base = NULL, .keys = character(), .sizes = numeric(),
+    .location = NULL, .secret = NULL, .format = "json", .base = NULL, .keys = character(), .sizes = numeric(),
     .targets = character(), .http = list(),
     check_writable = function() zarr_abort("read_only", "reference stores are read-only"),
     .build = function(p, base) {

@@ -42,6 +42,12 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
   inherit = zarr_store,
   cloneable = FALSE,
   public = list(
+    #' @description How another R process opens this store again (a
+    #'   [zarr_map_blocks()] daemon, a DelayedArray seed): its location and the options that are not
+    #'   secrets (keys are found again from the environment or the profile).
+    #' @return A list with `kind`, `location` and `options`, or `NULL`.
+    reopen_spec = function() list(kind = "s3", location = self$root, options = Filter(Negate(is.null), private$.reopen)),
+
     #' @description Open (or prepare to create) a store in a bucket.
     #' @param bucket The bucket name.
     #' @param prefix The store's root in the bucket ("" for the bucket's root).
@@ -78,6 +84,10 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
       private$.prefix <- prefix
       private$.bucket_url <- redact(bucket_url)
       private$.cfg <- cfg[c("region", "source", "access_key")]
+      # what reopens this store in another process (DelayedArray seeds): never the keys,
+      # which are found again from the environment or the profile
+      private$.reopen <- list(region = cfg[["region"]], endpoint = cfg[["endpoint"]], path_style = path_style,
+                              anonymous = if (isTRUE(anonymous)) TRUE, profile = profile)
       url <- if (nzchar(prefix)) paste0(bucket_url, "/", url_path_encode(prefix)) else bucket_url
       private$.url <- redact(url) # shown only: the C store keeps the real one
       private$.io <- .Call(ffi_store_s3, list(
@@ -253,11 +263,16 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     #'   ("arguments", "environment", "profile NAME" or "anonymous"), the
     #'   access key id (never the secret) and the region.
     credentials = function(value) private$.cfg,
+    #' @field reopen_options (read-only) The arguments of `$new()` besides
+    #'   the bucket and prefix that open this store again elsewhere (region,
+    #'   endpoint, path style, anonymous, profile): never the access keys,
+    #'   which are found again as described in the Details.
+    reopen_options = function(value) private$.reopen,
     #' @field separator (read-only) The chunk key separator of new arrays: "/".
     separator = function(value) "/"
   ),
   private = list(
-    .bucket = NULL, .prefix = "", .bucket_url = NULL, .url = NULL, .cfg = NULL,
+    .bucket = NULL, .prefix = "", .bucket_url = NULL, .url = NULL, .cfg = NULL, .reopen = NULL,
     # The object key (in the bucket) of a store key or prefix.
     key_prefix = function(key) if (nzchar(private$.prefix)) paste0(private$.prefix, "/", key) else key
   )

@@ -43,6 +43,11 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
   inherit = zarr_store,
   cloneable = FALSE,
   public = list(
+    #' @description How another R process opens this store again (a
+    #'   [zarr_map_blocks()] daemon, a DelayedArray seed): its file.
+    #' @return A list with `kind`, `location` and `options`, or `NULL`.
+    reopen_spec = function() list(kind = "zip", location = self$root),
+
     #' @description Open a zip file as a read-only store.
     #' @param path Path of the zip file; "file://" URIs are accepted.
     #' @return An instance of this class.

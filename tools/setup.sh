@@ -69,9 +69,11 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl
 # clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
 # Debian's python3 with h5py/netCDF4 (test data for the reference store) and
 # fsspec + zarr-python + jinja2 (the independent reader of the references);
-# ncdf4 and RNetCDF for bench/references.R
+# ncdf4 and RNetCDF for bench/references.R; DelayedArray, HDF5Array and
+# BiocParallel (Bioconductor) for the DelayedArray backend tests
 optional_debs=(qpdf pandoc clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
-               python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf)
+               python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf
+               r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx r-cran-cli)
 r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx cli)
