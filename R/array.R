@@ -250,6 +250,8 @@ zarr_array <- R6::R6Class("zarr_array",
     write = function(data, selection) {
       private$check_usable()
       shape <- self$shape
+      if (identical(dtype_kind(private$.dt$data_type), "t")) # a data.frame: one raw vector per record
+        data <- struct_records(private$.dt, data, private$.codecs, self$path)
       if (missing(selection) || is.null(selection)) {
         d <- dim(data) %||% length(data)
         if (length(shape) == 0L) {
