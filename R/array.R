@@ -665,7 +665,7 @@ parse_array_metadata <- function(m, path = NULL) {
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
   dtname <- m[["data_type"]]
   if (is.list(dtname)) dtname <- dtname[["name"]]
-  if (!dtname %in% dtype_table$name && is.null(r_dtype_get(dtname)))
+  if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
   fill <- if (is.null(m[["fill_value"]])) fill_for_null(dtname) else m[["fill_value"]]
   dt <- tryCatch(zarr_data_type$new(m[["data_type"]], fill),

@@ -95,7 +95,7 @@ struct_decode <- function(layout, raw, n, big) {
         rt <- dtype_info(f$type)$rtype
         if (rt == "integer64" && zarr_int64_mode() == "double") rt <- "double"
         finish_rtype(.Call(ffi_decode_elements, as.vector(bytes), engine_dtype(f$type), rt, big,
-                           .Call(ffi_fill_bytes, engine_dtype(f$type), 0), FALSE), rt)
+                           raw(f$size), FALSE), rt)
       })
     if (f$count > 1 && !is.data.frame(v)) {
       keep <- class(v)
@@ -162,9 +162,15 @@ struct_encode <- function(layout, df, big, path = NULL) {
       t = struct_encode(f$sub, v, big, path),
       s = struct_strings_encode(f, v, big, path),
       {
+        # NA: R's own NA where the type has one (int32, int64 as bit64 does,
+        # floating point NA bits), else refused (a field has no fill of its own)
+        own_na <- f$type %in% c("int32", "int64") || f$kind %in% c("f", "c")
+        if (!own_na && anyNA(v))
+          zarr_abort("value", sprintf("field '%s' (%s) cannot hold NA", f$name, f$type), array = path)
         dt <- engine_dtype(f$type)
         .Call(ffi_encode_elements, coerce_for_dtype(v, f$type, array = path), dt, big,
-              .Call(ffi_fill_bytes, dt, 0), FALSE)
+              if (f$type %in% c("int32", "int64")) fill_bytes(f$type, dtype_default_fill(f$type)) else raw(f$size),
+              FALSE)
       })
     m[f$offset + seq_len(nb), ] <- bytes
   }
@@ -219,7 +225,9 @@ struct_fill_normalize <- function(layout, value, big = FALSE) {
     v <- normalize_fill(f$type, v)
     if (f$count > 1) rep(list(v), f$count) else v
   })
-  stats::setNames(out, layout$names)
+  out <- stats::setNames(out, layout$names)
+  struct_fill_record(layout, out, FALSE) # each value fits its field
+  out
 }
 
 # One decoded row -> the fill value's in-memory form.
