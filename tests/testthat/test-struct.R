@@ -118,6 +118,13 @@ test_that("n-d struct arrays read as one row per element in R's order; x[i, j] s
   expect_identical(y$i, 5:6)
   expect_identical(y$m, df$m[5:6, ])
   expect_identical(a[1, c(1, 3)]$i, c(1L, -1L))
+  # replacement by index: records recycle by rows
+  a[1, 3:4] <- df[6, ]
+  expect_identical(a[1, 3:4]$i, c(6L, 6L))
+  a[2:3, 3:4] <- df[1:2, ]
+  expect_identical(a[, 3:4]$i, c(6L, 1L, 2L, 6L, 1L, 2L))
+  expect_identical(a[2, 4]$m, df$m[1, , drop = FALSE])
+  expect_error(a[2:3, 3:4] <- df[1:3, ], class = "zarr_error_value")
   expect_error(a$write(df[1:5, ], selection = list(NULL, 1:2)), class = "zarr_error_value")
   expect_error(a$write(data.frame(j = 1:6), selection = list(NULL, 1:2)), class = "zarr_error_value")
   expect_error(a$write(data.frame(i = 1:6, m = 1:6), selection = list(NULL, 1:2)), class = "zarr_error_value")
