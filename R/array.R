@@ -154,7 +154,9 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   (`TRUE`). Arrays without these attributes read the same either way;
     #'   `FALSE` (or the `raw_read` field) gives the stored values.
     #' @return A vector (0-d and 1-d arrays), matrix or array; decoded times
-    #'   are `Date`, `POSIXct` or (other calendars) `CFTime` objects.
+    #'   are `Date`, `POSIXct` or (other calendars) `CFTime` objects; records
+    #'   (`struct` and v2 structured arrays) a data.frame (see
+    #'   [zarr_data_type]).
     read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE),
                     decode = getOption("zarr.decode_cf", TRUE)) {
       private$check_usable()

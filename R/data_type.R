@@ -162,6 +162,24 @@ fill_json <- function(name, value) {
 #' installed) and complex. Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
+#' Records: the `struct` data type (zarr-extensions, with its legacy name
+#' `structured`) and Zarr v2 structured dtypes (numpy records such as
+#' `[["a", "<i4"], ["b", "<f8", [2]]]`) read as a data.frame with one column
+#' per field, in field order: numbers as above, fixed-width strings
+#' (`null_terminated_bytes`/`|S`, `fixed_length_utf32`/`<U`) as character, a
+#' nested struct as a data.frame column, and a v2 subarray field as a matrix
+#' column (one row per record; a field of shape `c(2, 3)` has 6 columns in
+#' numpy's C order). They are written from a data.frame whose columns are
+#' matched to the fields by name. An array of more than one dimension reads
+#' as one row per element in R's (column-major) order, with the selection's
+#' extent in the attribute `"zarr_shape"`; `x[i, j]` selects and
+#' `x[i, j] <- df` writes records that way. A field's values are stored as
+#' they are: `NA` is R's own `NA` in `int32`, `int64` and floating point
+#' fields, and cannot be written to other fields. The fill value is a named
+#' list with a value per field (`list(x = 0, y = -1L)`), stored in v3 as a
+#' JSON object and in v2 as the record's bytes in base64, as zarr-python 2
+#' does. Fields of datetime or variable-length types are not supported.
+#'
 #' `NA` in a floating point type (`float16` to `float64`, `bfloat16`, the
 #' `float8` types) is stored as a NaN of its own bit pattern, apart from
 #' `NaN`, and reads back as `NA`; where the fill value stands for `NA` (see
