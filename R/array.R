@@ -670,6 +670,11 @@ parse_array_metadata <- function(m, path = NULL) {
   if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
   fill <- if (is.null(m[["fill_value"]])) fill_for_null(dtname) else m[["fill_value"]]
+  if (dtname %in% c("struct", "structured") && is.character(fill) && is.list(m[["codecs"]]))
+    # record bytes in base64 (the legacy form) are in the bytes codec's order
+    fill <- tryCatch(struct_fill_normalize(struct_layout(m[["data_type"]][["configuration"]]), fill,
+                                           fragments_big_endian(m[["codecs"]])),
+                     zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   dt <- tryCatch(zarr_data_type$new(m[["data_type"]], fill),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   grid <- m[["chunk_grid"]]

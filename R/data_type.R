@@ -360,7 +360,11 @@ fill_is_zero <- function(name, value) {
 
 format_fill <- function(v) {
   if (is.raw(v)) return(paste0("0x", paste(as.character(v), collapse = "")))
-  if (is.list(v)) return(paste0("(", paste(vapply(v, format_fill, ""), collapse = ", "), ")"))
+  if (is.list(v)) {
+    parts <- vapply(v, format_fill, "")
+    if (!is.null(names(v))) parts <- paste(names(v), "=", parts) # a struct's fields
+    return(paste0("(", paste(parts, collapse = ", "), ")"))
+  }
   if (is.character(v)) return(v)
   format(v, digits = 15)
 }

@@ -283,17 +283,19 @@ struct_fill_json <- function(layout, fill) {
 
 # The byte order of the bytes codec of a chain (inside sharding too).
 struct_big_endian <- function(codecs) {
-  frags <- if (inherits(codecs, "zarr_codec_chain")) codec_chain_fragments(codecs)
-    else lapply(codecs, function(cd) cd$metadata_fragment())
-  find <- function(fr) {
-    for (cd in fr) {
-      if (identical(cd[["name"]], "bytes")) return(identical(cd[["configuration"]][["endian"]], "big"))
-      inner <- cd[["configuration"]][["codecs"]]
-      if (identical(cd[["name"]], "sharding_indexed") && length(inner)) return(find(inner))
-    }
-    FALSE
+  fragments_big_endian(if (inherits(codecs, "zarr_codec_chain")) codec_chain_fragments(codecs)
+                       else lapply(codecs, function(cd) cd$metadata_fragment()))
+}
+
+# The same from the codecs' metadata fragments.
+fragments_big_endian <- function(frags) {
+  for (cd in frags) {
+    if (!is.list(cd)) next
+    if (identical(cd[["name"]], "bytes")) return(identical(cd[["configuration"]][["endian"]], "big"))
+    inner <- cd[["configuration"]][["codecs"]]
+    if (identical(cd[["name"]], "sharding_indexed") && is.list(inner)) return(fragments_big_endian(inner))
   }
-  find(frags)
+  FALSE
 }
 
 # A v2 structured dtype (`[["a", "<i4"], ["b", "<f8", [2]]]`) -> a v3 struct

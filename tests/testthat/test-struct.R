@@ -99,6 +99,13 @@ test_that("the legacy 'structured' name and tuple fields read as struct", {
   expect_identical(a$read(), data.frame(a = c(1L, 1L), b = c(2L, 2L)))
   writeBin(as.raw(c(0xff, 0xff, 7, 3, 0, 9)), file.path(p, "c", "0"))
   expect_identical(a$read(), data.frame(a = c(-1L, 3L), b = c(7L, 9L)))
+  # base64 record bytes follow the bytes codec's byte order
+  m <- paste(readLines(file.path(p, "zarr.json")), collapse = "\n")
+  writeLines(sub('[{]"name": "bytes"[}]', '{"name": "bytes", "configuration": {"endian": "big"}}', m), file.path(p, "zarr.json"))
+  a <- open_zarr(p)[["/"]]
+  expect_identical(a$data_type$fill_value, list(a = 256L, b = 2L))
+  expect_identical(a$read(), data.frame(a = c(-1L, 3L * 256L), b = c(7L, 9L))) # 03 00 big endian
+  expect_output(print(a), "a = 256, b = 2", fixed = TRUE)
 })
 
 test_that("n-d struct arrays read as one row per element in R's order; x[i, j] selects", {
