@@ -154,7 +154,9 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   (`TRUE`). Arrays without these attributes read the same either way;
     #'   `FALSE` (or the `raw_read` field) gives the stored values.
     #' @return A vector (0-d and 1-d arrays), matrix or array; decoded times
-    #'   are `Date`, `POSIXct` or (other calendars) `CFTime` objects.
+    #'   are `Date`, `POSIXct` or (other calendars) `CFTime` objects; records
+    #'   (`struct` and v2 structured arrays) a data.frame (see
+    #'   [zarr_data_type]).
     read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE),
                     decode = getOption("zarr.decode_cf", TRUE)) {
       private$check_usable()
@@ -250,6 +252,8 @@ zarr_array <- R6::R6Class("zarr_array",
     write = function(data, selection) {
       private$check_usable()
       shape <- self$shape
+      if (identical(dtype_kind(private$.dt$data_type), "t")) # a data.frame: one raw vector per record
+        data <- struct_records(private$.dt, data, private$.codecs, self$path)
       if (missing(selection) || is.null(selection)) {
         d <- dim(data) %||% length(data)
         if (length(shape) == 0L) {
@@ -663,9 +667,14 @@ parse_array_metadata <- function(m, path = NULL) {
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
   dtname <- m[["data_type"]]
   if (is.list(dtname)) dtname <- dtname[["name"]]
-  if (!dtname %in% dtype_table$name && is.null(r_dtype_get(dtname)))
+  if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
   fill <- if (is.null(m[["fill_value"]])) fill_for_null(dtname) else m[["fill_value"]]
+  if (dtname %in% c("struct", "structured") && is.character(fill) && is.list(m[["codecs"]]))
+    # record bytes in base64 (the legacy form) are in the bytes codec's order
+    fill <- tryCatch(struct_fill_normalize(struct_layout(m[["data_type"]][["configuration"]]), fill,
+                                           fragments_big_endian(m[["codecs"]])),
+                     zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   dt <- tryCatch(zarr_data_type$new(m[["data_type"]], fill),
                  zarr_error = function(e) bad(sprintf("invalid data type or fill value: %s", conditionMessage(e))))
   grid <- m[["chunk_grid"]]

@@ -56,7 +56,7 @@ array_builder <- R6::R6Class("array_builder",
                    data_type = dt$metadata_fragment()[["data_type"]],
                    chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
                      else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
-                   fill_value = fill_json(dt$data_type, dt$fill_value),
+                   fill_value = dt$metadata_fragment()[["fill_value"]],
                    codecs = codec_chain_fragments(codecs),
                    attributes = private$.attributes %||% named_list())
       if (!is.null(private$.encoding)) meta[["chunk_key_encoding"]] <- private$.encoding

@@ -109,6 +109,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
       if (spec$rtype == "raw") out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
+      if (identical(dtype_kind(private$.dt$data_type), "t"))
+        return(struct_read_frame(private$.dt, out, private$.codecs, sel_lengths(sel)))
       out <- finish_rtype(out, spec$rtype)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
       if (is.list(sel) && length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
@@ -131,6 +133,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       ndata <- length(data)
       data <- if (identical(dtype_kind(private$.dt$data_type), "r"))
         r_dtype_encode(private$.dt$data_type, data, private$.path)
+      else if (identical(dtype_kind(private$.dt$data_type), "t"))
+        struct_records(private$.dt, data, private$.codecs, private$.path)
       else coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
@@ -218,7 +222,9 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         strkind = strkind,
         stored_size = if (is.na(strkind)) 0 else as.numeric(dt$size %|NA|% 0),
         rtype = engine_rtype(dt),
-        fill = fill_bytes(dt$data_type, dt$fill_value),
+        fill = if (identical(dtype_kind(dt$data_type), "t"))
+          struct_fill_record(struct_layout(dt$configuration), dt$fill_value, struct_big_endian(private$.codecs))
+          else fill_bytes(dt$data_type, dt$fill_value),
         fill_marks_missing = fill_is_missing_marker(dt),
         codecs = if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_spec(private$.codecs)
           else chain_c_spec(private$.codecs),

@@ -41,7 +41,9 @@ dtype_table <- rbind(
   dtype_row("fixed_length_utf32", NA, "s", "character", engine = "string", strkind = "utf32"),
   dtype_row("null_terminated_bytes", NA, "s", "character", engine = "string", strkind = "bytes"),
   dtype_row("numpy.datetime64", 8, "M", "POSIXct", engine = "int64"),
-  dtype_row("numpy.timedelta64", 8, "m", "difftime", engine = "int64")
+  dtype_row("numpy.timedelta64", 8, "m", "difftime", engine = "int64"),
+  # records of named fields (R/struct.R): the engine moves each record's bytes
+  dtype_row("struct", NA, "t", "data.frame", engine = "string", strkind = "record")
 )
 dtype_table$signed <- dtype_table$kind %in% c("i", "f", "c", "M", "m")
 
@@ -76,7 +78,8 @@ dtype_default_fill <- function(name) {
     f = NaN,
     c = list(NaN, NaN),
     s = if (identical(name, "string")) "NA" else "",
-    M = , m = "-9223372036854775808"
+    M = , m = "-9223372036854775808",
+    t = list() # set from the fields (struct_fill_normalize())
   )
 }
 
@@ -159,6 +162,24 @@ fill_json <- function(name, value) {
 #' installed) and complex. Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
+#' Records: the `struct` data type (zarr-extensions, with its legacy name
+#' `structured`) and Zarr v2 structured dtypes (numpy records such as
+#' `[["a", "<i4"], ["b", "<f8", [2]]]`) read as a data.frame with one column
+#' per field, in field order: numbers as above, fixed-width strings
+#' (`null_terminated_bytes`/`|S`, `fixed_length_utf32`/`<U`) as character, a
+#' nested struct as a data.frame column, and a v2 subarray field as a matrix
+#' column (one row per record; a field of shape `c(2, 3)` has 6 columns in
+#' numpy's C order). They are written from a data.frame whose columns are
+#' matched to the fields by name. An array of more than one dimension reads
+#' as one row per element in R's (column-major) order, with the selection's
+#' extent in the attribute `"zarr_shape"`; `x[i, j]` selects and
+#' `x[i, j] <- df` writes records that way. A field's values are stored as
+#' they are: `NA` is R's own `NA` in `int32`, `int64` and floating point
+#' fields, and cannot be written to other fields. The fill value is a named
+#' list with a value per field (`list(x = 0, y = -1L)`), stored in v3 as a
+#' JSON object and in v2 as the record's bytes in base64, as zarr-python 2
+#' does. Fields of datetime or variable-length types are not supported.
+#'
 #' `NA` in a floating point type (`float16` to `float64`, `bfloat16`, the
 #' `float8` types) is stored as a NaN of its own bit pattern, apart from
 #' `NaN`, and reads back as `NA`; where the fill value stands for `NA` (see
@@ -189,6 +210,11 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
         private$.config <- data_type[["configuration"]]
         data_type <- data_type[["name"]]
       }
+      if (identical(data_type, "structured")) data_type <- "struct" # the legacy name, read as struct
+      if (identical(data_type, "struct")) {
+        private$.layout <- struct_layout(private$.config)
+        private$.config <- struct_config_json(private$.layout)
+      }
       dtype_info(data_type)
       super$initialize(data_type)
       if (data_type %in% c("numpy.datetime64", "numpy.timedelta64")) time_unit_seconds(private$.config)
@@ -212,7 +238,9 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #' @return A list with elements `data_type` and `fill_value`.
     metadata_fragment = function() {
       dt <- if (length(private$.config)) list(name = self$data_type, configuration = private$.config) else self$data_type
-      list(data_type = dt, fill_value = fill_json(self$data_type, private$.fill))
+      fill <- if (!is.null(private$.layout)) struct_fill_json(private$.layout, private$.fill)
+        else fill_json(self$data_type, private$.fill)
+      list(data_type = dt, fill_value = fill)
     }
   ),
   active = list(
@@ -241,6 +269,7 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     size = function(value) {
       if (!missing(value)) zarr_abort("read_only", "size is read-only")
       n <- dtype_info(private$.name)$size
+      if (!is.null(private$.layout)) return(private$.layout$size)
       if (is.na(n) && !is.null(private$.config[["length_bytes"]])) n <- as.integer(private$.config[["length_bytes"]])
       n
     },
@@ -250,12 +279,13 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
     #' @field fill_value The fill value: the value of elements never written.
     fill_value = function(value) {
       if (missing(value)) return(private$.fill)
+      if (!is.null(private$.layout)) return(private$.fill <- struct_fill_normalize(private$.layout, value))
       v <- normalize_fill(private$.name, value)
       fill_bytes(private$.name, v) # validates the value
       private$.fill <- v
     }
   ),
-  private = list(.fill = NULL, .config = NULL)
+  private = list(.fill = NULL, .config = NULL, .layout = NULL)
 )
 
 # The fill value as the C engine wants it: native bytes, or UTF-8 text.
@@ -274,7 +304,9 @@ engine_dtype <- function(name) {
 }
 
 engine_rtype <- function(dt) {
-  if (identical(dtype_kind(dt$data_type), "r")) return("raw")
+  kind <- dtype_kind(dt$data_type)
+  if (identical(kind, "r")) return("raw")
+  if (identical(kind, "t")) return("list") # records as raw vectors
   rt <- dt$Rtype
   if (rt %in% c("POSIXct", "Date", "difftime")) "double" else rt
 }
@@ -297,7 +329,7 @@ fill_is_nan <- function(v) {
 fill_is_missing_marker <- function(dt) {
   kind <- dtype_kind(dt$data_type)
   v <- dt$fill_value
-  !is.na(kind) && !kind %in% c("b", "r") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
+  !is.na(kind) && !kind %in% c("b", "r", "t") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
 }
 
 # NA written to a type without an NA of its own (integers, strings, times)
@@ -328,7 +360,11 @@ fill_is_zero <- function(name, value) {
 
 format_fill <- function(v) {
   if (is.raw(v)) return(paste0("0x", paste(as.character(v), collapse = "")))
-  if (is.list(v)) return(paste0("(", paste(vapply(v, format_fill, ""), collapse = ", "), ")"))
+  if (is.list(v)) {
+    parts <- vapply(v, format_fill, "")
+    if (!is.null(names(v))) parts <- paste(names(v), "=", parts) # a struct's fields
+    return(paste0("(", paste(parts, collapse = ", "), ")"))
+  }
   if (is.character(v)) return(v)
   format(v, digits = 15)
 }

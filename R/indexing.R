@@ -256,8 +256,9 @@ read_points <- function(x, pts, ..., decode = getOption("zarr.decode_cf", TRUE))
 
 # Values for n elements, recycled as base R does (whole copies only).
 recycle_value <- function(value, n, path) {
-  k <- length(value)
+  k <- if (is.data.frame(value)) nrow(value) else length(value) # records of a struct array recycle by rows
   if (k == n || k == 1L) return(value)
+  if (is.data.frame(value) && k > 0L && n %% k == 0) return(value[rep_len(seq_len(k), n), , drop = FALSE])
   if (k == 0L || n %% k != 0)
     zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)", format(k), format(n)),
                array = path)

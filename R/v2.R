@@ -10,8 +10,7 @@ v2_dtypes <- stats::setNames(dtype_table$name, dtype_table$v2)[!is.na(dtype_tabl
 # Unsupported dtypes keep their v2 spelling, so that only reading that array
 # fails, not opening its group.
 v2_parse_dtype <- function(dtype) {
-  if (!is.character(dtype) || length(dtype) != 1L)
-    return(list(data_type = "v2:structured", endian = "little"))
+  if (!is.character(dtype) || length(dtype) != 1L) return(v2_struct_dtype(dtype))
   m <- regmatches(dtype, regexec("^([<>|=])([a-zA-Z])([0-9]*)(\\[[0-9]*[A-Za-z]+\\])?$", dtype))[[1L]]
   if (!length(m)) return(list(data_type = paste0("v2:", dtype), endian = "little"))
   endian <- if (m[2L] == ">") "big" else "little"
@@ -136,6 +135,12 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
       meta_fail("fill_value", "must be base64 text for a |S data type", key = key)
     fill <- rawToChar(jsonlite::base64_dec(fill))
   }
+  if (is.list(dt[["data_type"]]) && identical(dt[["data_type"]][["name"]], "struct") && !is.null(fill))
+    # v2 keeps a record's bytes as base64 (zarr-python 2); v3 has a value per field
+    fill <- tryCatch(struct_fill_json(struct_layout(dt[["data_type"]][["configuration"]]),
+                                      struct_fill_normalize(struct_layout(dt[["data_type"]][["configuration"]]),
+                                                            fill, dt[["endian"]] == "big")),
+                     zarr_error = function(e) meta_fail("fill_value", conditionMessage(e), key = key))
   sep <- z[["dimension_separator"]] %||% "."
   meta <- list(
     zarr_format = 2L, node_type = "array",
@@ -207,6 +212,11 @@ v2_from_v3 <- function(meta) {
   zarray[[pending_field]] <- meta[[pending_field]]
   if (name == "null_terminated_bytes" && is.character(zarray[["fill_value"]]))
     zarray[["fill_value"]] <- jsonlite::base64_enc(charToRaw(zarray[["fill_value"]]))
+  if (name == "struct" && !is.null(zarray[["fill_value"]])) {
+    layout <- struct_layout(dt[["configuration"]])
+    zarray[["fill_value"]] <- jsonlite::base64_enc(struct_fill_record(
+      layout, struct_fill_normalize(layout, zarray[["fill_value"]]), endian == "big"))
+  }
   list(.zarray = zarray, .zattrs = attrs)
 }
 
@@ -215,6 +225,7 @@ v2_dtype_string <- function(name, config, endian) {
   code <- names(v2_dtypes)[match(name, v2_dtypes)]
   if (!is.na(code)) return(paste0(if (dtype_info(name)$size == 1L) "|" else e, code))
   switch(name,
+    struct = v2_struct_dtype_doc(config, endian),
     string = , variable_length_bytes = "|O",
     fixed_length_utf32 = paste0(e, "U", as.integer(config[["length_bytes"]]) / 4L),
     null_terminated_bytes = paste0("|S", as.integer(config[["length_bytes"]])),

@@ -213,10 +213,13 @@ void spec_parse(SEXP spec, zarray *a) {
                  : strcmp(kind, "vlen-bytes") == 0 ? SK_VLEN_BYTES
                  : strcmp(kind, "utf32") == 0      ? SK_UTF32
                  : strcmp(kind, "bytes") == 0      ? SK_FIXED_BYTES
+                 : strcmp(kind, "record") == 0     ? SK_RECORD
                                                    : SK_NONE;
     if (a->strkind == SK_NONE) spec_fail(ZE_CODEC, "unknown string kind '%s'", kind);
     double ss = asReal(list_get(spec, "stored_size"));
-    if (a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES) {
+    if (a->strkind == SK_RECORD && (rt != RT_RAWLIST || !(ss >= 1 && ss < (double)sizeof a->fill_text)))
+      spec_fail(ZE_METADATA, "records of %g bytes: 1 to %d bytes are supported", ss, (int)sizeof a->fill_text - 1);
+    if (a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES || a->strkind == SK_RECORD) {
       /* one element is one stored_size bytes: whole, positive, and UTF-32 in 4-byte units */
       if (!(ss >= 0 && ss <= 2147483647.0) || ss != (double)(int64_t)ss ||
           (a->strkind == SK_UTF32 && (int64_t)ss % 4 != 0))
@@ -224,6 +227,8 @@ void spec_parse(SEXP spec, zarray *a) {
       a->stored_size = (size_t)ss;
     }
     size_t n = TYPEOF(fill) == RAWSXP ? (size_t)XLENGTH(fill) : 0;
+    if (a->strkind == SK_RECORD && n != a->stored_size)
+      spec_fail(ZE_VALUE, "the fill value has %.0f bytes, a record %.0f", (double)n, (double)a->stored_size);
     if (n >= sizeof a->fill_text) { /* keep whole UTF-8 sequences */
       n = sizeof a->fill_text - 1;
       while (n > 0 && (RAW(fill)[n] & 0xC0) == 0x80) n--;
@@ -256,7 +261,7 @@ void spec_parse(SEXP spec, zarray *a) {
   for (int d = 0; d < cd; d++) grid[d] = a->shape[d] / chunk_shape[d] + (a->shape[d] % chunk_shape[d] != 0);
   dims_product(grid, cd, "chunk grid");
   check_chunk_bytes(dims_product(chunk_shape, cd, "chunk shape"),
-                    a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES
+                    a->strkind == SK_UTF32 || a->strkind == SK_FIXED_BYTES || a->strkind == SK_RECORD
                         ? (a->stored_size > a->elsize ? a->stored_size : a->elsize)
                         : a->elsize,
                     "chunk");

@@ -153,7 +153,7 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
   if (n != (size_t)nelem * es)
     return zerr_set(e, ZE_CORRUPT, "chunk decodes to %.0f bytes, expected %.0f", (double)n,
                     (double)nelem * (double)es);
-  if (a->strkind == SK_FIXED_BYTES) {
+  if (a->strkind == SK_FIXED_BYTES || a->strkind == SK_RECORD) {
     zpool *p = pool_new(n, *pools);
     if (p == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
     *pools = p;
@@ -161,7 +161,8 @@ int strings_decode(const zarray *a, const uint8_t *src, size_t n, int64_t nelem,
     for (int64_t i = 0; i < nelem; i++) {
       const uint8_t *s = p->data + i * (int64_t)es;
       size_t len = es;
-      while (len > 0 && s[len - 1] == 0) len--; /* numpy pads with NUL */
+      if (a->strkind == SK_FIXED_BYTES)
+        while (len > 0 && s[len - 1] == 0) len--; /* numpy pads with NUL */
       if (check_element(a, s, len, i, e)) return -1;
       h[i].ptr = (const char *)s;
       h[i].len = (int64_t)len;
@@ -230,7 +231,10 @@ int strings_encode(const zarray *a, const uint8_t *handles, int64_t nelem, int b
   for (int64_t i = 0; i < nelem; i++) {
     uint8_t *o = out->data + i * (int64_t)es;
     if (h[i].ptr == NULL) continue;
-    if (a->strkind == SK_FIXED_BYTES) {
+    if (a->strkind == SK_RECORD && (size_t)h[i].len != es)
+      return zerr_set(e, ZE_VALUE, "a record of %.0f bytes is not one of %.0f bytes", (double)h[i].len,
+                      (double)es);
+    if (a->strkind == SK_FIXED_BYTES || a->strkind == SK_RECORD) {
       if ((size_t)h[i].len > es)
         return zerr_set(e, ZE_VALUE, "a string of %.0f bytes does not fit in %.0f bytes",
                         (double)h[i].len, (double)es);

@@ -90,7 +90,9 @@ typedef struct {
   int64_t len;
 } zstr;
 
-typedef enum { SK_NONE, SK_VLEN_UTF8, SK_VLEN_BYTES, SK_UTF32, SK_FIXED_BYTES } zstrkind;
+/* SK_RECORD: fixed-size records (the struct data type) moved as their bytes,
+ * untrimmed, to and from R raw vectors; R splits them into fields */
+typedef enum { SK_NONE, SK_VLEN_UTF8, SK_VLEN_BYTES, SK_UTF32, SK_FIXED_BYTES, SK_RECORD } zstrkind;
 
 typedef struct zpool {
   struct zpool *next;

@@ -1,5 +1,5 @@
 /* libFuzzer target: decoding string chunks (vlen-utf8, vlen-bytes,
- * fixed-length UTF-32, null-terminated bytes) into handles. Input: a byte
+ * fixed-length UTF-32, null-terminated bytes, struct records) into handles. Input: a byte
  * choosing the string kind and R type, a byte of element size, a byte of
  * element count, then the decoded chunk bytes. Whatever decodes must be text
  * an R string can hold (for R strings), inside the pool it points into. */
@@ -19,6 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   a.rtype = (data[0] & 4) ? RT_RAWLIST : RT_STRING;
   int big = (data[0] & 8) != 0;
   a.stored_size = a.strkind == SK_UTF32 ? (size_t)(data[1] % 16) * 4 : (size_t)(data[1] % 64);
+  if (data[0] & 16) { /* records of a struct: raw vectors of exactly stored_size bytes */
+    a.strkind = SK_RECORD;
+    a.rtype = RT_RAWLIST;
+    a.stored_size = (size_t)(data[1] % 64) + 1;
+  }
   int64_t nelem = data[2];
   size_t n = size - 3;
   uint8_t *src = malloc(n ? n : 1);
@@ -44,6 +49,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       zerr e2 = {ZE_OK, ""};
       if (strings_encode(&a, (const uint8_t *)h, nelem, big, &out, &e2) != 0 &&
           !(a.strkind == SK_UTF32 || a.strkind == SK_FIXED_BYTES))
+        abort();
+      zbuf_free(&out);
+    }
+    if (a.strkind == SK_RECORD) { /* records encode back to the same bytes */
+      zbuf out = {0};
+      zerr e2 = {ZE_OK, ""};
+      if (strings_encode(&a, (const uint8_t *)h, nelem, big, &out, &e2) != 0 || out.size != n ||
+          (n && memcmp(out.data, src, n) != 0))
         abort();
       zbuf_free(&out);
     }
