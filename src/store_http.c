@@ -380,6 +380,7 @@ typedef struct xfer {
   char reason[48];
   zcrange cr;
   int64_t clen;             /* Content-Length, -1 when absent */
+  int az_probe;             /* Azure suffix: this attempt asks for byte 0 to learn the length */
   double retry_after;       /* seconds, -1 when absent */
   /* what is kept of the body of the latest response (body_window) */
   int win_set;              /* worked out (at its first byte) */
@@ -662,6 +663,7 @@ static int s3_setup(hstore *hs, xfer *x) {
 }
 
 static int azure_setup(hstore *hs, xfer *x);
+static int azure_resign(hstore *hs, xfer *x);
 static char *azure_query(const hstore *hs, const char *q);
 
 /* Requests that carry credentials (signed, or a SAS token in the query). */
@@ -692,6 +694,11 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
     return NULL;
   }
   range_spec(r, x->range, sizeof x->range);
+  if (hs->azure && r->off < 0) {
+    /* Azure serves no suffix ranges: learn the length from byte 0 first */
+    snprintf(x->range, sizeof x->range, "0-0");
+    x->az_probe = 1;
+  }
   if (r->off < 0)
     x->presize = (uint64_t)(r->off == INT64_MIN ? INT64_MAX : -r->off) > HTTP_PRESIZE_MAX
                      ? HTTP_PRESIZE_MAX : (size_t)-r->off;
@@ -808,7 +815,7 @@ static void describe_status(xfer *x, long status, const char *extra) {
     snprintf(x->last, sizeof x->last, "HTTP %ld%s%s%s", status, *txt ? " " : "", txt, extra);
 }
 
-enum { V_OK, V_MISSING, V_RETRY, V_FAIL };
+enum { V_OK, V_MISSING, V_RETRY, V_FAIL, V_AGAIN }; /* V_AGAIN: at once, not counted */
 
 /* Judge a finished attempt. V_OK leaves the value in x->body; V_RETRY and
  * V_FAIL describe the failure in x->last; *kind is the error kind to fail with. */
@@ -865,6 +872,18 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   long status = 0;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (x->az_probe && status == 206 && x->cr.form == 1 && x->cr.total >= 0) {
+    /* the suffix as a range of the value whose length the probe gave */
+    int64_t want = range_asked(r), t = x->cr.total;
+    snprintf(x->range, sizeof x->range, "%lld-%lld", (long long)(t > want ? t - want : 0), (long long)(t - 1));
+    x->az_probe = 0;
+    if (azure_resign(hs, x)) {
+      *kind = ZE_NOMEM;
+      snprintf(x->last, sizeof x->last, "out of memory signing a request");
+      return V_FAIL;
+    }
+    return V_AGAIN;
+  }
   if (status >= 300 && status < 400 && hs_signed(hs)) {
     /* following would send the signature and session token elsewhere */
     describe_status(x, status, " (a signed request does not follow redirects)");
@@ -1077,6 +1096,12 @@ static int run_batch(hstore *hs, const zrange *r, hreq *rq, size_t n, zsink_fn s
       b.active--;
       zerr_kind kind;
       int v = judge(x, res, &kind);
+      if (v == V_AGAIN) {
+        x->attempts--;
+        x->waiting = 1;
+        x->due = now_s();
+        continue;
+      }
       if (v == V_RETRY && x->attempts <= hs->o.retries) {
         x->waiting = 1;
         x->due = now_s() + retry_delay(&b, x);
@@ -1842,6 +1867,15 @@ static int azure_setup(hstore *hs, xfer *x) {
   }
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
   return 0;
+}
+
+/* The request again with its new range (which Shared Key signs). */
+static int azure_resign(hstore *hs, xfer *x) {
+  curl_slist_free_all(x->hdrs);
+  x->hdrs = NULL;
+  curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, NULL);
+  curl_easy_setopt(x->easy, CURLOPT_RANGE, x->range);
+  return azure_setup(hs, x);
 }
 
 /* Values above multipart_size: blocks, then the list that commits them. */

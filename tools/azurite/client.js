@@ -7,6 +7,8 @@
 //   node client.js ENDPOINT ACCOUNT KEY put CONTAINER BLOB FILE
 //   node client.js ENDPOINT ACCOUNT KEY get CONTAINER BLOB FILE
 //     write a blob from a file, read one into a file;
+//   node client.js ENDPOINT ACCOUNT KEY blocks CONTAINER BLOB
+//     prints the sizes of the committed blocks of a blob as JSON;
 //   node client.js ENDPOINT ACCOUNT KEY list CONTAINER PREFIX
 //     prints the blob names below PREFIX as JSON.
 "use strict";
@@ -37,6 +39,10 @@ async function main() {
     const [container, blob, file] = args;
     const buf = await service.getContainerClient(container).getBlobClient(blob).downloadToBuffer();
     fs.writeFileSync(file, buf);
+  } else if (cmd === "blocks") {
+    const [container, blob] = args;
+    const l = await service.getContainerClient(container).getBlockBlobClient(blob).getBlockList("committed");
+    process.stdout.write(JSON.stringify((l.committedBlocks || []).map((b) => b.size)) + "\n");
   } else if (cmd === "list") {
     const [container, prefix] = args;
     const names = [];
