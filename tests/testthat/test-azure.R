@@ -221,3 +221,33 @@ test_that("listing follows continuation markers; erase_prefix and erase delete",
   ro <- az$store("private", "many", read_only = TRUE)
   expect_error(ro$set("x", as.raw(1)), class = "zarr_error_read_only")
 })
+
+test_that("names with spaces, non-ASCII and reserved characters are signed and listed as they are", {
+  az <- az_fixture()
+  st <- az$store("private", "sp ace/é")
+  st$set("dir/é x+y=z&w", as.raw(1:3))
+  expect_identical(st$get("dir/é x+y=z&w"), as.raw(1:3))
+  expect_identical(st$get("dir/é x+y=z&w", byte_range = -2), as.raw(2:3))
+  expect_identical(st$list_prefix(""), "dir/é x+y=z&w")
+  expect_identical(jsonlite::fromJSON(az$client("list", "private", "sp ace/")), "sp ace/é/dir/é x+y=z&w")
+  # zarr$new() passes its further arguments to the store
+  z <- zarr$new("az://private/viaargs", protocol = "azure", read_only = FALSE, endpoint = az$endpoint,
+                key = az$key, account = az$account)
+  expect_s3_class(z$store, "zarr_azurestore")
+  expect_false(z$store$read_only)
+})
+
+test_that("an array whose one chunk is above the block size is written in blocks and reads back", {
+  az <- az_fixture()
+  withr::local_options(zarr.azure_block_size = 2^20)
+  st <- az$store("private", "onechunk")
+  st$create_group("/", "")
+  x <- array(as.double(seq_len(400 * 500)), c(400, 500))
+  d <- define_array("float64", dim(x))
+  d$chunk_shape <- dim(x)
+  d$remove_codec("zstd")
+  zarr$new(st)$add_array("/", "a", d)$write(x)
+  expect_gt(length(jsonlite::fromJSON(az$client("blocks", "private", "onechunk/a/c/0/0"))), 1L)
+  expect_identical(zarr$new(az$store("private", "onechunk"))[["/a"]][, ], x)
+  expect_identical(zarr$new(az$store("private", "onechunk"))[["/a"]][399:400, 2], x[399:400, 2])
+})
