@@ -228,6 +228,13 @@ test_that("names with spaces, non-ASCII and reserved characters are signed and l
   st$set("dir/é x+y=z&w", as.raw(1:3))
   expect_identical(st$get("dir/é x+y=z&w"), as.raw(1:3))
   expect_identical(st$get("dir/é x+y=z&w", byte_range = -2), as.raw(2:3))
+  # suffixes (asked for by their offset once the length is known): longer than
+  # the value, of an empty value, of a missing key
+  expect_identical(st$get("dir/é x+y=z&w", byte_range = -10), as.raw(1:3))
+  st$set("empty", raw(0))
+  expect_identical(st$get("empty", byte_range = -4), raw(0))
+  expect_null(st$get("nothere", byte_range = -4))
+  st$erase("empty")
   expect_identical(st$list_prefix(""), "dir/é x+y=z&w")
   expect_identical(jsonlite::fromJSON(az$client("list", "private", "sp ace/")), "sp ace/é/dir/é x+y=z&w")
   # zarr$new() passes its further arguments to the store
