@@ -2,7 +2,9 @@
 #'
 #' Creates a new Zarr v3 data set with an empty root group, in a directory on
 #' the local file system, in an S3 bucket (`s3://bucket/prefix`, see
-#' [zarr_s3store]) or, without a location, in memory.
+#' [zarr_s3store]), in an Azure Blob container (`az://container/prefix` or
+#' `abfs[s]://container@account.dfs.core.windows.net/prefix`, see
+#' [zarr_azurestore]) or, without a location, in memory.
 #'
 #' @seealso [open_zarr()] to open an existing store, [as_zarr()] to store an R
 #'   array, [define_array()] and [zarr] (its `add_array()` and `add_group()`
@@ -22,7 +24,7 @@ create_zarr <- function(location) {
   store <- if (missing(location) || is.null(location)) zarr_memorystore$new() else {
     if (!is.character(location) || length(location) != 1L)
       zarr_abort("argument", "location must be a single path")
-    if (is_s3_url(location)) return(create_s3(location))
+    if (is_s3_url(location) || is_azure_url(location)) return(create_s3(location))
     p <- sub("^file://", "", location)
     if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
       zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
@@ -38,7 +40,9 @@ create_zarr <- function(location) {
 #' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
 #' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
 #' always read-only), in an S3 bucket (`s3://bucket/prefix`, see
-#' [zarr_s3store], with the credentials it finds), in a public Google Cloud
+#' [zarr_s3store], with the credentials it finds), in an Azure Blob container
+#' (`az://container/prefix` or `abfs[s]://container@account.dfs.core.windows.net/prefix`,
+#' see [zarr_azurestore], with the credentials it finds), in a public Google Cloud
 #' Storage bucket (`gs://bucket/path`, read through
 #' `https://storage.googleapis.com/bucket/path` by [zarr_httpstore], or
 #' through `$STORAGE_EMULATOR_HOST/bucket/path` when that variable is set),
@@ -80,9 +84,11 @@ open_zarr <- function(location, read_only = FALSE) {
     return(open_existing(zarr_httpstore$new(location)))
   if (grepl("^gs://", location, ignore.case = TRUE))
     return(open_existing(zarr_httpstore$new(gcs_url(location))))
-  if (is_s3_url(location)) {
-    u <- s3_parse_url(location)
-    store <- zarr_s3store$new(u$bucket, u$prefix, read_only = read_only)
+  if (is_s3_url(location) || is_azure_url(location)) {
+    store <- if (is_azure_url(location)) azure_store_for_url(location, read_only = read_only) else {
+      u <- s3_parse_url(location)
+      zarr_s3store$new(u$bucket, u$prefix, read_only = read_only)
+    }
     if (is.null(store$get_metadata("")) && !length(store$list_dir("")))
       zarr_abort("not_found", sprintf("'%s' holds no Zarr store", location))
     return(open_existing(store))
@@ -212,12 +218,12 @@ new_array_at <- function(def, name, location) {
   z <- if (is.null(location)) NULL else {
     if (!is.character(location) || length(location) != 1L)
       zarr_abort("argument", "location must be a zarr_group or a path")
-    if (!is_s3_url(location) && dir.exists(location) &&
+    if (!is_s3_url(location) && !is_azure_url(location) && dir.exists(location) &&
         length(list.files(location, all.files = TRUE, no.. = TRUE)))
       zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
     location
   }
-  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z)) new_s3_store(z) else zarr_localstore$new(z)
+  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z) || is_azure_url(z)) new_s3_store(z) else zarr_localstore$new(z)
   def$format <- store$version
   if (is.null(name)) {
     store$create_array("/", "", def)
@@ -233,10 +239,12 @@ new_array_at <- function(def, name, location) {
 
 is_s3_url <- function(x) is.character(x) && length(x) == 1L && !is.na(x) && grepl("^s3://", x, ignore.case = TRUE)
 
-# A writable S3 store at an s3:// location that holds no keys yet.
+# A writable S3 (Azure) store at an s3:// (az://, abfs[s]://) location that holds no keys yet.
 new_s3_store <- function(location) {
-  u <- s3_parse_url(location)
-  store <- zarr_s3store$new(u$bucket, u$prefix)
+  store <- if (is_azure_url(location)) azure_store_for_url(location) else {
+    u <- s3_parse_url(location)
+    zarr_s3store$new(u$bucket, u$prefix)
+  }
   if (length(store$list_dir("")))
     zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
   store

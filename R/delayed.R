@@ -142,6 +142,10 @@ reopen_store <- function(spec) {
       u <- s3_parse_url(loc)
       do.call(zarr_s3store$new, c(list(u$bucket, u$prefix), spec$options, list(read_only = TRUE)))
     },
+    azure = {
+      m <- regmatches(loc, regexec("^az://([^/]+)/?(.*)$", loc))[[1L]]
+      do.call(zarr_azurestore$new, c(list(m[2L], m[3L]), spec$options, list(read_only = TRUE)))
+    },
     zarr_abort("argument", sprintf("an array in a %s store cannot be opened again", spec$kind)))
 }
 

@@ -22,12 +22,13 @@ zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL) {
   full <- if (length(where)) paste0(message, " [", paste(where, collapse = ", "), "]") else message
   fields <- list(message = redact(full), call = call, kind = kind, array = redact(array), key = redact(key))
   extra <- NULL
-  if (identical(kind, "s3")) {
-    # "S3 error <Code>: <Message> (HTTP <status> ...": the code and message as fields
+  if (kind %in% c("s3", "azure")) {
+    # "S3 error <Code>: <Message> (HTTP <status> ...": the code and message as
+    # fields s3_code and s3_message (Azure: "Azure error", azure_code, ...)
     extra <- "zarr_error_http"
-    m <- regmatches(message, regexec("^S3 error ([^: ]+): (.*?) \\((HTTP ([0-9]+)|completing|deleting)", message, perl = TRUE))[[1]]
-    fields$s3_code <- if (length(m)) m[2L] else NA_character_
-    fields$s3_message <- if (length(m)) redact(m[3L]) else NA_character_
+    m <- regmatches(message, regexec("^(?:S3|Azure) error ([^: ]+): (.*?) \\((HTTP ([0-9]+)|completing|deleting)", message, perl = TRUE))[[1]]
+    fields[[paste0(kind, "_code")]] <- if (length(m)) m[2L] else NA_character_
+    fields[[paste0(kind, "_message")]] <- if (length(m)) redact(m[3L]) else NA_character_
     fields$status <- if (length(m) && nzchar(m[5L])) as.integer(m[5L]) else NA_integer_
   }
   cond <- structure(

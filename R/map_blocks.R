@@ -259,7 +259,7 @@ map_check_aligned <- function(out, blocks) {
 map_location <- function(node, token) {
   st <- node$store
   spec <- st$reopen_spec()
-  if (is.null(spec) || !spec[["kind"]] %in% c("local", "http", "s3")) return(NULL)
+  if (is.null(spec) || !spec[["kind"]] %in% c("local", "http", "s3", "azure")) return(NULL)
   list(location = spec[["location"]], path = node$path, read_only = st$read_only, token = token)
 }
 

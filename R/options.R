@@ -82,6 +82,10 @@
 #' * `zarr.s3_multipart_size`: Values larger than this many bytes
 #'   (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
 #'   size, uploaded concurrently (a multipart upload).
+#' * `zarr.azure_block_size`: Values larger than this many bytes
+#'   (default 64 MiB, at least 1 MiB) are written to Azure Blob storage as
+#'   blocks of this size, uploaded concurrently (Put Block, then Put Block
+#'   List).
 #' * `zarr.progress`: Unset (default): in interactive sessions, reads,
 #'   writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
 #'   longer than about 2 seconds show a progress bar (with the \pkg{cli}
@@ -197,6 +201,7 @@ zarr_option_table <- function() list(
   http_low_speed_time  = list(30, function(v) is_count(v, 0)),
   max_body_bytes       = list(2^31, function(v) is_count(v, 1)),
   s3_multipart_size    = list(64 * 2^20, function(v) is_count(v, 5 * 2^20)),
+  azure_block_size     = list(64 * 2^20, function(v) is_count(v, 2^20)),
   chunk_length         = list(100L, function(v) is_count(v, 1)),
   min_compress         = list(100L, function(v) is_count(v, 1)),
   eps                  = list(sqrt(.Machine$double.eps), function(v) is_count(v, 0) && v > 0),

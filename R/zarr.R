@@ -18,20 +18,22 @@ zarr <- R6::R6Class("zarr",
     #' @description Open the hierarchy in a store, or start a new one.
     #' @param store A [zarr_store]; or a location: a directory path (or
     #'   "file://" URI; the directory is created when absent), an `http(s)://`
-    #'   URL or an `s3://bucket/prefix` URL; or `NULL` or missing for a new
+    #'   URL, an `s3://bucket/prefix` URL or an Azure `az://container/prefix`
+    #'   or `abfs[s]://` URL; or `NULL` or missing for a new
     #'   store in memory. A store without a root node gives a zarr object
     #'   whose `root` is `NULL` until a root group or array is made (with
     #'   `zarr_group$new(name = "", parent = z)`, [zarr_array]`$new()` or by
     #'   assigning `root`).
     #' @param read_only For a location: whether to open it read-only. The
     #'   default `NULL` means `FALSE` for a local directory, `TRUE` for a web
-    #'   server or S3.
-    #' @param protocol For a location: "local", "http" or "s3", when it cannot
+    #'   server, S3 or Azure.
+    #' @param protocol For a location: "local", "http", "s3" or "azure", when it cannot
     #'   be told from the location (an S3-compatible service at an
     #'   `https://` URL, "https://host/bucket/prefix").
     #' @param ... For S3: further arguments of [zarr_s3store] (`region`,
     #'   `profile`, `access_key`, `secret_key`, `session_token`, `endpoint`,
-    #'   `anonymous`).
+    #'   `anonymous`); for Azure, of [zarr_azurestore] (`account`, `key`,
+    #'   `sas`, `connection_string`, `endpoint`, `anonymous`).
     #' @return A zarr object.
     initialize = function(store, read_only = NULL, protocol = NULL, ...) {
       if (missing(store) || is.null(store)) store <- zarr_memorystore$new()
@@ -345,13 +347,14 @@ store_for_location <- function(location, read_only = NULL, protocol = NULL, ...)
   if (!is.character(location) || length(location) != 1L || is.na(location) || !nzchar(location))
     zarr_abort("argument", "store must be a zarr_store, a single location string or NULL")
   if (is.null(protocol))
-    protocol <- if (is_s3_url(location)) "s3" else if (grepl("^https?://", location, ignore.case = TRUE)) "http" else "local"
-  protocol <- match.arg(protocol, c("local", "http", "s3"))
+    protocol <- if (is_s3_url(location)) "s3" else if (is_azure_url(location)) "azure" else if (grepl("^https?://", location, ignore.case = TRUE)) "http" else "local"
+  protocol <- match.arg(protocol, c("local", "http", "s3", "azure"))
   if (is.null(read_only)) read_only <- protocol != "local"
   check_read_only(read_only)
   switch(protocol,
     local = zarr_localstore$new(sub("^file://", "", location), read_only = isTRUE(read_only)),
     http = zarr_httpstore$new(location),
+    azure = azure_store_for_url(location, read_only = isTRUE(read_only), ...),
     s3 = {
       if (is_s3_url(location)) {
         u <- s3_parse_url(location)

@@ -1,7 +1,9 @@
 # S3 benchmark: W1 (4000 x 2000 doubles, chunks 100 x 100, zstd-1; 800
 # chunks) written to and read from a local S3 server (s3rver behind
 # tools/s3server/proxy.js, which checks every signature), beside the same
-# write and read on local disk.
+# write and read on local disk, and (when tools/azurite is installed) in
+# Azurite, the Azure Storage emulator, which checks every Shared Key
+# signature too.
 #
 # usage (from the repository root): Rscript bench/s3.R   (bash bench/run.sh runs it too)
 # Needs node, s3rver in tools/s3server/node_modules (tools/setup.sh) and processx.
@@ -36,6 +38,29 @@ while (is.na(port) && srv$is_alive() && Sys.time() < deadline) {
 }
 if (is.na(port)) stop("the S3 server did not start: ", out, srv$read_all_error())
 endpoint <- sprintf("http://127.0.0.1:%d", port)
+# Azurite, beside it (column azurite_s, NA without it)
+azurite <- file.path(root, "tools", "azurite", "node_modules", "azurite", "dist", "src", "blob", "main.js")
+az_key <- "YmVuY2gta2V5LWJlbmNoLWtleS1iZW5jaC1rZXktYmVuY2gta2V5LWJlbmNoLWtleS0wMQ=="
+az_endpoint <- NULL
+if (file.exists(azurite)) {
+  az <- processx::process$new("node", c(azurite, "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence",
+                                        "--skipApiVersionCheck", "--disableTelemetry"),
+                              env = c("current", AZURITE_ACCOUNTS = paste0("bench:", az_key)),
+                              stdin = "|", stdout = "|", stderr = "|", cleanup = TRUE)
+  out <- ""
+  deadline <- Sys.time() + 60
+  while (is.null(az_endpoint) && az$is_alive() && Sys.time() < deadline) {
+    az$poll_io(200)
+    out <- paste0(out, az$read_output())
+    m <- regmatches(out, regexec("listens on http://127\\.0\\.0\\.1:([0-9]+)", out))[[1]]
+    if (length(m)) az_endpoint <- sprintf("http://127.0.0.1:%s/bench", m[2])
+  }
+  if (!is.null(az_endpoint)) {
+    # the container, through the package's own request path
+    st <- zarr::zarr_azurestore$new("bench", endpoint = az_endpoint, key = az_key)
+    invisible(zarr:::s3_request(st$io_spec(), "PUT", "", "restype=container", at_bucket = TRUE))
+  }
+}
 say("zarr %s from %s; S3 server %s; %d repetitions after a warm-up, medians; http_concurrency %s",
     utils::packageVersion("zarr"), our_path, endpoint, reps, format(getOption("zarr.http_concurrency", 32)))
 
@@ -66,16 +91,27 @@ timed <- function(f) {
   t <- vapply(seq_len(reps), function(i) system.time(f())[["elapsed"]], 0)
   stats::median(t)
 }
+write_az <- function() {
+  k <<- k + 1L
+  st <- zarr::zarr_azurestore$new("bench", sprintf("w1-%d.zarr", k), endpoint = az_endpoint, key = az_key)
+  st$create_group("/", "")
+  zarr::zarr$new(st)$add_array("/", "x", def())$write(x)
+  st
+}
 s3_ro <- write_s3()
 loc_ro <- write_local()
+az_ro <- if (!is.null(az_endpoint)) write_az()
 rows <- data.frame(
   operation = c("W1 write (800 chunks)", "W1 read all [,]"),
   local_s = c(timed(write_local), timed(function() read_all(loc_ro))),
-  s3_s = c(timed(write_s3), timed(function() read_all(s3_ro)))
+  s3_s = c(timed(write_s3), timed(function() read_all(s3_ro))),
+  azurite_s = if (is.null(az_ro)) NA_real_ else c(timed(write_az), timed(function() read_all(az_ro)))
 )
 rows$ratio <- rows$s3_s / rows$local_s
+rows$azurite_ratio <- rows$azurite_s / rows$local_s
 print(format(rows, digits = 3), row.names = FALSE)
 dir.create(file.path(root, "bench", "results"), showWarnings = FALSE, recursive = TRUE)
 utils::write.csv(rows, file.path(root, "bench", "results", "s3.csv"), row.names = FALSE)
 invisible(srv$kill())
+if (exists("az")) invisible(az$kill())
 unlink(workdir, recursive = TRUE)

@@ -21,6 +21,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_READ_ONLY: return "read_only";
   case ZE_METADATA: return "metadata";
   case ZE_S3: return "s3";
+  case ZE_AZURE: return "azure";
   default: return "internal";
   }
 }

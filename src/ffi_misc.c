@@ -384,6 +384,19 @@ SEXP ffi_s3_parse_list(SEXP body, SEXP where) {
   return R_ExecWithCleanup(s3_list_build, &l, s3_list_cleanup, &l);
 }
 
+/* The same for an Azure List Blobs page. */
+SEXP ffi_azure_parse_list(SEXP body, SEXP where) {
+  need_raw(body);
+  zs3list l;
+  zerr e = {ZE_OK, ""};
+  if (xml_azure_list(RAW(body), (size_t)XLENGTH(body), &l, &e)) {
+    char msg[ZARR_MSG_LEN + 200];
+    snprintf(msg, sizeof msg, "Azure listing of %.190s: %s", CHAR(STRING_ELT(where, 0)), e.msg);
+    zarr_raise(e.kind, NULL, NULL, msg);
+  }
+  return R_ExecWithCleanup(s3_list_build, &l, s3_list_cleanup, &l);
+}
+
 /* The text of the first <tag> of an XML document (an S3 error's Code or
  * Message), or NULL. */
 SEXP ffi_xml_text(SEXP body, SEXP tag) {

@@ -117,6 +117,7 @@ SEXP ffi_store_http_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_s3(SEXP cfg, SEXP opts);
 SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket);
 SEXP ffi_store_s3_options(SEXP ptr, SEXP opts);
+SEXP ffi_store_azure(SEXP cfg, SEXP opts);
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
                    SEXP t_key, SEXP t_err, SEXP stores, SEXP opts);
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);

@@ -61,7 +61,9 @@
  * (and its TLS library's) start-up to package load time.
  */
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +299,12 @@ typedef struct {
   char *userpwd;          /* "KEY:SECRET" */
   char *token_hdr;        /* "x-amz-security-token: ...", or NULL */
   double multipart_size;  /* values above this many bytes go up in parts */
+  /* Azure Blob (the Azure section at the end of this file): 0/NULL otherwise */
+  int azure;
+  char *az_account;       /* the account name Shared Key signs for */
+  unsigned char az_key[96]; /* the decoded account key; az_key_n 0: no Shared Key */
+  int az_key_n;
+  char *az_sas;           /* a SAS token every request carries in its query, or NULL */
 } hstore;
 
 /* What a request does besides a GET of r->key (NULL for a plain GET). */
@@ -372,6 +380,7 @@ typedef struct xfer {
   char reason[48];
   zcrange cr;
   int64_t clen;             /* Content-Length, -1 when absent */
+  int az_probe;             /* Azure suffix: this attempt asks for byte 0 to learn the length */
   double retry_after;       /* seconds, -1 when absent */
   /* what is kept of the body of the latest response (body_window) */
   int win_set;              /* worked out (at its first byte) */
@@ -389,7 +398,7 @@ typedef struct xfer {
   hstore *hs;
   struct curl_slist *hdrs;
   char etag[160];
-  zerr_kind fail_kind;      /* the kind a failed response gives (ZE_HTTP or ZE_S3) */
+  zerr_kind fail_kind;      /* the kind a failed response gives (ZE_HTTP, ZE_S3, ZE_AZURE) */
 } xfer;
 
 typedef struct {
@@ -653,6 +662,13 @@ static int s3_setup(hstore *hs, xfer *x) {
   return 0;
 }
 
+static int azure_setup(hstore *hs, xfer *x);
+static int azure_resign(hstore *hs, xfer *x);
+static char *azure_query(const hstore *hs, const char *q);
+
+/* Requests that carry credentials (signed, or a SAS token in the query). */
+static int hs_signed(const hstore *hs) { return hs->sigv4 != NULL || hs->az_key_n > 0 || hs->az_sas != NULL; }
+
 static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
   hstore *hs = b->hs;
   xfer *x = calloc(1, sizeof *x);
@@ -666,14 +682,23 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
   b->live = x;
   x->rq = rq;
   x->hs = hs;
-  x->url = url_build(rq && rq->at_bucket ? hs->bucket_base : hs->base, r->key,
-                     rq && rq->query ? rq->query : hs->query, &x->path_len);
+  const char *q = rq && rq->query ? rq->query : hs->query;
+  char *qa = hs->azure ? azure_query(hs, q) : NULL; /* a request's query and the SAS token */
+  if (qa != NULL) q = qa;
+  x->url = url_build(rq && rq->at_bucket ? hs->bucket_base : hs->base, r->key, q, &x->path_len);
   x->easy = curl_easy_init();
-  if (x->url == NULL || x->easy == NULL) {
+  int qfail = hs->azure && qa == NULL;
+  free(qa);
+  if (x->url == NULL || x->easy == NULL || qfail) {
     xfer_free(b, x);
     return NULL;
   }
   range_spec(r, x->range, sizeof x->range);
+  if (hs->azure && r->off < 0) {
+    /* Azure serves no suffix ranges: learn the length from byte 0 first */
+    snprintf(x->range, sizeof x->range, "0-0");
+    x->az_probe = 1;
+  }
   if (r->off < 0)
     x->presize = (uint64_t)(r->off == INT64_MIN ? INT64_MAX : -r->off) > HTTP_PRESIZE_MAX
                      ? HTTP_PRESIZE_MAX : (size_t)-r->off;
@@ -700,7 +725,7 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
   if (hs->https) curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
   /* redirects: never for signed requests, never from https to http, and
    * credentials of the URL go to its own host only */
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, hs->sigv4 == NULL ? 1L : 0L);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, hs_signed(hs) ? 0L : 1L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85.0 */
@@ -719,7 +744,7 @@ static xfer *xfer_new(batch *b, const zrange *r, size_t i, hreq *rq) {
   }
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   if (x->range[0]) curl_easy_setopt(h, CURLOPT_RANGE, x->range);
-  if (hs->s3 && s3_setup(hs, x)) {
+  if ((hs->s3 && s3_setup(hs, x)) || (hs->azure && azure_setup(hs, x))) {
     xfer_free(b, x);
     return NULL;
   }
@@ -790,7 +815,7 @@ static void describe_status(xfer *x, long status, const char *extra) {
     snprintf(x->last, sizeof x->last, "HTTP %ld%s%s%s", status, *txt ? " " : "", txt, extra);
 }
 
-enum { V_OK, V_MISSING, V_RETRY, V_FAIL };
+enum { V_OK, V_MISSING, V_RETRY, V_FAIL, V_AGAIN }; /* V_AGAIN: at once, not counted */
 
 /* Judge a finished attempt. V_OK leaves the value in x->body; V_RETRY and
  * V_FAIL describe the failure in x->last; *kind is the error kind to fail with. */
@@ -800,17 +825,18 @@ static int xml_text(const zbuf *b, const char *tag, char *out, size_t cap) {
   return xml_first_text(b->data, b->size, tag, out, cap);
 }
 
-/* A failed S3 response: "S3 error <Code>: <Message> (HTTP ...)" when the body
- * is an S3 error document (then the kind is ZE_S3). */
+/* A failed S3 (Azure) response: "S3 error <Code>: <Message> (HTTP ...)" when
+ * the body is an error document (then the kind is ZE_S3, or ZE_AZURE with
+ * "Azure error ..."). */
 static void describe_failure(xfer *x, long status) {
   char code[64], msg[160];
   x->fail_kind = ZE_HTTP;
   if (xml_text(&x->body, "Code", code, sizeof code) == 0) {
     if (xml_text(&x->body, "Message", msg, sizeof msg)) msg[0] = '\0';
     const char *txt = status_text(status);
-    snprintf(x->last, sizeof x->last, "S3 error %.63s: %.159s (HTTP %ld%s%.40s)", code, msg, status,
-             txt ? " " : "", txt ? txt : "");
-    x->fail_kind = ZE_S3;
+    snprintf(x->last, sizeof x->last, "%s error %.63s: %.159s (HTTP %ld%s%.40s)",
+             x->hs->azure ? "Azure" : "S3", code, msg, status, txt ? " " : "", txt ? txt : "");
+    x->fail_kind = x->hs->azure ? ZE_AZURE : ZE_S3;
     return;
   }
   describe_status(x, status, "");
@@ -846,7 +872,24 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   long status = 0;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
-  if (status >= 300 && status < 400 && hs->sigv4 != NULL) {
+  if (x->az_probe && status == 206 && x->cr.form == 1 && x->cr.total >= 0) {
+    /* the suffix as a range of the value whose length the probe gave */
+    int64_t want = range_asked(r), t = x->cr.total;
+    snprintf(x->range, sizeof x->range, "%lld-%lld", (long long)(t > want ? t - want : 0), (long long)(t - 1));
+    x->az_probe = 0;
+    if (azure_resign(hs, x)) {
+      *kind = ZE_NOMEM;
+      snprintf(x->last, sizeof x->last, "out of memory signing a request");
+      return V_FAIL;
+    }
+    return V_AGAIN;
+  }
+  if (x->az_probe && (status == 416 || (status == 206 && x->cr.form != 1 && x->body.size == 0))) {
+    /* byte 0 is not there: the value is empty (Azurite answers 206 without a Content-Range) */
+    x->body.size = 0;
+    return V_OK;
+  }
+  if (status >= 300 && status < 400 && hs_signed(hs)) {
     /* following would send the signature and session token elsewhere */
     describe_status(x, status, " (a signed request does not follow redirects)");
     return V_FAIL;
@@ -859,12 +902,12 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
     /* writes and deletes (and raw requests): the body is the answer */
     if (status >= 200 && status < 300) return V_OK;
     if (status_retryable(status)) {
-      if (hs->s3) describe_failure(x, status);
+      if (hs->s3 || hs->azure) describe_failure(x, status);
       else describe_status(x, status, "");
       return V_RETRY;
     }
     if (x->rq->raw) return V_OK;
-    if (hs->s3) {
+    if (hs->s3 || hs->azure) {
       describe_failure(x, status);
       *kind = x->fail_kind;
     } else {
@@ -874,10 +917,11 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   if (x->rq != NULL && x->rq->raw && !status_retryable(status) && status != 200 && status != 206)
     return V_OK;
-  if (status == 404 && hs->s3) {
-    /* a key that is not there, unless the bucket is not there */
+  if (status == 404 && (hs->s3 || hs->azure)) {
+    /* a key that is not there, unless the bucket (container) is not there */
     char code[64];
-    if (xml_text(&x->body, "Code", code, sizeof code) == 0 && strcmp(code, "NoSuchBucket") == 0) {
+    if (xml_text(&x->body, "Code", code, sizeof code) == 0 &&
+        (strcmp(code, "NoSuchBucket") == 0 || strcmp(code, "ContainerNotFound") == 0)) {
       describe_failure(x, status);
       *kind = x->fail_kind;
       return V_FAIL;
@@ -885,14 +929,14 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   }
   if (status == 404 || status == 410) return V_MISSING;
   /* an anonymous read of a bucket that does not say what it holds */
-  if (status == 403 && hs->s3 && hs->sigv4 == NULL) return V_MISSING;
+  if (status == 403 && (hs->s3 || hs->azure) && !hs_signed(hs)) return V_MISSING;
   if (status == 416) {
     /* a suffix of an empty value: the server says "bytes * /0" */
     if (r->off < 0 && x->cr.form == 2 && x->cr.total == 0) {
       x->body.size = 0;
       return V_OK;
     }
-    if (hs->s3) {
+    if (hs->s3 || hs->azure) {
       describe_failure(x, status);
       *kind = x->fail_kind;
     } else {
@@ -901,7 +945,7 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
     return V_FAIL;
   }
   if (status != 200 && status != 206) {
-    if (hs->s3) {
+    if (hs->s3 || hs->azure) {
       describe_failure(x, status);
       *kind = x->fail_kind;
     } else {
@@ -1057,12 +1101,18 @@ static int run_batch(hstore *hs, const zrange *r, hreq *rq, size_t n, zsink_fn s
       b.active--;
       zerr_kind kind;
       int v = judge(x, res, &kind);
+      if (v == V_AGAIN) {
+        x->attempts--;
+        x->waiting = 1;
+        x->due = now_s();
+        continue;
+      }
       if (v == V_RETRY && x->attempts <= hs->o.retries) {
         x->waiting = 1;
         x->due = now_s() + retry_delay(&b, x);
         continue;
       }
-      if (v == V_RETRY && x->fail_kind == ZE_S3) kind = ZE_S3;
+      if (v == V_RETRY && (x->fail_kind == ZE_S3 || x->fail_kind == ZE_AZURE)) kind = x->fail_kind;
       if (v == V_RETRY || v == V_FAIL) {
         rc = fail_request(&b, x, kind);
         goto out;
@@ -1148,6 +1198,10 @@ static void hstore_free(hstore *hs) {
   free(hs->sigv4);
   free(hs->userpwd);
   free(hs->token_hdr);
+  free(hs->az_account);
+  if (hs->az_sas) OPENSSL_cleanse(hs->az_sas, strlen(hs->az_sas));
+  free(hs->az_sas);
+  OPENSSL_cleanse(hs->az_key, sizeof hs->az_key);
   free(hs);
 }
 
@@ -1452,9 +1506,11 @@ static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *
   return rc;
 }
 
+/* Delete Object (S3) or Delete Blob (Azure). */
 static int s3_erase(zstore *s, const char *key, zerr *e) {
   hstore *hs = s->impl;
-  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->shown);
+  const char *svc = hs->azure ? "Azure" : "S3";
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the %s store %s is read-only", svc, hs->shown);
   hreq rq;
   memset(&rq, 0, sizeof rq);
   rq.method = "DELETE";
@@ -1466,8 +1522,8 @@ static int s3_erase(zstore *s, const char *key, zerr *e) {
     char code[64], msg[160];
     if (xml_text(&out, "Code", code, sizeof code) == 0) {
       if (xml_text(&out, "Message", msg, sizeof msg)) msg[0] = '\0';
-      rc = zerr_set(e, ZE_S3, "S3 error %s: %s (HTTP %ld) deleting %s/%s", code, msg, rq.status,
-                    hs->shown, key);
+      rc = zerr_set(e, hs->azure ? ZE_AZURE : ZE_S3, "%s error %s: %s (HTTP %ld) deleting %s/%s", svc, code,
+                    msg, rq.status, hs->shown, key);
     } else {
       rc = zerr_set(e, ZE_HTTP, "HTTP %ld deleting %s/%s", rq.status, hs->shown, key);
     }
@@ -1475,6 +1531,8 @@ static int s3_erase(zstore *s, const char *key, zerr *e) {
   zbuf_free(&out);
   return rc;
 }
+
+static const zstore_ops az_ops; /* the Azure section, at the end */
 
 static const zstore_ops s3_ops = {
   "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL,
@@ -1558,7 +1616,7 @@ static SEXP alloc_body_failed(SEXP cond, void *data) {
  * encoded by the caller). */
 SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket) {
   zstore *s = store_from(ptr);
-  if (s->ops != &s3_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 store");
+  if (s->ops != &s3_ops && s->ops != &az_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 or Azure store");
   hstore *hs = s->impl;
   hreq rq;
   memset(&rq, 0, sizeof rq);
@@ -1602,9 +1660,364 @@ SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body
 
 SEXP ffi_store_s3_options(SEXP ptr, SEXP opts) {
   zstore *s = store_from(ptr);
-  if (s->ops != &s3_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 store");
+  if (s->ops != &s3_ops && s->ops != &az_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 or Azure store");
   hstore *hs = s->impl;
   double mp = asReal(list_get(opts, "multipart_size"));
   if (!ISNAN(mp) && mp > 0) hs->multipart_size = mp;
   return http_apply_options(hs, opts);
+}
+
+/* ---- Azure Blob --------------------------------------------------------------------
+ *
+ * An Azure store is an HTTP store at a container's URL (bucket_base) whose
+ * requests are authorised in one of three ways: Shared Key (an HMAC-SHA256,
+ * keyed with the decoded account key, of the request's string to sign, sent
+ * as "Authorization: SharedKey ACCOUNT:SIGNATURE"), a SAS token added to the
+ * query of every request, or nothing (containers with public access). Every
+ * request carries x-ms-date and x-ms-version. Writes: Put Blob
+ * (x-ms-blob-type: BlockBlob); values above multipart_size go up as blocks
+ * (Put Block, concurrently through run_batch) committed by Put Block List
+ * (uncommitted blocks are dropped by the service itself, so a failure leaves
+ * nothing to clean up). Delete Blob through s3_erase(). A failed response
+ * with an error document fails with ZE_AZURE, "Azure error <Code>: <Message>
+ * (HTTP ...)"; the account key and the SAS token never appear in a message
+ * (the key is never in a URL; the SAS is in the query, which messages leave
+ * out, and redact_text() hides its sig= anyway). Listing (List Blobs) is done
+ * in R through ffi_store_s3_request() and ffi_azure_parse_list(). */
+
+#define AZ_VERSION "2021-08-06"
+#define AZ_BLOCK_MAX 50000
+
+/* The query q (may be "") with the store's SAS token appended; NULL when out
+ * of memory. The caller frees it. */
+static char *azure_query(const hstore *hs, const char *q) {
+  const char *sas = hs->az_sas ? hs->az_sas : "";
+  if (q == NULL) q = "";
+  size_t nq = strlen(q), ns = strlen(sas), k = nq;
+  char *out = malloc(nq + ns + 2);
+  if (out == NULL) return NULL;
+  memcpy(out, q, nq);
+  if (nq && ns) out[k++] = '&';
+  memcpy(out + k, sas, ns);
+  out[k + ns] = '\0';
+  return out;
+}
+
+/* An RFC 1123 date in GMT, in English whatever the locale. */
+static void az_date(char *buf, size_t cap) {
+  static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday % 7], tm.tm_mday,
+           months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = ascii_lower(c);
+  return (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decode p[0, n) into out (room for n + 1 bytes); returns the length. */
+static size_t pct_decode(const char *p, size_t n, char *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int hi, lo;
+    if (p[i] == '%' && i + 2 < n && (hi = hex_value(p[i + 1])) >= 0 && (lo = hex_value(p[i + 2])) >= 0) {
+      out[k++] = (char)(hi * 16 + lo);
+      i += 2;
+    } else {
+      out[k++] = p[i];
+    }
+  }
+  out[k] = '\0';
+  return k;
+}
+
+typedef struct {
+  char *name, *value;
+} az_param;
+
+static int param_cmp(const void *a, const void *b) {
+  return strcmp(((const az_param *)a)->name, ((const az_param *)b)->name);
+}
+
+/* The canonicalized resource of a request URL: "/ACCOUNT" + the URL's path
+ * as sent + "\nname:value" for each query parameter (names in lower case,
+ * sorted; values decoded). NULL when out of memory. */
+static char *az_resource(const hstore *hs, const char *url) {
+  const char *p = strstr(url, "://");
+  p = p ? p + 3 : url;
+  while (*p && *p != '/' && *p != '?') p++;
+  const char *q = strchr(p, '?');
+  size_t np = q ? (size_t)(q - p) : strlen(p), nq = q ? strlen(q + 1) : 0;
+  size_t na = strlen(hs->az_account), cap = 2 + na + np + 2 * nq + 8;
+  size_t nparams = 0;
+  for (size_t i = 0; q && i <= nq; i++)
+    if (i == nq || q[1 + i] == '&') nparams++;
+  char *out = malloc(cap);
+  az_param *ps = calloc(nparams ? nparams : 1, sizeof *ps);
+  char *buf = malloc(2 * nq + 2 * nparams + 2);
+  if (out == NULL || ps == NULL || buf == NULL) {
+    free(out);
+    free(ps);
+    free(buf);
+    return NULL;
+  }
+  size_t w = (size_t)snprintf(out, cap, "/%s", hs->az_account);
+  memcpy(out + w, np ? p : "/", np ? np : 1);
+  w += np ? np : 1;
+  /* the parameters, decoded into buf */
+  size_t used = 0, n = 0;
+  const char *s = q ? q + 1 : "";
+  while (q && *s) {
+    const char *amp = strchr(s, '&'), *end = amp ? amp : s + strlen(s);
+    const char *eq = memchr(s, '=', (size_t)(end - s));
+    const char *ne = eq ? eq : end;
+    if (ne > s) {
+      ps[n].name = buf + used;
+      used += pct_decode(s, (size_t)(ne - s), buf + used) + 1;
+      for (char *c = ps[n].name; *c; c++) *c = ascii_lower(*c);
+      ps[n].value = buf + used;
+      used += (eq ? pct_decode(eq + 1, (size_t)(end - eq - 1), buf + used) : (buf[used] = '\0', 0)) + 1;
+      n++;
+    }
+    if (amp == NULL) break;
+    s = amp + 1;
+  }
+  qsort(ps, n, sizeof *ps, param_cmp);
+  for (size_t i = 0; i < n; i++) {
+    /* a name given twice: its values joined by commas */
+    if (i > 0 && strcmp(ps[i].name, ps[i - 1].name) == 0) {
+      w += (size_t)snprintf(out + w, cap - w, ",%s", ps[i].value);
+      continue;
+    }
+    w += (size_t)snprintf(out + w, cap - w, "\n%s:%s", ps[i].name, ps[i].value);
+  }
+  out[w < cap ? w : cap - 1] = '\0';
+  free(ps);
+  free(buf);
+  return out;
+}
+
+/* "Authorization: SharedKey ACCOUNT:<base64 HMAC-SHA256 of sts>" into *hdr. */
+static int az_authorization(const hstore *hs, const char *sts, char **hdr) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdn = 0;
+  if (HMAC(EVP_sha256(), hs->az_key, hs->az_key_n, (const unsigned char *)sts, strlen(sts), md, &mdn) == NULL)
+    return -1;
+  char sig[4 * ((EVP_MAX_MD_SIZE + 2) / 3) + 1];
+  EVP_EncodeBlock((unsigned char *)sig, md, (int)mdn);
+  OPENSSL_cleanse(md, sizeof md);
+  size_t k = strlen(hs->az_account) + strlen(sig) + 40;
+  *hdr = malloc(k);
+  if (*hdr == NULL) return -1;
+  snprintf(*hdr, k, "Authorization: SharedKey %s:%s", hs->az_account, sig);
+  return 0;
+}
+
+/* Azure: the method, body, version, date and authorisation of a request. */
+static int azure_setup(hstore *hs, xfer *x) {
+  CURL *h = x->easy;
+  const hreq *rq = x->rq;
+  const char *method = rq && rq->method ? rq->method : "GET";
+  int put = strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0;
+  char date[48], hdr[96], ctype[96] = "", clen[32] = "";
+  az_date(date, sizeof date);
+  snprintf(hdr, sizeof hdr, "x-ms-date: %s", date);
+  /* Put Blob (a PUT without a query) creates a block blob; Put Block and
+   * Put Block List (comp=...) take no blob type */
+  int put_blob = put && !(rq->query && *rq->query);
+  if (add_header(&x->hdrs, hdr) || add_header(&x->hdrs, "x-ms-version: " AZ_VERSION) ||
+      (put_blob && add_header(&x->hdrs, "x-ms-blob-type: BlockBlob")))
+    return -1;
+  if (put) {
+    snprintf(ctype, sizeof ctype, "%s", rq->content_type ? rq->content_type : "application/octet-stream");
+    char ct[128];
+    snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+    if (add_header(&x->hdrs, ct) || add_header(&x->hdrs, "Expect:")) return -1;
+    if (rq->body_n) snprintf(clen, sizeof clen, "%zu", rq->body_n); /* 0 is signed as "" */
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_n);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body_n ? (const char *)rq->body : "");
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  } else if (strcmp(method, "GET") != 0) {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  }
+  if (hs->az_key_n > 0) {
+    char *res = az_resource(hs, x->url);
+    if (res == NULL) return -1;
+    /* VERB, Content-Encoding, -Language, -Length, -MD5, -Type, Date,
+     * If-Modified-Since, If-Match, If-None-Match, If-Unmodified-Since, Range,
+     * the x-ms-* headers (sorted), the resource */
+    size_t k = strlen(res) + strlen(date) + 256;
+    char *sts = malloc(k);
+    if (sts == NULL) {
+      free(res);
+      return -1;
+    }
+    snprintf(sts, k, "%s\n\n\n%s\n\n%s\n\n\n\n\n\n%s%s\n%sx-ms-date:%s\nx-ms-version:%s\n%s", method, clen,
+             ctype, x->range[0] ? "bytes=" : "", x->range, put_blob ? "x-ms-blob-type:BlockBlob\n" : "",
+             date, AZ_VERSION, res);
+    char *auth = NULL;
+    int rc = az_authorization(hs, sts, &auth);
+    free(sts);
+    free(res);
+    if (rc == 0) rc = add_header(&x->hdrs, auth);
+    if (auth) OPENSSL_cleanse(auth, strlen(auth));
+    free(auth);
+    if (rc) return -1;
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, x->hdrs);
+  return 0;
+}
+
+/* The request again with its new range (which Shared Key signs). */
+static int azure_resign(hstore *hs, xfer *x) {
+  curl_slist_free_all(x->hdrs);
+  x->hdrs = NULL;
+  curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, NULL);
+  curl_easy_setopt(x->easy, CURLOPT_RANGE, x->range);
+  return azure_setup(hs, x);
+}
+
+/* Values above multipart_size: blocks, then the list that commits them. */
+static int azure_blocks(hstore *hs, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  size_t block = (size_t)hs->multipart_size;
+  if (block < 1) block = 1;
+  size_t nb = (n + block - 1) / block;
+  if (nb > AZ_BLOCK_MAX) {
+    block = (n + AZ_BLOCK_MAX - 1) / AZ_BLOCK_MAX;
+    nb = (n + block - 1) / block;
+  }
+  int rc = 0;
+  hreq *rq = calloc(nb, sizeof *rq);
+  zrange *r = calloc(nb, sizeof *r);
+  char (*ids)[24] = calloc(nb, sizeof *ids);
+  char (*qs)[96] = calloc(nb, sizeof *qs);
+  size_t cap = 128 + nb * (sizeof ids[0] + 20);
+  char *xml = malloc(cap);
+  if (rq == NULL || r == NULL || ids == NULL || qs == NULL || xml == NULL) {
+    rc = zerr_set(e, ZE_NOMEM, "out of memory uploading %s", key);
+    goto out;
+  }
+  size_t w = (size_t)snprintf(xml, cap, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
+  for (size_t k = 0; k < nb; k++) {
+    /* block ids: all of one length (12 bytes, so base64 without padding) */
+    char raw[16];
+    snprintf(raw, sizeof raw, "zarr%08u", (unsigned)(k % 100000000u));
+    EVP_EncodeBlock((unsigned char *)ids[k], (const unsigned char *)raw, 12);
+    char esc[72];
+    query_escape(ids[k], esc, sizeof esc);
+    snprintf(qs[k], sizeof qs[k], "blockid=%s&comp=block", esc);
+    size_t off = k * block;
+    r[k].key = key;
+    r[k].off = 0;
+    r[k].len = -1;
+    rq[k].method = "PUT";
+    rq[k].query = qs[k];
+    rq[k].body = p + off;
+    rq[k].body_n = n - off < block ? n - off : block;
+    w += (size_t)snprintf(xml + w, cap - w, "<Latest>%s</Latest>", ids[k]);
+  }
+  w += (size_t)snprintf(xml + w, cap - w, "</BlockList>");
+  rc = run_batch(hs, r, rq, nb, drop_sink, NULL, NULL, e);
+  if (rc == 0) {
+    hreq done;
+    memset(&done, 0, sizeof done);
+    done.method = "PUT";
+    done.query = "comp=blocklist";
+    done.body = (const uint8_t *)xml;
+    done.body_n = w;
+    done.content_type = "application/xml";
+    zbuf ans = {NULL, 0, 0};
+    rc = s3_one(hs, key, &done, &ans, e);
+    zbuf_free(&ans);
+  }
+out:
+  free(rq);
+  free(r);
+  free(ids);
+  free(qs);
+  free(xml);
+  return rc;
+}
+
+static int azure_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  hstore *hs = s->impl;
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the Azure store %s is read-only", hs->shown);
+  if (hs->multipart_size > 0 && (double)n > hs->multipart_size) return azure_blocks(hs, key, p, n, e);
+  hreq rq;
+  memset(&rq, 0, sizeof rq);
+  rq.method = "PUT";
+  rq.body = p;
+  rq.body_n = n;
+  zbuf out = {NULL, 0, 0};
+  int rc = s3_one(hs, key, &rq, &out, e);
+  zbuf_free(&out);
+  return rc;
+}
+
+static const zstore_ops az_ops = {
+  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL,
+};
+
+/* cfg: list(container_url, url, account, key (base64, or NULL), sas (or
+ * NULL), read_only, multipart_size); opts as for HTTP. No key and no SAS:
+ * anonymous. */
+SEXP ffi_store_azure(SEXP cfg, SEXP opts) {
+  zhttp_opts o;
+  opts_from_r(opts, &o);
+  zerr e = {ZE_OK, ""};
+  const char *container = opt_str(list_get(cfg, "container_url"));
+  const char *account = opt_str(list_get(cfg, "account"));
+  const char *key = opt_str(list_get(cfg, "key"));
+  const char *sas = opt_str(list_get(cfg, "sas"));
+  if (container == NULL || account == NULL) zarr_raise(ZE_STORE, NULL, NULL, "internal: an Azure store without its container");
+  /* the key decoded first: nothing to free when it is not base64 */
+  unsigned char kbuf[4 * sizeof ((hstore *)0)->az_key];
+  int kn = 0;
+  if (key != NULL) {
+    size_t n = strlen(key);
+    int pad = (n > 0 && key[n - 1] == '=') + (n > 1 && key[n - 2] == '=');
+    kn = (n == 0 || n % 4 || n > sizeof kbuf) ? -1 : EVP_DecodeBlock(kbuf, (const unsigned char *)key, (int)n);
+    if (kn >= 0) kn -= pad;
+    if (kn <= 0 || kn > (int)sizeof ((hstore *)0)->az_key) {
+      OPENSSL_cleanse(kbuf, sizeof kbuf);
+      zarr_raise(ZE_STORE, NULL, NULL, "the Azure account key is not a base64 key");
+    }
+  }
+  zstore *s = http_store_new(opt_str(list_get(cfg, "url")), "", &o, &e);
+  if (s == NULL) {
+    OPENSSL_cleanse(kbuf, sizeof kbuf);
+    zarr_raise_err(&e, NULL, NULL);
+  }
+  hstore *hs = s->impl;
+  s->ops = &az_ops;
+  hs->azure = 1;
+  hs->read_only = asLogical(list_get(cfg, "read_only")) == TRUE;
+  hs->multipart_size = asReal(list_get(cfg, "multipart_size"));
+  size_t nb = strlen(container);
+  while (nb > 0 && container[nb - 1] == '/') nb--;
+  hs->bucket_base = dup_str(container, nb);
+  hs->az_account = dup_str(account, strlen(account));
+  int bad = hs->bucket_base == NULL || hs->az_account == NULL;
+  if (kn > 0) {
+    memcpy(hs->az_key, kbuf, (size_t)kn);
+    hs->az_key_n = kn;
+  } else if (sas != NULL && *sas) {
+    if (*sas == '?') sas++;
+    hs->az_sas = dup_str(sas, strlen(sas));
+    bad = bad || hs->az_sas == NULL;
+  }
+  OPENSSL_cleanse(kbuf, sizeof kbuf);
+  if (bad) {
+    http_destroy(s);
+    free(s->where);
+    free(s);
+    zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory creating an Azure store");
+  }
+  return store_wrap(s, R_NilValue);
 }

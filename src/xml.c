@@ -203,3 +203,113 @@ done:
   if (rc) xml_s3_list_free(l);
   return rc;
 }
+
+/* ---- Azure Blob: List Blobs ----
+ * <EnumerationResults><Blobs><Blob><Name/><Properties><Content-Length/>
+ * </Properties></Blob><BlobPrefix><Name/></BlobPrefix></Blobs><NextMarker/>
+ * </EnumerationResults>; a page is truncated when NextMarker is not empty. A
+ * <Name Encoded="true"> is percent-encoded (names with characters XML cannot
+ * hold). */
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* The text of a <Name>, decoded when it says it is encoded; NULL when out of
+ * memory. */
+static char *name_of(xmlNodePtr x) {
+  char *t = text_of(x);
+  xmlChar *enc = xmlGetProp(x, (const xmlChar *)"Encoded");
+  int encoded = enc != NULL && strcmp((const char *)enc, "true") == 0;
+  xmlFree(enc);
+  if (t == NULL || !encoded) return t;
+  size_t k = 0;
+  for (size_t i = 0; t[i]; i++) {
+    int hi, lo;
+    if (t[i] == '%' && t[i + 1] && t[i + 2] && (hi = hexval(t[i + 1])) >= 0 && (lo = hexval(t[i + 2])) >= 0) {
+      t[k++] = (char)(hi * 16 + lo);
+      i += 2;
+    } else {
+      t[k++] = t[i];
+    }
+  }
+  t[k] = '\0';
+  return t;
+}
+
+int xml_azure_list(const uint8_t *p, size_t n, zs3list *l, zerr *e) {
+  memset(l, 0, sizeof *l);
+  const char *why;
+  xmlDocPtr doc = xml_read(p, n, &why);
+  if (doc == NULL) return zerr_set(e, ZE_AZURE, "the listing cannot be read: %s", why);
+  xmlNodePtr root = xmlDocGetRootElement(doc), blobs = NULL;
+  int rc = 0;
+  size_t nk = 0, np = 0;
+  if (!is_elem(root, "EnumerationResults")) {
+    rc = zerr_set(e, ZE_AZURE, "the listing is a <%.40s> document, not an EnumerationResults",
+                  (const char *)root->name);
+    goto done;
+  }
+  blobs = child(root, "Blobs");
+  for (xmlNodePtr x = blobs ? blobs->children : NULL; x != NULL; x = x->next) {
+    if (is_elem(x, "Blob")) nk++;
+    else if (is_elem(x, "BlobPrefix")) np++;
+  }
+  l->keys = calloc(nk ? nk : 1, sizeof *l->keys);
+  l->sizes = calloc(nk ? nk : 1, sizeof *l->sizes);
+  l->prefixes = calloc(np ? np : 1, sizeof *l->prefixes);
+  if (l->keys == NULL || l->sizes == NULL || l->prefixes == NULL) goto nomem;
+  for (xmlNodePtr x = blobs ? blobs->children : NULL; x != NULL; x = x->next) {
+    if (is_elem(x, "Blob")) {
+      xmlNodePtr k = child(x, "Name"), props = child(x, "Properties");
+      xmlNodePtr s = props ? child(props, "Content-Length") : NULL;
+      if (k == NULL) {
+        rc = zerr_set(e, ZE_AZURE, "the listing has a blob without a <Name>");
+        goto done;
+      }
+      char *key = name_of(k);
+      if (key == NULL) goto nomem;
+      l->keys[l->n_keys] = key;
+      l->sizes[l->n_keys++] = -1;
+      if (s != NULL) {
+        char *t = text_of(s);
+        if (t == NULL) goto nomem;
+        int bad = parse_size(t, &l->sizes[l->n_keys - 1]);
+        free(t);
+        if (bad) {
+          rc = zerr_set(e, ZE_AZURE, "the listing gives the blob '%.200s' a <Content-Length> that is not a byte count", key);
+          goto done;
+        }
+      }
+    } else if (is_elem(x, "BlobPrefix")) {
+      xmlNodePtr k = child(x, "Name");
+      if (k == NULL) continue; /* nothing to name */
+      char *pre = name_of(k);
+      if (pre == NULL) goto nomem;
+      l->prefixes[l->n_prefixes++] = pre;
+    }
+  }
+  xmlNodePtr next = child(root, "NextMarker");
+  if (next != NULL) {
+    char *t = text_of(next);
+    if (t == NULL) goto nomem;
+    const char *s = t;
+    while (is_space(*s)) s++;
+    if (*s) {
+      l->truncated = 1;
+      l->token = t;
+    } else {
+      free(t);
+    }
+  }
+  goto done;
+nomem:
+  rc = zerr_set(e, ZE_NOMEM, "out of memory reading a listing");
+done:
+  xmlFreeDoc(doc);
+  if (rc) xml_s3_list_free(l);
+  return rc;
+}

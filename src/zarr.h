@@ -60,6 +60,7 @@ SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
 SEXP ffi_num_cores(void);
 SEXP ffi_library_versions(void);
 SEXP ffi_s3_parse_list(SEXP body, SEXP where);
+SEXP ffi_azure_parse_list(SEXP body, SEXP where);
 SEXP ffi_xml_text(SEXP body, SEXP tag);
 SEXP ffi_codec_piece(SEXP n);
 

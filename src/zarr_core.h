@@ -29,7 +29,8 @@ typedef enum {
   ZE_HTTP,      /* an HTTP request failed (after its retries) */
   ZE_READ_ONLY, /* the store cannot be written to */
   ZE_METADATA,  /* array metadata is invalid or beyond the engine's limits */
-  ZE_S3         /* an S3 request failed with an S3 error document (a kind of ZE_HTTP) */
+  ZE_S3,        /* an S3 request failed with an S3 error document (a kind of ZE_HTTP) */
+  ZE_AZURE      /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
 } zerr_kind;
 
 typedef struct {
@@ -450,6 +451,9 @@ void xml_init(void); /* once, before any thread parses */
 /* Parse a ListObjectsV2 answer; a body that is not one is an error (ZE_S3). */
 int xml_s3_list(const uint8_t *p, size_t n, zs3list *out, zerr *e);
 void xml_s3_list_free(zs3list *l);
+/* Parse an Azure List Blobs answer into the same form (the token is its
+ * NextMarker); a body that is not one is an error (ZE_AZURE). */
+int xml_azure_list(const uint8_t *p, size_t n, zs3list *out, zerr *e);
 /* The text of the first element named `tag` in an XML document (an S3 error
  * document's Code or Message), control characters as spaces, truncated to
  * cap - 1 bytes; 0 when found, -1 otherwise. */

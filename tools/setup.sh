@@ -246,4 +246,20 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   fi
 fi
 
+# ---- Azurite (Azure Storage emulator, checks Shared Key and SAS) for the Azure tests
+azdir="$repo/tools/azurite"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  if [ -f "$azdir/node_modules/azurite/dist/src/blob/main.js" ] &&
+     [ ! "$azdir/package.json" -nt "$azdir/node_modules/.package-lock.json" ]; then
+    say "azurite: up to date in tools/azurite/node_modules"
+  else
+    say "npm install in tools/azurite"
+    if npm install --no-audit --no-fund --prefix "$azdir" </dev/null; then
+      say "azurite: installed"
+    else
+      warn "npm install failed in tools/azurite: Azure tests will skip"
+    fi
+  fi
+fi
+
 say "done"

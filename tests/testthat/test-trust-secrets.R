@@ -272,3 +272,46 @@ test_that("progress labels pass through the redaction", {
   expect_true(any(grepl("Copying from http://***@127.0.0.1/x.zarr?", bars, fixed = TRUE))) # drawn, redacted
   expect_nothing_secret(bars, what = "progress bars")
 })
+
+test_that("Azure stores with an account key or a SAS token show neither", {
+  az <- azure_server()
+  local_fast_retries(1L)
+  sig <- function(sas) sub("&.*$", "", sub("^.*?sig=", "", sas))
+  wrong_key <- "V1JPTkctS0VZLTEwLVdST05HLUtFWS0xMC1XUk9ORy1LRVktMTAtV1JPTkctS0VZLTEwLVhY"
+  wrong_sas <- sub("sig=[^&]*", "sig=WRONG-SIG-11", az$sas_write)
+  secrets <- c(az$key, substr(az$key, 1, 24), wrong_key, substr(wrong_key, 1, 24),
+               sig(az$sas_read), utils::URLdecode(sig(az$sas_read)), sig(az$sas_write),
+               utils::URLdecode(sig(az$sas_write)), "WRONG-SIG-11")
+  shown <- character()
+  shown <- c(shown, shown_by(st <- az$store("private", "trust")))
+  st$create_group("/", "")
+  z <- zarr$new(st)
+  d <- define_array("float64", c(10, 10))
+  d$chunk_shape <- c(5, 5)
+  x <- matrix(as.double(1:100), 10)
+  shown <- c(shown, shown_by(z$add_array("/", "a", d)$write(x)))
+  expect_identical(z[["/a"]][, ], x)
+  shown <- c(shown, shown_of(st), shown_of(z), shown_of(z[["/a"]]), shown_by(st$list_prefix("")))
+  # SAS stores, read-only and full; failures: a read-only SAS writing, a wrong key, a wrong signature,
+  # a missing container, a read-only store
+  for (sas in c(az$sas_read, az$sas_write, wrong_sas)) {
+    s <- zarr_azurestore$new("private", "trust", endpoint = az$endpoint, sas = sas)
+    shown <- c(shown, shown_of(s), shown_by(s$get("a/zarr.json")), shown_by(s$list_prefix("")),
+               shown_by(s$set("k", as.raw(1))), shown_by(zarr$new(s)[["/a"]][, ]))
+  }
+  wrong <- zarr_azurestore$new("private", "trust", endpoint = az$endpoint, account = az$account, key = wrong_key)
+  e <- shown_by(wrong$get("a/zarr.json"))
+  expect_true(any(grepl("Azure error", e)))
+  shown <- c(shown, e, shown_by(wrong$list_prefix("")), shown_by(wrong$set("k", as.raw(1))), shown_of(wrong),
+             shown_by(az$store("nosuch")$get("x")), shown_by(az$store("private", read_only = TRUE)$set("k", raw(1))))
+  # the environment's credentials, as open_zarr() finds them
+  withr::local_envvar(AZURE_STORAGE_CONNECTION_STRING = paste0("AccountName=", az$account, ";AccountKey=", az$key,
+                                                               ";BlobEndpoint=", az$endpoint))
+  shown <- c(shown, shown_by(z2 <- open_zarr("az://private/trust")), shown_of(z2), shown_of(z2$store),
+             shown_by(open_zarr("az://private/none")))
+  withr::local_envvar(AZURE_STORAGE_CONNECTION_STRING = paste0("BlobEndpoint=", az$endpoint,
+                                                               ";SharedAccessSignature=", az$sas_read))
+  shown <- c(shown, shown_by(z3 <- open_zarr("az://private/trust")), shown_of(z3$store),
+             shown_by(z3[["/a"]][1, 1] <- 5))
+  expect_nothing_secret(shown, secrets, what = "the Azure store")
+})

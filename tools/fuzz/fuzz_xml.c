@@ -1,4 +1,5 @@
-/* libFuzzer target: the XML answers of S3 services (src/xml.c, libxml2).
+/* libFuzzer target: the XML answers of S3 services and Azure Blob storage
+ * (src/xml.c, libxml2); xml_azure_list() is checked as xml_s3_list().
  * xml_s3_list() either fails with an error message or gives a page whose
  * every key and prefix is a NUL-terminated string and whose sizes are -1
  * (not given) or non-negative; xml_first_text() never writes past its buffer
@@ -27,6 +28,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t i = 0; i < l.n_prefixes; i++)
       if (l.prefixes[i] == NULL) abort();
     if (l.token != NULL) (void)strlen(l.token);
+    xml_s3_list_free(&l);
+  }
+  /* the same for an Azure List Blobs page (names possibly percent-encoded);
+   * a page that says it is truncated has its marker */
+  e.kind = ZE_OK;
+  e.msg[0] = '\0';
+  if (xml_azure_list(data, size, &l, &e)) {
+    if (e.kind == ZE_OK || e.msg[0] == '\0') abort();
+  } else {
+    for (size_t i = 0; i < l.n_keys; i++) {
+      if (l.keys[i] == NULL) abort();
+      (void)strlen(l.keys[i]);
+      if (l.sizes[i] != -1 && !(l.sizes[i] >= 0)) abort();
+    }
+    for (size_t i = 0; i < l.n_prefixes; i++)
+      if (l.prefixes[i] == NULL) abort();
+    if (l.truncated != (l.token != NULL)) abort();
     xml_s3_list_free(&l);
   }
   /* a small buffer, so that truncation is exercised */

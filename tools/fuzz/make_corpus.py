@@ -148,6 +148,12 @@ listing = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="http:
            '<NextContinuationToken>t0k3n</NextContinuationToken></ListBucketResult>')
 put("fuzz_xml", listing.encode())
 put("fuzz_xml", listing.replace("><", ">\n  <").encode())
+azure = ('<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="http://a.blob.core.windows.net/" ContainerName="c">'
+         '<Prefix>p/</Prefix><MaxResults>2</MaxResults><Delimiter>/</Delimiter><Blobs>'
+         '<Blob><Name>p/zarr.json</Name><Properties><Content-Length>120</Content-Length></Properties></Blob>'
+         '<Blob><Name Encoded="true">p/%E2%82%AC%01</Name><Properties><Content-Length>0</Content-Length></Properties></Blob>'
+         '<BlobPrefix><Name>p/a/</Name></BlobPrefix></Blobs><NextMarker>2!80!MDAwMDE2</NextMarker></EnumerationResults>')
+put("fuzz_xml", azure.encode())
 put("fuzz_xml", b'<?xml version="1.0"?>\n<Error>\n  <Code>NoSuchBucket</Code>\n  <Message>The bucket \xc3\xa9 &lt;x&gt;</Message>\n</Error>\n')
 put("fuzz_xml", b'<!DOCTYPE l [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]><ListBucketResult><Contents><Key>&b;</Key></Contents></ListBucketResult>')
 
