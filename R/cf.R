@@ -78,6 +78,48 @@ cf_decode <- function(x, enc) {
   x
 }
 
+# Encode values to be written (the inverse of cf_decode(), as xarray
+# encodes): times -> offsets in the units and calendar, packing as
+# round((v - add_offset) / scale_factor) for integer types, _Unsigned back to
+# the signed bits, NA -> _FillValue (or the first missing_value). Values that
+# are not times are taken as decoded values; plain numbers written to a time
+# array are taken as offsets already.
+cf_encode <- function(x, enc, path = NULL) {
+  d <- dim(x)
+  if (!is.null(enc$time) && (inherits(x, c("Date", "POSIXt", "CFTime")) || is.character(x))) {
+    if (inherits(x, "CFTime")) x <- x$as_timestamp()
+    u <- enc$time
+    origin <- cf_cal_days(u$year, u$month, u$day, enc$calendar) * 86400 + u$sod - u$tz
+    t <- if (is.character(x)) {
+      bad <- !is.na(x) & !grepl("^\\s*[+-]?[0-9]{1,6}-[0-9]{1,2}-[0-9]{1,2}", x)
+      if (any(bad)) zarr_abort("value", sprintf("'%s' is not a time", x[bad][1L]), array = path)
+      out <- rep(NA_real_, length(x))
+      ok <- !is.na(x)
+      if (any(ok)) out[ok] <- cf_user_time(x[ok], enc$calendar)
+      out
+    } else cf_user_time(x, enc$calendar)
+    x <- (t - origin) / u$seconds
+  } else if (inherits(x, "integer64")) {
+    if (is.null(enc$scale) && is.null(enc$offset) && !isTRUE(enc$unsigned)) return(x)
+    x <- as.double(x)
+  }
+  if (is.logical(x)) x <- as.double(x)
+  if (!is.numeric(x)) return(x)
+  na <- is.na(x) # NaN too: a missing value to xarray
+  if (!is.null(enc$scale) || !is.null(enc$offset)) x <- (x - (enc$offset %||% 0)) / (enc$scale %||% 1)
+  if (enc$kind %in% c("i", "u") && is.double(x)) x <- round(x)
+  # _Unsigned: unsigned numbers stored in a signed type (and the reverse)
+  m <- 2^enc$bits
+  if (isTRUE(enc$unsigned) && enc$kind == "i") x <- ifelse(!na & x >= m / 2, x - m, x)
+  if (identical(enc$unsigned, FALSE) && enc$kind == "u") x <- ifelse(!na & x < 0, x + m, x)
+  marker <- c(enc$fill, enc$missing)[1L]
+  if (any(na) && !is.null(marker) && !is.na(marker)) x[na] <- marker
+  if (enc$kind %in% c("i", "u") && is.double(x) && enc$bits <= 32L && !(enc$kind == "u" && enc$bits == 32L) &&
+      all(is.na(x) | abs(x) <= .Machine$integer.max)) x <- as.integer(x)
+  if (!is.null(d)) dim(x) <- d
+  x
+}
+
 # ---- time ----
 
 cf_unit_seconds <- c(days = 86400, day = 86400, d = 86400, hours = 3600, hour = 3600, hr = 3600, hrs = 3600,
