@@ -372,9 +372,16 @@ new_cf_data <- function(x, sel, coords, decode) {
   names(cs) <- names(coords)
   dims <- names(coords)
   enc <- cf_encoding(x$attributes, x$data_type, x$path)
+  # what converters need from other arrays: the axes of the coordinates and
+  # the grid mapping's attributes (CRS)
+  ca <- cf_coordinate_arrays(x)
+  gm <- x$attributes[["grid_mapping"]]
+  gm <- if (is.character(gm) && length(gm) == 1L && inherits(x$parent, "zarr_group"))
+    tryCatch(x$parent$get_node(strsplit(trimws(gm), "[[:space:]:]+")[[1L]][1L])$attributes, error = function(e) NULL)
   structure(list(name = x$name, values = values, dims = dims, coords = cs, index = stats::setNames(idx, dims),
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
-                 attributes = x$attributes, path = x$path),
+                 attributes = x$attributes, path = x$path,
+                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm),
             class = "zarr_cf_data")
 }
 
@@ -597,14 +604,7 @@ names.zarr_dataset <- function(x) x$variables
 #' @param ... Selection by coordinate values, as for the `sel()` method.
 #' @export
 as.data.frame.zarr_dataset <- function(x, row.names = NULL, optional = FALSE, ..., vars = NULL) {
-  if (is.null(vars)) {
-    dv <- x$data_vars
-    if (!length(dv)) zarr_abort("value", "the dataset has no data variables")
-    dn <- lapply(dv, function(v) x[[v]]$dimension_names)
-    first <- dn[[which.max(lengths(dn))]]
-    vars <- dv[vapply(dn, identical, TRUE, first)]
-  }
-  parts <- x$sel(..., vars = vars)
+  parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
   as.data.frame(parts)
 }
 

@@ -339,4 +339,5 @@ load_saved_options <- function(file = options_file()) {
 
 .onLoad <- function(libname, pkgname) {
   load_saved_options()
+  cf_register_converters()
 }
