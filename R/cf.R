@@ -63,6 +63,15 @@ cf_decode <- function(x, enc) {
   # pass per marker: there are a few, and `==` is much faster than %in%)
   lo <- enc$valid_min %||% if (length(enc$valid_range) == 2L) min(enc$valid_range)
   hi <- enc$valid_max %||% if (length(enc$valid_range) == 2L) max(enc$valid_range)
+  # packed integers or doubles: masking and unpacking in one pass in C (the
+  # R expressions below allocate three times as much and take 5x longer)
+  if ((!is.null(enc$scale) || !is.null(enc$offset)) && (is.integer(x) || (is.double(x) && !is.object(x)))) {
+    x <- .Call(ffi_cf_unpack, x, as.double(enc$scale %||% 1), as.double(enc$offset %||% 0),
+               as.double(unique(c(enc$fill, enc$missing))), as.double(c(lo %||% NA, hi %||% NA)))
+    if (!is.null(enc$time)) return(cf_time(x, enc$time, enc$calendar, d))
+    if (!is.null(d) && length(d) > 1L) dim(x) <- d
+    return(x)
+  }
   # (an integer marker is compared as an integer: no double copy of x)
   same_type <- function(m) if (is.integer(x) && !is.na(m) && m == trunc(m) && abs(m) <= .Machine$integer.max) as.integer(m) else m
   miss <- c(unlist(lapply(unique(c(enc$fill, enc$missing)), function(m) which(x == same_type(m)))),

@@ -219,7 +219,8 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
   on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
   g <- z$root
-  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list())
+  # coordinates in one chunk each, as xarray writes them
+  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]))
   for (v in names(ds$vars)) {
     attrs <- ds$attrs[[v]] %||% list()
     # as rioxarray writes it: a coordinate holding the CRS

@@ -50,9 +50,10 @@ add <- function(name, dtype, values, dims, attrs, chunks = NULL) {
   for (k in names(attrs)) a$set_attribute(k, attrs[[k]])
   a$write(values) # encoded: packed, times to days
 }
-add("time", "int32", time, "time", list(units = "days since 2020-01-01", calendar = "proleptic_gregorian"))
-add("lat", "float64", lat, "lat", list(units = "degrees_north", standard_name = "latitude"))
-add("lon", "float64", lon, "lon", list(units = "degrees_east", standard_name = "longitude"))
+# coordinates in one chunk each, as xarray writes them
+add("time", "int32", time, "time", list(units = "days since 2020-01-01", calendar = "proleptic_gregorian"), nt)
+add("lat", "float64", lat, "lat", list(units = "degrees_north", standard_name = "latitude"), nlat)
+add("lon", "float64", lon, "lon", list(units = "degrees_east", standard_name = "longitude"), nlon)
 add("temp", "int16", temp, c("time", "lat", "lon"),
     list(scale_factor = scale, add_offset = offset, `_FillValue` = -32767L, units = "K"), chunks = c(1, 500, 500))
 zarr_consolidate(z)
@@ -79,7 +80,8 @@ if (requireNamespace("stars", quietly = TRUE) && requireNamespace("ncmeta", quie
   }
 if (requireNamespace("terra", quietly = TRUE) && "Zarr" %in% terra::gdal(drivers = TRUE)$name)
   peers$terra_gdal_zarr <- function() {
-    r <- terra::rast(sprintf('ZARR:"%s":/temp', zpath))
+    # GDAL 3.6's Zarr driver opens a 3-d array one 2-d slice at a time
+    r <- terra::rast(sprintf('ZARR:"%s":/temp:%d', zpath, 0:(nt - 1L)))
     # rows are lat (north first, as stored), columns lon, layers time
     aperm(array(terra::values(r), c(nlon, nlat, nt)), 3:1)
   }
