@@ -284,8 +284,10 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
 cf_from_stars <- function(x) {
   d <- stars::st_dimensions(x)
   dn <- names(d)
+  # x and y values are cell centres (as in CF); times are the start of their step
+  xy <- attr(d, "raster")$dimensions
   coords <- stats::setNames(lapply(dn, function(n) {
-    v <- stars::st_get_dimension_values(x, n, center = TRUE)
+    v <- stars::st_get_dimension_values(x, n, center = n %in% xy)
     if (inherits(v, "units")) v <- units::drop_units(v)
     v
   }), dn)

@@ -115,6 +115,8 @@ test_that("as_zarr() of a data frame of a grid and of a stars object writes a da
   expect_equal(zarr_dataset(zs)[["v"]][], ds[["v"]][])
   expect_identical(zs$root[["v"]]$dimension_names, c("time", "lat", "lon"))
   expect_identical(zs$root[["v"]]$attributes$units, "m")
+  expect_identical(zs$root[["time"]][], ds[["time"]][])
+  expect_identical(zs$root[["lat"]][], ds[["lat"]][])
 })
 
 test_that("st_as_stars() of xarray's Zarr store equals stars::read_ncdf() of the same netCDF-4 data", {
