@@ -17,7 +17,7 @@ cf_register_stars <- function(...) {
 
 cf_register_terra <- function(...) {
   rast <- methods::getGeneric("rast", package = "terra")
-  methods::setOldClass(c("zarr_array", "zarr_node", "R6"), where = cf_s4_env)
+  methods::setOldClass(c("zarr_array", "zarr_node", "zarr_object", "R6"), where = cf_s4_env)
   methods::setOldClass("zarr_cf_data", where = cf_s4_env)
   methods::setMethod(rast, "zarr_array", function(x, ...) cf_rast(x$sel(...)), where = cf_s4_env)
   methods::setMethod(rast, "zarr_cf_data", function(x, ...) cf_rast(x), where = cf_s4_env)
@@ -184,6 +184,8 @@ cf_rast <- function(x) {
   v <- aperm(cf_plain_values(x$values), ord) # x, y, layers
   xc <- cf_dim_values(x, ord[1L])
   yc <- cf_dim_values(x, ord[2L])
+  # without y coordinates, the first row stays on top (as an image, as GDAL shows it)
+  if (is.null(x$coords[[ord[2L]]])) yc <- rev(yc)
   step <- function(cv, what) {
     if (!is.numeric(cv)) zarr_abort("value", sprintf("the %s coordinates of %s are not numbers", what, x$path))
     if (length(cv) < 2L) return(1)
@@ -194,9 +196,9 @@ cf_rast <- function(x) {
   dx <- step(xc, "x")
   dy <- step(yc, "y")
   # terra's arrays are rows (north first), columns (west first), layers
+  if (length(dim(v)) == 2L) dim(v) <- c(dim(v), 1L)
   if (dx < 0) v <- v[rev(seq_along(xc)), , , drop = FALSE]
   if (dy > 0) v <- v[, rev(seq_along(yc)), , drop = FALSE]
-  if (length(dim(v)) == 2L) dim(v) <- c(dim(v), 1L)
   v <- aperm(v, c(2L, 1L, 3L))
   ex <- terra::ext(min(xc) - abs(dx) / 2, max(xc) + abs(dx) / 2, min(yc) - abs(dy) / 2, max(yc) + abs(dy) / 2)
   r <- terra::rast(v, extent = ex, crs = cf_crs_wkt(x) %||% "")

@@ -81,6 +81,18 @@ test_that("rast() is north up, with extent, layers, time and units", {
   expect_identical(terra::units(r), c("m", "m"))
   r2 <- terra::rast(g$z$root[["v"]]$sel(time = "2000-01-02"))
   expect_equal(dim(r2), c(3, 4, 1))
+  # 2-d, without coordinate arrays (the last Zarr dimension is x, the first
+  # row stays on top, as an image), and longitudes decreasing
+  m <- create_zarr()$root$add_array("m", define_array("float64", c(2, 3)))
+  m$write(matrix(1:6, 2))
+  rm <- terra::rast(m)
+  expect_equal(dim(rm), c(2, 3, 1))
+  expect_equal(terra::values(rm)[, 1], c(1, 3, 5, 2, 4, 6))
+  w <- small_grid()
+  w$z$root[["lon"]]$write(c(103, 102, 101, 100))
+  rw <- terra::rast(w$z$root[["v"]])
+  expect_equal(terra::values(rw)[1:4, 1], rev(g$v[1, 3, ]))
+  expect_error(terra::rast(create_zarr()$root$add_array("one", define_array("float64", 3))), class = "zarr_error_value")
   # irregular coordinates are refused
   h <- small_grid(lat = c(10, 20, 35))
   expect_error(terra::rast(h$z$root[["v"]]), class = "zarr_error_value")
