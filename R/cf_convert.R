@@ -116,7 +116,8 @@ cf_plain_values <- function(v) {
 #'
 #' `rast()` needs regular x and y coordinates: the extent is that of the
 #' cells whose centres they are; rows are put north up (flipped when the
-#' latitudes increase); the third dimension gives the layers, named after
+#' latitudes increase; without y coordinates the first row stays on top,
+#' as in an image); the third dimension gives the layers, named after
 #' its coordinate values, and sets `terra::time()` when it holds times.
 #'
 #' Arguments in `...` of `st_as_stars()` and `rast()` of an array or a
