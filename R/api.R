@@ -174,13 +174,42 @@ r_data_type <- function(x) {
 #'
 #' @seealso [create_zarr()], [auto_chunk()], [zarr_array] and [array-indexing]
 #'   for reading the values back
-#' @param x The R vector, matrix or array, or a `DelayedArray`.
+#' A `stars` object, or a data frame of a regular grid, is written as an
+#' xarray dataset instead (see "Datasets" below).
+#'
+#' @section Datasets:
+#' `as_zarr()` of a `stars` object (package \pkg{stars}) or of a data frame
+#' holding a regular grid (one column per dimension, one per variable, one
+#' row per grid cell, such as `as.data.frame()` of a [zarr_dataset] gives)
+#' writes a group as xarray writes one: one array per variable and one
+#' 1-d coordinate array per dimension, named by `dimension_names` (Zarr v3)
+#' or `_ARRAY_DIMENSIONS` (Zarr v2), times (`Date`, `POSIXct`) with CF
+#' `units` "<unit> since <first time>" (calendar proleptic_gregorian),
+#' `units` attributes from \pkg{units} values, the CRS of a stars object
+#' in a `spatial_ref` variable named by each variable's `grid_mapping`,
+#' and consolidated metadata. A stars object's dimensions are written in
+#' the reverse order (xarray's `time, lat, lon` for stars' `lon, lat,
+#' time`); a data frame's in the order of its columns. Values are encoded
+#' as the attributes say (see `write()` of [zarr_array]). Arguments in `...`:
+#' * `pack`: a list named by variable of lists with `scale_factor`,
+#'   `add_offset`, `dtype` (default "int16") and optionally `_FillValue`
+#'   (default the smallest value of `dtype`): stores the variable packed.
+#' * `dims`: for a data frame, the dimension columns (default: the fewest
+#'   first columns that tell the rows apart); grid cells without a row are
+#'   `NA`.
+#' * `format`: the Zarr format, 2 (default: what xarray with zarr-python 2
+#'   reads) or 3.
+#' * `chunks`: the chunk shape of the variables (default: automatic).
+#' @param x The R vector, matrix or array, a `DelayedArray`, or a `stars`
+#'   object or data frame (see "Datasets").
 #' @param name Optional name of the array. Without it, the array is the root
-#'   of a new single-array store.
+#'   of a new single-array store. Not used for datasets.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
 #'   is required), the path of a new store directory, or an
 #'   `s3://bucket/prefix` location holding no keys yet. Without it, the store
 #'   is in memory.
+#' @param ... For datasets: `pack`, `dims`, `format`, `chunks` (see
+#'   "Datasets").
 #' @return The new [zarr_array] when `location` is a group, otherwise the new
 #'   [zarr] object.
 #' @export
@@ -189,7 +218,8 @@ r_data_type <- function(x) {
 #' z <- as_zarr(x)
 #' z
 #' z[["/"]][1:2, 1:3, 1]
-as_zarr <- function(x, name = NULL, location = NULL) {
+as_zarr <- function(x, name = NULL, location = NULL, ...) {
+  if (inherits(x, c("stars", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")

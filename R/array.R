@@ -248,8 +248,19 @@ zarr_array <- R6::R6Class("zarr_array",
     #' @param selection Missing or `NULL` to write `data` at the start of the
     #'   array (its `dim()` gives the extent), or a list with one element per
     #'   dimension as for `read()`.
+    #' @param encode Whether to encode the values as the CF conventions say
+    #'   (as xarray does), the inverse of `read()`'s `decode`: where the
+    #'   attributes of the array ask for it, `data` are decoded values:
+    #'   times (`Date`, `POSIXct`, `CFTime` or strings such as
+    #'   "2001-02-30 12:00", in the array's calendar) become offsets in its
+    #'   `units`; values are packed as `round((data - add_offset) /
+    #'   scale_factor)` for integer types; `_Unsigned` numbers get their
+    #'   stored bits; `NA` (and `NaN`) become `_FillValue` (or the first
+    #'   `missing_value`). Plain numbers written to a time array are taken as
+    #'   offsets. Defaults to the `zarr.decode_cf` option (`TRUE`); `FALSE`
+    #'   (or the `raw_read` field) writes `data` as stored values.
     #' @return Self, invisibly.
-    write = function(data, selection) {
+    write = function(data, selection, encode = getOption("zarr.decode_cf", TRUE)) {
       private$check_usable()
       shape <- self$shape
       if (identical(dtype_kind(private$.dt$data_type), "t")) # a data.frame: one raw vector per record
@@ -272,6 +283,8 @@ zarr_array <- R6::R6Class("zarr_array",
       } else {
         sel <- private$normalize_selection(selection)
       }
+      enc <- if (isTRUE(encode) && !isTRUE(self$raw_read)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path)
+      if (!is.null(enc)) data <- cf_encode(data, enc, self$path)
       if (private$is_json2()) write_json2(self, private$.grid, sel, as_plain_vector(data))
       else private$.grid$write_selection(as_plain_vector(data), sel)
       invisible(self)

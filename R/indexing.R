@@ -33,6 +33,10 @@
 #' @param decode Whether to decode the values as the CF conventions say,
 #'   where the array's attributes ask for it (default: the `zarr.decode_cf`
 #'   option, `TRUE`); see `read()` of [zarr_array] and [cf-decoding].
+#' @param encode For `[<-`: whether to encode the values as the CF
+#'   conventions say (pack, times to offsets, `NA` to `_FillValue`), the
+#'   inverse of `decode` (default: the `zarr.decode_cf` option, `TRUE`); see
+#'   `write()` of [zarr_array].
 #' @param value The values to write.
 #' @return For `[`, a vector, matrix or array. For `[<-`, the array, invisibly.
 #' @name array-indexing
@@ -222,11 +226,11 @@ read_points <- function(x, pts, ..., decode = getOption("zarr.decode_cf", TRUE))
 
 #' @rdname array-indexing
 #' @export
-`[<-.zarr_array` <- function(x, i, j, ..., value) {
+`[<-.zarr_array` <- function(x, i, j, ..., encode = getOption("zarr.decode_cf", TRUE), value) {
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) {
-    x$write(value)
+    x$write(value, encode = encode)
     return(invisible(x))
   }
   sel <- index_args(index_count(nargs(), environment(), sys.function()), environment(), shape, x$path,
@@ -250,7 +254,7 @@ read_points <- function(x, pts, ..., decode = getOption("zarr.decode_cf", TRUE))
     n <- prod(sel_lengths(sel))
   }
   if (n == 0) return(invisible(x))
-  x$write(recycle_value(value, n, x$path), sel)
+  x$write(recycle_value(value, n, x$path), sel, encode = encode)
   invisible(x)
 }
 

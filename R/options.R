@@ -346,4 +346,5 @@ load_saved_options <- function(file = options_file()) {
   # the DelayedArray backend (R/delayed.R), without loading DelayedArray
   if (isNamespaceLoaded("DelayedArray")) register_delayed()
   else setHook(packageEvent("DelayedArray", "onLoad"), function(...) register_delayed())
+  cf_register_converters()
 }

@@ -223,7 +223,7 @@ clear_past_edge <- function(arr, dims, had, trim = FALSE, limit = NULL) {
     start <- sum(e[-length(e)])
     if (sum(e) <= shape[d] || had[d] <= start) next
     sel <- lapply(seq_along(shape), function(k) if (k == d) seq(start + 1, shape[d]) else seq_len(shape[k]))
-    arr$write(arr$read(sel, fill_as_na = FALSE, decode = FALSE), sel)
+    arr$write(arr$read(sel, fill_as_na = FALSE, decode = FALSE), sel, encode = FALSE)
   }
   invisible()
 }

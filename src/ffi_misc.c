@@ -419,3 +419,36 @@ SEXP ffi_codec_piece(SEXP n) {
   }
   return ScalarReal(old);
 }
+
+/* CF unpacking in one pass (R/cf.R's cf_decode): x (integer or double) ->
+ * x * scale + offset as double, NA where x is NA, equals one of `markers`
+ * (_FillValue, missing_value) or lies outside range = c(lo, hi) (NA: no
+ * bound). Compared on the stored values, as netCDF does. */
+SEXP ffi_cf_unpack(SEXP x, SEXP scale, SEXP offset, SEXP markers, SEXP range) {
+  R_xlen_t n = XLENGTH(x);
+  int nm = LENGTH(markers);
+  const double *m = REAL(markers);
+  double s = Rf_asReal(scale), o = Rf_asReal(offset);
+  double lo = REAL(range)[0], hi = REAL(range)[1];
+  int has_lo = !ISNAN(lo), has_hi = !ISNAN(hi);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
+  double *r = REAL(out);
+  int is_int = TYPEOF(x) == INTSXP;
+  const int *xi = is_int ? INTEGER(x) : NULL;
+  const double *xd = is_int ? NULL : REAL(x);
+  for (R_xlen_t i = 0; i < n; i++) {
+    double v;
+    if (is_int) {
+      if (xi[i] == NA_INTEGER) { r[i] = NA_REAL; continue; }
+      v = (double)xi[i];
+    } else {
+      v = xd[i];
+      if (ISNAN(v)) { r[i] = ISNA(v) ? NA_REAL : v; continue; }
+    }
+    int miss = (has_lo && v < lo) || (has_hi && v > hi);
+    for (int k = 0; !miss && k < nm; k++) miss = v == m[k];
+    r[i] = miss ? NA_REAL : v * s + o;
+  }
+  UNPROTECT(1);
+  return out;
+}

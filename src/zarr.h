@@ -57,6 +57,7 @@ SEXP ffi_redact(SEXP x);
 SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
+SEXP ffi_cf_unpack(SEXP x, SEXP scale, SEXP offset, SEXP markers, SEXP range);
 SEXP ffi_num_cores(void);
 SEXP ffi_library_versions(void);
 SEXP ffi_s3_parse_list(SEXP body, SEXP where);

@@ -73,7 +73,8 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl
 # BiocParallel (Bioconductor) for the DelayedArray backend tests
 optional_debs=(qpdf pandoc clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
                python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf
-               r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel)
+               r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel
+               r-cran-stars r-cran-terra r-cran-sf r-cran-units r-cran-ncmeta)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx r-cran-cli)
 r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx cli)

@@ -187,3 +187,11 @@ expect_matches_dump <- function(arr, entry, info = NULL) {
 
 # Round doubles to the nearest float32.
 py_f32 <- function(x) readBin(writeBin(as.double(x), raw(), size = 4L), "double", size = 4L, n = length(x))
+
+# A variable of the dump of tests/testthat/python/cf_xarray_stores.py (xarray's
+# decoding, values in C order) -> numbers, or ISO strings for times.
+cf_py <- function(entry) {
+  d <- entry$data
+  if (grepl("^[<|]?[MO]", entry$dtype)) return(vapply(d, function(x) if (is.null(x)) NA_character_ else x, ""))
+  vapply(d, function(x) if (is.null(x)) NA_real_ else as.numeric(x), 0)
+}

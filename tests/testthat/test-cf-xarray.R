@@ -33,11 +33,6 @@ cf_c_order <- function(v, shape) {
   as.vector(v)
 }
 
-cf_py <- function(entry) {
-  d <- entry$data
-  if (grepl("^[<|]?[MO]", entry$dtype)) return(vapply(d, function(x) if (is.null(x)) NA_character_ else x, ""))
-  vapply(d, function(x) if (is.null(x)) NA_real_ else as.numeric(x), 0)
-}
 
 test_that("every variable xarray writes reads decoded as xarray decodes it", {
   st <- cf_xarray_stores()

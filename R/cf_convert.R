@@ -1,0 +1,348 @@
+# Converters between decoded Zarr data (zarr_cf_data, arrays, datasets) and
+# the classes of the stars and terra packages, and the writer of xarray
+# datasets from stars objects and data frames. stars and terra are
+# suggested: their methods are registered when those packages load.
+
+# ---- registration of methods for generics of suggested packages ----
+
+# S4 methods need a mutable place to live: the namespace is locked once
+# loaded, and terra may load after it.
+cf_s4_env <- new.env()
+
+cf_register_stars <- function(...) {
+  ns <- asNamespace("stars")
+  for (cl in c("zarr_array", "zarr_cf_data", "zarr_dataset"))
+    registerS3method("st_as_stars", cl, get(paste0("st_as_stars.", cl), mode = "function"), envir = ns)
+}
+
+cf_register_terra <- function(...) {
+  rast <- methods::getGeneric("rast", package = "terra")
+  methods::setOldClass(c("zarr_array", "zarr_node", "zarr_object", "R6"), where = cf_s4_env)
+  methods::setOldClass("zarr_cf_data", where = cf_s4_env)
+  methods::setMethod(rast, "zarr_array", function(x, ...) cf_rast(x$sel(...)), where = cf_s4_env)
+  methods::setMethod(rast, "zarr_cf_data", function(x, ...) cf_rast(x), where = cf_s4_env)
+}
+
+# Register now when the package is loaded already, else when it loads.
+cf_register_when_loaded <- function(pkg, fun) {
+  if (isNamespaceLoaded(pkg)) fun()
+  setHook(packageEvent(pkg, "onLoad"), function(...) fun())
+}
+
+cf_register_converters <- function() {
+  cf_register_when_loaded("stars", cf_register_stars)
+  cf_register_when_loaded("terra", cf_register_terra)
+}
+
+# ---- which dimension is x, which is y ----
+
+# "X", "Y", "T" or "" for each dimension of a zarr_cf_data, from the
+# attributes of its coordinate arrays (axis, standard_name, units) or its
+# name.
+cf_axes <- function(dims, attrs) {
+  vapply(seq_along(dims), function(d) {
+    a <- attrs[[d]] %||% list()
+    ax <- toupper(as.character(a[["axis"]] %||% "")[1L])
+    if (ax %in% c("X", "Y", "T")) return(ax)
+    sn <- as.character(a[["standard_name"]] %||% "")[1L]
+    u <- as.character(a[["units"]] %||% "")[1L]
+    n <- tolower(dims[d])
+    if (sn %in% c("longitude", "projection_x_coordinate", "grid_longitude") || grepl("^degrees?_?e", u) ||
+        n %in% c("x", "lon", "long", "longitude", "rlon", "easting")) return("X")
+    if (sn %in% c("latitude", "projection_y_coordinate", "grid_latitude") || grepl("^degrees?_?n", u) ||
+        n %in% c("y", "lat", "latitude", "rlat", "northing")) return("Y")
+    if (sn == "time" || grepl("\\ssince\\s", u) || n %in% c("time", "t")) return("T")
+    ""
+  }, "")
+}
+
+# The order of the Zarr dimensions in stars (and terra) terms: x, y, then the
+# others from the last to the first (stars' order is the reverse of Zarr's
+# C order: lon, lat, time for xarray's time, lat, lon). Without axes named,
+# the last Zarr dimension is x and the one before it y.
+cf_xy_order <- function(x) {
+  n <- length(x$dims)
+  if (n < 2L) return(seq_len(n))
+  ax <- x$axes %||% rep("", n)
+  xd <- match("X", ax)
+  yd <- match("Y", ax)
+  if (is.na(xd) || is.na(yd) || xd == yd) { xd <- n; yd <- n - 1L }
+  c(xd, yd, rev(setdiff(seq_len(n), c(xd, yd))))
+}
+
+# The WKT of the CRS of a variable: the crs_wkt or spatial_ref attribute of
+# its grid_mapping variable (or its own attributes, as GDAL writes them).
+cf_crs_wkt <- function(x) {
+  pick <- function(a) {
+    w <- a[["crs_wkt"]] %||% a[["spatial_ref"]]
+    if (is.character(w) && length(w) == 1L && nzchar(w)) w
+  }
+  pick(x$grid_mapping %||% list()) %||% pick(x$attributes %||% list())
+}
+
+# Coordinate values of dimension d (indices where there are none; times of
+# other calendars as ISO strings).
+cf_dim_values <- function(x, d) cf_coord_column(x$coords[[d]], x$index[[d]])
+
+cf_plain_values <- function(v) {
+  if (inherits(v, "CFTime")) v <- v$as_timestamp()
+  if (is.null(dim(v))) dim(v) <- length(v)
+  v
+}
+
+# ---- stars ----
+
+#' Convert decoded Zarr data to stars or terra objects
+#'
+#' With the \pkg{stars} package installed, `stars::st_as_stars()` takes a
+#' [zarr_array], a [zarr_cf_data] selection (from the `sel()` and `isel()`
+#' methods) or a [zarr_dataset]; with \pkg{terra} installed, `terra::rast()`
+#' takes a 2-d or 3-d [zarr_array] or [zarr_cf_data]. Values are decoded
+#' (see [cf-decoding]).
+#'
+#' `st_as_stars()` puts the dimensions in stars' order: x (longitude) first,
+#' then y (latitude), then the others in the reverse of their Zarr order (so
+#' xarray's `time, lat, lon` becomes `lon, lat, time`). x and y are found
+#' from the `axis`, `standard_name` or `units` attributes of the coordinate
+#' arrays or from their names (lon, lat, x, y, ...); otherwise the last two
+#' Zarr dimensions are x and y. Dimensions take their coordinate values
+#' (regular ones as offset and delta, as cell centres for x and y), times as
+#' `POSIXct` or `Date` (other calendars as ISO strings). The `units`
+#' attribute makes the values \pkg{units} objects (when that package is
+#' installed and knows the unit). The CRS comes from the `crs_wkt` or
+#' `spatial_ref` attribute of the variable named by `grid_mapping`. A dataset
+#' gives one stars attribute per data variable (those with the dimensions of
+#' the first data variable with the most dimensions, or `vars`).
+#'
+#' `rast()` needs regular x and y coordinates: the extent is that of the
+#' cells whose centres they are; rows are put north up (flipped when the
+#' latitudes increase; without y coordinates the first row stays on top,
+#' as in an image); the third dimension gives the layers, named after
+#' its coordinate values, and sets `terra::time()` when it holds times.
+#'
+#' Arguments in `...` of `st_as_stars()` and `rast()` of an array or a
+#' dataset select by coordinate values first, as `sel()` does.
+#' @param .x,x A [zarr_array], [zarr_cf_data] or (`st_as_stars()`)
+#'   [zarr_dataset].
+#' @param ... Selection by coordinate values (for arrays and datasets).
+#' @param vars For datasets: the variables to convert.
+#' @return A `stars` object, or a `SpatRaster`.
+#' @name zarr-stars-terra
+#' @seealso [as_zarr()] to write stars objects for xarray
+#' @examplesIf requireNamespace("stars", quietly = TRUE)
+#' z <- create_zarr()
+#' for (d in c("lat", "lon")) {
+#'   b <- define_array("float64", 3)
+#'   b$dimension_names <- d
+#'   z$root$add_array(d, b)$write(c(10, 20, 30))
+#' }
+#' b <- define_array("float64", c(3, 3))
+#' b$dimension_names <- c("lat", "lon")
+#' z$root$add_array("v", b)$write(matrix(1:9, 3))
+#' stars::st_as_stars(z$root[["v"]])
+NULL
+
+st_as_stars.zarr_cf_data <- function(.x, ...) {
+  x <- .x
+  v <- cf_plain_values(x$values)
+  ord <- cf_xy_order(x)
+  if (length(ord) > 1L) v <- aperm(v, ord)
+  dn <- ifelse(nzchar(x$dims), x$dims, paste0("dim", seq_along(x$dims)))[ord]
+  vals <- lapply(ord, function(d) cf_dim_values(x, d))
+  xy <- length(ord) >= 2L && is.numeric(vals[[1L]]) && is.numeric(vals[[2L]])
+  # coordinates are cell centres (of one cell, the extent is unknown)
+  mid <- xy & seq_along(ord) <= 2L & lengths(vals) > 1L
+  args <- c(stats::setNames(vals, dn), list(.raster = if (xy) dn[1:2] else rep(NA_character_, 2L), cell_midpoints = mid))
+  dims <- do.call(stars::st_dimensions, args)
+  v <- cf_set_units(v, x$units)
+  s <- stars::st_as_stars(stats::setNames(list(v), cf_value_name(x)), dimensions = dims)
+  wkt <- cf_crs_wkt(x)
+  if (!is.null(wkt)) s <- sf::st_set_crs(s, sf::st_crs(wkt))
+  s
+}
+
+# units objects where the units package knows the unit (times are not)
+cf_set_units <- function(v, u) {
+  if (!is.character(u) || length(u) != 1L || grepl("\\ssince\\s", u) || !is.numeric(v) ||
+      !requireNamespace("units", quietly = TRUE)) return(v)
+  tryCatch(units::set_units(v, u, mode = "standard"), error = function(e) v)
+}
+
+st_as_stars.zarr_array <- function(.x, ...) st_as_stars.zarr_cf_data(.x$sel(...))
+
+st_as_stars.zarr_dataset <- function(.x, ..., vars = NULL) {
+  parts <- .x$sel(..., vars = vars %||% cf_default_vars(.x))
+  out <- lapply(parts, st_as_stars.zarr_cf_data)
+  if (length(out) == 1L) out[[1L]] else do.call(c, unname(out))
+}
+
+# ---- terra ----
+
+cf_rast <- function(x) {
+  n <- length(x$dims)
+  if (n < 2L || n > 3L) zarr_abort("value", sprintf("terra's rasters have 2 or 3 dimensions, %s has %d", x$path, n))
+  ord <- cf_xy_order(x)
+  v <- aperm(cf_plain_values(x$values), ord) # x, y, layers
+  xc <- cf_dim_values(x, ord[1L])
+  yc <- cf_dim_values(x, ord[2L])
+  # without y coordinates, the first row stays on top (as an image, as GDAL shows it)
+  if (is.null(x$coords[[ord[2L]]])) yc <- rev(yc)
+  step <- function(cv, what) {
+    if (!is.numeric(cv)) zarr_abort("value", sprintf("the %s coordinates of %s are not numbers", what, x$path))
+    if (length(cv) < 2L) return(1)
+    dd <- diff(cv)
+    if (any(abs(dd - dd[1L]) > 1e-6 * abs(dd[1L]))) zarr_abort("value", sprintf("the %s coordinates of %s are not regular: terra needs a regular grid", what, x$path))
+    dd[1L]
+  }
+  dx <- step(xc, "x")
+  dy <- step(yc, "y")
+  # terra's arrays are rows (north first), columns (west first), layers
+  if (length(dim(v)) == 2L) dim(v) <- c(dim(v), 1L)
+  if (dx < 0) v <- v[rev(seq_along(xc)), , , drop = FALSE]
+  if (dy > 0) v <- v[, rev(seq_along(yc)), , drop = FALSE]
+  v <- aperm(v, c(2L, 1L, 3L))
+  ex <- terra::ext(min(xc) - abs(dx) / 2, max(xc) + abs(dx) / 2, min(yc) - abs(dy) / 2, max(yc) + abs(dy) / 2)
+  r <- terra::rast(v, extent = ex, crs = cf_crs_wkt(x) %||% "")
+  name <- cf_value_name(x)
+  if (n == 3L) {
+    lv <- cf_dim_values(x, ord[3L])
+    names(r) <- paste(name, format(lv), sep = "_")
+    if (inherits(lv, c("Date", "POSIXct"))) terra::time(r) <- lv
+  } else names(r) <- name
+  if (is.character(x$units) && length(x$units) == 1L) terra::units(r) <- x$units
+  r
+}
+
+# ---- writing stars objects and data frames for xarray ----
+
+# as_zarr() of a stars object or a data frame (R/api.R dispatches here).
+as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format = 2L, chunks = NULL) {
+  ds <- if (inherits(x, "stars")) cf_from_stars(x) else cf_from_data_frame(x, dims)
+  old <- options(zarr.format = as.integer(format))
+  on.exit(options(old), add = TRUE)
+  z <- create_zarr(location)
+  g <- z$root
+  # coordinates in one chunk each, as xarray writes them
+  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]))
+  for (v in names(ds$vars)) {
+    attrs <- ds$attrs[[v]] %||% list()
+    # as rioxarray writes it: a coordinate holding the CRS
+    if (!is.null(ds$crs)) attrs[c("grid_mapping", "coordinates")] <- list("spatial_ref", "spatial_ref")
+    cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks)
+  }
+  if (!is.null(ds$crs)) {
+    b <- define_array("int32", integer())
+    b$dimension_names <- character() # xarray needs the (empty) list of dimensions
+    a <- g$add_array("spatial_ref", b)
+    a$write(0L)
+    a$set_attribute("crs_wkt", ds$crs)
+    a$set_attribute("spatial_ref", ds$crs)
+  }
+  zarr_consolidate(z)
+  z
+}
+
+# One variable: its data type, CF attributes (time units, packing), then the
+# decoded values, which write() encodes.
+cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NULL) {
+  shape <- dim(v) %||% length(v)
+  units <- NULL
+  if (inherits(v, c("Date", "POSIXct"))) {
+    t <- if (inherits(v, "Date")) as.numeric(v) * 86400 else as.numeric(v)
+    ok <- t[!is.na(t)]
+    origin <- if (length(ok)) min(ok) else 0
+    per <- c(days = 86400, hours = 3600, minutes = 60, seconds = 1)
+    whole <- vapply(per, function(p) all((ok - origin) %% p == 0), TRUE)
+    unit <- names(per)[match(TRUE, whole)]
+    origin_txt <- format(as.POSIXct(origin, origin = "1970-01-01", tz = "UTC"), "%Y-%m-%d %H:%M:%S")
+    units <- if (is.na(unit)) paste("seconds since", origin_txt) else paste(unit, "since", origin_txt)
+    span <- if (length(ok)) max(abs(ok - origin)) / per[[unit %|NA|% "seconds"]] else 0
+    dtype <- if (!is.na(unit) && span < .Machine$integer.max) "int32" else "float64"
+    attrs$units <- units
+    attrs$calendar <- "proleptic_gregorian"
+  } else {
+    if (!is.numeric(v) && !is.logical(v) && !is.character(v) && !is.factor(v))
+      zarr_abort("value", sprintf("variable '%s' of class %s cannot be written", name, class(v)[1L]))
+    dtype <- if (!is.null(pack)) pack$dtype %||% "int16" else r_data_type(v)
+  }
+  b <- define_array(dtype, shape)
+  b$dimension_names <- dims
+  if (!is.null(chunks)) b$chunk_shape <- pmin(shape, chunks)
+  if (!is.null(pack)) {
+    fill <- pack[["_FillValue"]] %||% -2^(dtype_info(dtype)$size * 8 - 1)
+    b$fill_value <- fill
+    attrs[["_FillValue"]] <- fill
+    attrs$scale_factor <- pack$scale_factor %||% 1
+    attrs$add_offset <- pack$add_offset %||% 0
+  }
+  a <- g$add_array(name, b)
+  for (k in names(attrs)) a$set_attribute(k, attrs[[k]])
+  a$write(v)
+  a
+}
+
+`%|NA|%` <- function(a, b) if (is.na(a)) b else a
+
+# A stars object -> list(coords, vars, dims (Zarr order), attrs, crs)
+cf_from_stars <- function(x) {
+  d <- stars::st_dimensions(x)
+  dn <- names(d)
+  # x and y values are cell centres (as in CF); times are the start of their step
+  xy <- attr(d, "raster")$dimensions
+  coords <- stats::setNames(lapply(dn, function(n) {
+    v <- stars::st_get_dimension_values(x, n, center = n %in% xy)
+    if (inherits(v, "units")) v <- units::drop_units(v)
+    v
+  }), dn)
+  vars <- lapply(seq_along(x), function(i) {
+    v <- x[[i]]
+    attrs <- list()
+    if (inherits(v, "units")) {
+      attrs$units <- as.character(units::deparse_unit(v))
+      v <- units::drop_units(v)
+    }
+    if (is.null(dim(v))) dim(v) <- length(v)
+    # Zarr's C order (xarray's time, lat, lon) is the reverse of stars'
+    list(values = if (length(dn) > 1L) aperm(v, rev(seq_along(dn))) else v, attrs = attrs)
+  })
+  crs <- sf::st_crs(x)
+  list(coords = coords, vars = stats::setNames(lapply(vars, `[[`, "values"), names(x)),
+       attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = rev(dn),
+       crs = if (!is.na(crs)) crs$wkt)
+}
+
+# A data frame of a regular grid: `dims` names the dimension columns (by
+# default the fewest first columns that tell the rows apart), in Zarr
+# order; the other columns are variables. Cells without a row are NA.
+cf_from_data_frame <- function(x, dims = NULL) {
+  x <- as.data.frame(x)
+  if (is.null(dims)) {
+    k <- which(vapply(seq_len(ncol(x) - 1L), function(k) !anyDuplicated(x[seq_len(k)]), TRUE))[1L]
+    if (is.na(k)) zarr_abort("value", "no columns of the data frame make a regular grid: give `dims`")
+    dims <- names(x)[seq_len(k)]
+  }
+  if (!all(dims %in% names(x))) zarr_abort("argument", "`dims` must name columns of the data frame")
+  coords <- lapply(x[dims], unique)
+  idx <- Map(match, x[dims], coords)
+  shape <- lengths(coords)
+  cell <- Reduce(function(acc, d) acc + (idx[[d]] - 1) * prod(shape[seq_len(d - 1L)]), seq_along(idx)[-1L], idx[[1L]])
+  if (anyDuplicated(cell)) zarr_abort("value", "rows of the data frame repeat grid cells")
+  vn <- setdiff(names(x), dims)
+  vars <- lapply(vn, function(v) {
+    col <- x[[v]]
+    out <- rep(col[NA_integer_], prod(shape)) # NA of the column's type and class
+    out[cell] <- col
+    dim(out) <- shape
+    out
+  })
+  list(coords = coords, vars = stats::setNames(vars, vn), attrs = list(), dims = dims, crs = NULL)
+}
+
+# the variables converted by default: as as.data.frame() of a dataset takes them
+cf_default_vars <- function(x) {
+  dv <- x$data_vars
+  if (!length(dv)) zarr_abort("value", "the dataset has no data variables")
+  dn <- lapply(dv, function(v) x[[v]]$dimension_names)
+  first <- dn[[which.max(lengths(dn))]]
+  dv[vapply(dn, identical, TRUE, first)]
+}
