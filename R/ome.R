@@ -24,6 +24,27 @@
 #' under the region are read. `$region_index()` gives the index ranges
 #' without reading.
 #'
+#' @section Fields and methods of an image (`zarr_ome_image`, a [zarr_group]):
+#' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
+#' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
+#' * `$levels`: a data frame with `level` (1 is the full resolution),
+#'   `path`, and list columns `shape`, `scale` and `translation` (named by
+#'   axis).
+#' * `$level(level)`: the array of a level, by number or by path.
+#' * `$channels`: a data frame with `label`, `color` ("#RRGGBB"),
+#'   `window_start`, `window_end`, `window_min`, `window_max`, `active`;
+#'   `NULL` without `omero` metadata.
+#' * `$labels`: the label images under `labels/`, a named list of images.
+#' * `$label_colors`: for a label image, a data frame with `label_value`,
+#'   `red`, `green`, `blue`, `alpha`.
+#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na)`:
+#'   see above; the region comes with its axes as the names of its
+#'   dimnames and the physical coordinates of its pixels in the attribute
+#'   `"coordinates"`.
+#'
+#' A level (`zarr_ome_level`, a [zarr_array]) adds `$scale`,
+#' `$translation` and `$units`, named by axis.
+#'
 #' Metadata that does not describe an image (a dataset without a path, axes
 #' that do not match the shape of a level, ...) makes the fields and methods
 #' raise errors of class `zarr_error_metadata`; opening the store and
@@ -49,6 +70,7 @@ ome_domain_name <- "OME-NGFF"
 # The OME attributes of a node: 0.5 keeps them under "ome", 0.4 at the root
 # of the attributes (then the version is in each multiscale).
 ome_attributes <- function(attributes) {
+  if (!is.list(attributes)) return(NULL)
   if (is.list(attributes[["ome"]])) {
     o <- attributes[["ome"]]
     o$version <- o$version %||% "0.5"
@@ -152,7 +174,7 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
     # The paths of the levels (NULL with quiet = TRUE when the metadata is
     # broken: the domain then leaves the arrays plain).
     dataset_paths = function(quiet = FALSE) {
-      p <- if (quiet) tryCatch(private$parsed(), zarr_error = function(e) NULL) else private$parsed()
+      p <- if (quiet) tryCatch(private$parsed(), error = function(e) NULL) else private$parsed()
       vapply(p$levels, function(l) l$path, "")
     },
 
@@ -273,7 +295,10 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
   private = list(
     .parsed = NULL,
     parsed = function() {
-      if (is.null(private$.parsed)) private$.parsed <- ome_parse(self)
+      # metadata of any shape: what is not an image is a metadata error
+      if (is.null(private$.parsed))
+        private$.parsed <- tryCatch(ome_parse(self), zarr_error = function(e) stop(e),
+                                    error = function(e) ome_error(self, conditionMessage(e)))
       private$.parsed
     },
     metadata_changed = function() {

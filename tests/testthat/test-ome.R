@@ -189,6 +189,17 @@ test_that("hostile OME-NGFF metadata gives classed errors, and the store still o
   bad$multiscales[[1]]$datasets[[1]]$coordinateTransformations[[1]]$scale <- list(1)
   open_zarr(path)$root$set_attribute("ome", bad)
   expect_error(open_zarr(path)$root$axes, "needs 2 numbers", class = "zarr_error_metadata")
+  bad$multiscales[[1]]$axes <- list("y", 3)
+  open_zarr(path)$root$set_attribute("ome", bad)
+  expect_error(open_zarr(path)$root$levels, class = "zarr_error_metadata")
+  bad$multiscales[[1]]$axes <- 7
+  open_zarr(path)$root$set_attribute("ome", bad)
+  expect_error(open_zarr(path)$root$levels, class = "zarr_error_metadata")
+  bad$multiscales[[1]]$datasets <- list(1, "x")
+  open_zarr(path)$root$set_attribute("ome", bad)
+  img <- open_zarr(path)$root
+  expect_error(img$levels, class = "zarr_error_metadata")
+  expect_identical(img[["1"]][], array(1:64, c(8, 8))[c(1, 3, 5, 7), c(1, 3, 5, 7)])
   bad$multiscales <- "nope"
   open_zarr(path)$root$set_attribute("ome", bad)
   expect_error(open_zarr(path)$root$levels, class = "zarr_error_metadata")
@@ -200,4 +211,21 @@ test_that("the OME-NGFF domain can be unregistered for the session", {
   zarr_unregister_domain("OME-NGFF")
   withr::defer(zarr_register_domain(zarr:::zarr_ome_domain$new()))
   expect_identical(class(open_zarr(path)$root)[1], "zarr_group")
+})
+
+test_that("an OME-NGFF image on a web server opens by its metadata and a region fetches only its chunks", {
+  dir <- withr::local_tempdir()
+  x <- array(as.integer(seq_len(2 * 64 * 64) %% 97), c(2, 64, 64))
+  write_ome_ngff(x, file.path(dir, "img.zarr"), levels = 3, axes = c("c", "y", "x"),
+                 scale = c(1, 0.5, 0.5), chunk_shape = c(1, 16, 16), channels = c("a", "b"))
+  srv <- http_server(dir)
+  img <- open_zarr(paste0(srv$url, "/img.zarr"))$root
+  expect_s3_class(img, "zarr_ome_image")
+  expect_equal(unname(img$levels$scale[[2]]), c(1, 1, 1))
+  img$level(1)
+  srv$reset()
+  # y 8..15.5 -> rows 17..32 (one chunk row), x 0..7.5 -> columns 1..16 (one chunk column), channel b
+  r <- img$read_region(1, y = c(8, 15.5), x = c(0, 7.5), c = "b")
+  expect_identical(plain(r), x[2, 17:32, 1:16, drop = FALSE])
+  expect_identical(srv$stats()$requests, 1L)
 })
