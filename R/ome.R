@@ -24,7 +24,8 @@
 #' under the region are read. `$region_index()` gives the index ranges
 #' without reading.
 #'
-#' @section Fields and methods of an image (`zarr_ome_image`, a [zarr_group]):
+#' @section Fields and methods:
+#' An image (`zarr_ome_image`, a [zarr_group]) has:
 #' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
 #' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
 #' * `$levels`: a data frame with `level` (1 is the full resolution),
