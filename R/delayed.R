@@ -239,8 +239,12 @@ seed_extract <- function(x, index) {
   out <- seed_array(x)$read(sel)
   if (!identical(typeof(out), x@type) || is.object(out))
     out <- if (inherits(out, "integer64")) as.double(out) else as.vector(unclass(out), x@type)
-  attributes(out) <- NULL
-  dim(out) <- n
+  # a block of 100 MB is copied by each change of its attributes: only
+  # when it has others than its dim
+  if (!identical(attributes(out), list(dim = n))) {
+    attributes(out) <- NULL
+    dim(out) <- n
+  }
   out
 }
 

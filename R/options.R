@@ -347,4 +347,6 @@ load_saved_options <- function(file = options_file()) {
   if (isNamespaceLoaded("DelayedArray")) register_delayed()
   else setHook(packageEvent("DelayedArray", "onLoad"), function(...) register_delayed())
   cf_register_converters()
+  # OME-NGFF images (R/ome.R), a domain like any other package's
+  if (is.null(zarr_domains()[[ome_domain_name]])) zarr_register_domain(zarr_ome_domain$new())
 }

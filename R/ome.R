@@ -1,0 +1,450 @@
+#' OME-NGFF multiscale images
+#'
+#' Groups that hold an OME-NGFF (OME-Zarr) multiscale image open as
+#' `zarr_ome_image` objects, and the arrays of its resolution levels as
+#' `zarr_ome_level` arrays. Both versions are read: 0.4 (Zarr v2, the
+#' `multiscales` and `omero` attributes) and 0.5 (Zarr v3, the same under
+#' the `ome` attribute). This is a [zarr_domain] named "OME-NGFF", registered
+#' when the package is loaded; `zarr_unregister_domain("OME-NGFF")` turns it
+#' off for the session.
+#'
+#' An image lists its levels (`$levels`: path, shape, scale and translation
+#' per axis, the transformations of each dataset and of the whole multiscale
+#' combined), its axes (`$axes`: name, type, unit), the `omero` channels
+#' (`$channels`) and its label images (`$labels`, each a `zarr_ome_image`
+#' whose `$label_colors` gives the `image-label` colours). The arrays of the
+#' levels use the axis names as dimension names.
+#'
+#' `$read_region(level, ...)` reads part of a level given in physical
+#' coordinates: each argument is named by an axis and is a range `c(from,
+#' to)` (the pixels whose centres lie in it, both ends included) or a single
+#' coordinate (the nearest pixel). Pixel `i` (counted from 0) of a level lies
+#' at `translation + i * scale`. Channel axes take channel numbers (from 1)
+#' or channel labels instead. Axes not named are read whole. Only the chunks
+#' under the region are read. `$region_index()` gives the index ranges
+#' without reading.
+#'
+#' @section Fields and methods:
+#' An image (`zarr_ome_image`, a [zarr_group]) has:
+#' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
+#' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
+#' * `$levels`: a data frame with `level` (1 is the full resolution),
+#'   `path`, and list columns `shape`, `scale` and `translation` (named by
+#'   axis).
+#' * `$level(level)`: the array of a level, by number or by path.
+#' * `$channels`: a data frame with `label`, `color` ("#RRGGBB"),
+#'   `window_start`, `window_end`, `window_min`, `window_max`, `active`;
+#'   `NULL` without `omero` metadata.
+#' * `$labels`: the label images under `labels/`, a named list of images.
+#' * `$label_colors`: for a label image, a data frame with `label_value`,
+#'   `red`, `green`, `blue`, `alpha`.
+#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na)`:
+#'   see above; the region comes with its axes as the names of its
+#'   dimnames and the physical coordinates of its pixels in the attribute
+#'   `"coordinates"`.
+#'
+#' A level (`zarr_ome_level`, a [zarr_array]) adds `$scale`,
+#' `$translation` and `$units`, named by axis.
+#'
+#' Metadata that does not describe an image (a dataset without a path, axes
+#' that do not match the shape of a level, ...) makes the fields and methods
+#' raise errors of class `zarr_error_metadata`; opening the store and
+#' printing still work.
+#'
+#' @seealso [write_ome_ngff()], [zarr_domain], the vignette "Bioconductor and
+#'   images"
+#' @name zarr-ome
+#' @aliases zarr_ome_image zarr_ome_level
+#' @examples
+#' path <- tempfile(fileext = ".zarr")
+#' img <- write_ome_ngff(array(1:(2 * 64 * 48), c(2, 64, 48)), path, levels = 3,
+#'                       axes = c("c", "y", "x"), scale = c(1, 0.5, 0.5))
+#' img
+#' img$levels
+#' # y from 10 to 20 and x from 0 to 5 (micrometres) of channel 2, full resolution
+#' dim(img$read_region(1, y = c(10, 20), x = c(0, 5), c = 2))
+#' unlink(path, recursive = TRUE)
+NULL
+
+ome_domain_name <- "OME-NGFF"
+
+# The OME attributes of a node: 0.5 keeps them under "ome", 0.4 at the root
+# of the attributes (then the version is in each multiscale).
+ome_attributes <- function(attributes) {
+  if (!is.list(attributes)) return(NULL)
+  if (is.list(attributes[["ome"]])) {
+    o <- attributes[["ome"]]
+    o$version <- o$version %||% "0.5"
+    return(o)
+  }
+  keep <- intersect(c("multiscales", "omero", "labels", "image-label"), names(attributes))
+  if (!length(keep)) return(NULL)
+  o <- attributes[keep]
+  ms <- o$multiscales
+  o$version <- if (is.list(ms) && length(ms) && is.list(ms[[1L]])) as.character(ms[[1L]]$version %||% "0.4") else "0.4"
+  o
+}
+
+zarr_ome_domain <- R6::R6Class("zarr_ome_domain",
+  inherit = zarr_domain,
+  cloneable = FALSE,
+  public = list(
+    initialize = function() super$initialize(ome_domain_name),
+    # Decides from the node's own metadata (and, for a level array, its
+    # parent image), reading nothing from the store.
+    build = function(name, metadata, parent, store) {
+      nt <- metadata[["node_type"]]
+      if (identical(nt, "group") && !is.null(ome_attributes(metadata[["attributes"]])[["multiscales"]]))
+        return(zarr_ome_image$new(name, metadata, parent, store))
+      if (identical(nt, "array") && inherits(parent, "zarr_ome_image") &&
+          name %in% parent$dataset_paths(quiet = TRUE))
+        return(zarr_ome_level$new(name, metadata, parent, store))
+      FALSE
+    }
+  ),
+  active = list(
+    # nodes need nothing beyond themselves and their parent
+    open_hierarchy = function(value) FALSE
+  )
+)
+
+ome_error <- function(node, message) zarr_abort("metadata", paste("OME-NGFF:", message), array = node$path)
+
+# The first multiscale of an image, checked: axes, datasets with paths and
+# transformations, combined with the multiscale's own transformations.
+ome_parse <- function(node) {
+  o <- ome_attributes(node$attributes)
+  ms <- o$multiscales
+  if (!is.list(ms) || !length(ms) || !is.list(ms[[1L]])) ome_error(node, "'multiscales' is not a list of multiscales")
+  m <- ms[[1L]]
+  axes <- m$axes
+  if (!is.list(axes) && !is.character(axes)) ome_error(node, "the multiscale has no 'axes'")
+  axes <- lapply(axes, function(a) if (is.character(a)) list(name = a) else a)
+  ax <- data.frame(
+    name = vapply(axes, function(a) as.character(a$name %||% NA_character_)[1L], ""),
+    type = vapply(axes, function(a) as.character(a$type %||% NA_character_)[1L], ""),
+    unit = vapply(axes, function(a) as.character(a$unit %||% NA_character_)[1L], ""),
+    stringsAsFactors = FALSE)
+  if (anyNA(ax$name) || anyDuplicated(ax$name)) ome_error(node, "every axis needs a name of its own")
+  n <- nrow(ax)
+  ds <- m$datasets
+  if (!is.list(ds) || !length(ds)) ome_error(node, "the multiscale has no 'datasets'")
+  transform <- function(ct, where) {
+    sc <- rep(1, n)
+    tr <- rep(0, n)
+    for (t in ct %||% list()) {
+      v <- t$scale %||% t$translation
+      if (identical(t$type, "identity")) next
+      if (!is.numeric(v <- suppressWarnings(as.numeric(unlist(v)))) || length(v) != n || anyNA(v))
+        ome_error(node, sprintf("a '%s' transformation of %s needs %d numbers, one per axis",
+                                format(t$type %||% "?"), where, n))
+      if (identical(t$type, "scale")) {
+        sc <- sc * v
+        tr <- tr * v
+      } else if (identical(t$type, "translation")) tr <- tr + v
+      else ome_error(node, sprintf("unknown transformation type '%s' in %s", format(t$type %||% "?"), where))
+    }
+    list(scale = sc, translation = tr)
+  }
+  top <- transform(m$coordinateTransformations, "the multiscale")
+  lv <- lapply(seq_along(ds), function(i) {
+    p <- ds[[i]]$path
+    if (!is.character(p) || length(p) != 1L || !nzchar(p)) ome_error(node, sprintf("dataset %d has no path", i))
+    t <- transform(ds[[i]]$coordinateTransformations, sprintf("dataset '%s'", p))
+    # the multiscale's transformations apply after the dataset's
+    list(path = p, scale = t$scale * top$scale, translation = t$translation * top$scale + top$translation)
+  })
+  list(version = o$version, name = m$name %||% NA_character_, axes = ax, levels = lv, omero = o$omero,
+       image_label = o[["image-label"]])
+}
+
+ome_rgb <- function(hex) {
+  hex <- as.character(hex)
+  ifelse(is.na(hex) | !nzchar(hex), NA_character_, paste0("#", toupper(hex)))
+}
+
+zarr_ome_image <- R6::R6Class("zarr_ome_image",
+  inherit = zarr_group,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(name, metadata, parent, store) {
+      super$initialize(name, metadata, parent, store)
+      private$.domain <- ome_domain_name
+    },
+
+    # The paths of the levels (NULL with quiet = TRUE when the metadata is
+    # broken: the domain then leaves the arrays plain).
+    dataset_paths = function(quiet = FALSE) {
+      p <- if (quiet) tryCatch(private$parsed(), error = function(e) NULL) else private$parsed()
+      vapply(p$levels, function(l) l$path, "")
+    },
+
+    level = function(level = 1L) {
+      lv <- private$parsed()$levels
+      if (is.character(level)) level <- match(level, vapply(lv, function(l) l$path, ""))
+      if (length(level) != 1L || is.na(level) || level < 1 || level > length(lv))
+        zarr_abort("argument", sprintf("the image has levels 1 to %d", length(lv)), array = self$path)
+      a <- self$get_node(lv[[level]]$path)
+      if (!inherits(a, "zarr_array")) ome_error(self, sprintf("dataset '%s' is not an array", lv[[level]]$path))
+      if (length(a$shape) != nrow(private$parsed()$axes))
+        ome_error(self, sprintf("dataset '%s' has %d dimensions but the image has %d axes",
+                                lv[[level]]$path, length(a$shape), nrow(private$parsed()$axes)))
+      a
+    },
+
+    region_index = function(level = 1L, ...) {
+      a <- self$level(level)
+      p <- private$parsed()
+      l <- p$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
+      want <- list(...)
+      ax <- p$axes
+      if (length(want) && (is.null(names(want)) || !all(names(want) %in% ax$name)))
+        zarr_abort("argument", sprintf("name each coordinate by an axis of the image: %s",
+                                       paste(ax$name, collapse = ", ")), array = self$path)
+      shape <- a$shape
+      sel <- lapply(seq_len(nrow(ax)), function(k) c(1, shape[k]))
+      for (nm in names(want)) {
+        k <- match(nm, ax$name)
+        v <- want[[nm]]
+        if (identical(ax$type[k], "channel")) {
+          if (is.character(v)) {
+            labs <- self$channels$label
+            v <- match(v, labs)
+            if (anyNA(v)) zarr_abort("argument", sprintf("no channel named '%s'", want[[nm]][is.na(v)][1L]), array = self$path)
+          }
+          if (!is.numeric(v) || !length(v) || anyNA(v) || any(v < 1 | v > shape[k]))
+            zarr_abort("argument", sprintf("channels of axis '%s' are 1 to %d", nm, shape[k]), array = self$path)
+          sel[[k]] <- if (length(v) == 1L) c(v, v) else as.integer(v)
+          next
+        }
+        if (!is.numeric(v) || !length(v) || length(v) > 2L || anyNA(v))
+          zarr_abort("argument", sprintf("axis '%s' takes a coordinate or a range c(from, to)", nm), array = self$path)
+        s <- l$scale[k]
+        t <- l$translation[k]
+        i <- if (length(v) == 1L) rep(round((v - t) / s), 2L) else {
+          r <- sort((v - t) / s)
+          c(ceiling(r[1L] - 1e-9), floor(r[2L] + 1e-9))
+        }
+        i <- pmin(pmax(i, 0), shape[k] - 1)
+        if (length(v) == 2L && (ceiling(min((v - t) / s) - 1e-9) > shape[k] - 1 || floor(max((v - t) / s) + 1e-9) < 0 || i[1L] > i[2L]))
+          zarr_abort("argument", sprintf("the range of axis '%s' holds no pixel of level %s", nm, format(level)),
+                     array = self$path)
+        sel[[k]] <- i + 1
+      }
+      stats::setNames(sel, ax$name)
+    },
+
+    read_region = function(level = 1L, ..., fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+      sel <- self$region_index(level, ...)
+      a <- self$level(level)
+      l <- private$parsed()$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
+      out <- a$read(unname(sel), fill_as_na = fill_as_na)
+      if (is.null(dim(out)) && length(sel) == 1L) dim(out) <- length(out)
+      dn <- dimnames(out) %||% vector("list", length(sel))
+      names(dn) <- names(sel)
+      dimnames(out) <- dn
+      attr(out, "coordinates") <- stats::setNames(lapply(seq_along(sel), function(k)
+        l$translation[k] + (seq(sel[[k]][1L], sel[[k]][2L]) - 1) * l$scale[k]), names(sel))
+      out
+    }
+  ),
+  active = list(
+    ome = function(value) ome_attributes(self$attributes),
+    version = function(value) private$parsed()$version,
+    axes = function(value) private$parsed()$axes,
+    levels = function(value) {
+      p <- private$parsed()
+      ax <- p$axes$name
+      shapes <- lapply(seq_along(p$levels), function(i) self$level(i)$shape)
+      out <- data.frame(level = seq_along(p$levels), path = vapply(p$levels, function(l) l$path, ""),
+                        stringsAsFactors = FALSE)
+      out$shape <- I(lapply(shapes, function(s) stats::setNames(s, ax)))
+      out$scale <- I(lapply(p$levels, function(l) stats::setNames(l$scale, ax)))
+      out$translation <- I(lapply(p$levels, function(l) stats::setNames(l$translation, ax)))
+      out
+    },
+    channels = function(value) {
+      ch <- private$parsed()$omero$channels
+      if (!length(ch)) return(NULL)
+      num <- function(x) { x <- suppressWarnings(as.numeric(x)); if (length(x) == 1L) x else NA_real_ }
+      data.frame(
+        label = vapply(ch, function(c) as.character(c$label %||% NA_character_)[1L], ""),
+        color = ome_rgb(vapply(ch, function(c) as.character(c$color %||% NA_character_)[1L], "")),
+        window_start = vapply(ch, function(c) num(c$window$start), 0),
+        window_end = vapply(ch, function(c) num(c$window$end), 0),
+        window_min = vapply(ch, function(c) num(c$window$min), 0),
+        window_max = vapply(ch, function(c) num(c$window$max), 0),
+        active = vapply(ch, function(c) isTRUE(c$active %||% TRUE), TRUE),
+        stringsAsFactors = FALSE)
+    },
+    labels = function(value) {
+      g <- self$get_node("labels")
+      if (!inherits(g, "zarr_group")) return(list())
+      nm <- unlist(ome_attributes(g$attributes)$labels %||% list())
+      out <- lapply(nm, function(n) g$get_node(n))
+      names(out) <- nm
+      Filter(function(x) inherits(x, "zarr_ome_image"), out)
+    },
+    label_colors = function(value) {
+      cl <- private$parsed()$image_label$colors
+      if (!length(cl)) return(NULL)
+      rgba <- t(vapply(cl, function(c) { v <- as.numeric(unlist(c$rgba %||% NA)); if (length(v) == 4L) v else rep(NA_real_, 4L) }, numeric(4)))
+      data.frame(label_value = vapply(cl, function(c) as.numeric(c[["label-value"]] %||% NA)[1L], 0),
+                 red = rgba[, 1L], green = rgba[, 2L], blue = rgba[, 3L], alpha = rgba[, 4L])
+    }
+  ),
+  private = list(
+    .parsed = NULL,
+    parsed = function() {
+      # metadata of any shape: what is not an image is a metadata error
+      if (is.null(private$.parsed))
+        private$.parsed <- tryCatch(ome_parse(self), zarr_error = function(e) stop(e),
+                                    error = function(e) ome_error(self, conditionMessage(e)))
+      private$.parsed
+    },
+    metadata_changed = function() {
+      private$.parsed <- NULL
+      invisible(NULL)
+    },
+    display_attributes = function() {
+      a <- private$.metadata[["attributes"]]
+      a[!names(a) %in% c("ome", "multiscales", "omero", "image-label", "_creator")]
+    },
+    print_details = function(...) {
+      lines <- tryCatch(ome_summary(self), zarr_error = function(e) paste("OME-NGFF  :", conditionMessage(e)))
+      cat(lines, sep = "\n")
+    }
+  )
+)
+
+# The lines print() adds for an image: levels x shape x scale, axes with
+# units, channels, labels.
+ome_summary <- function(img) {
+  p <- img$.__enclos_env__$private$parsed()
+  ax <- p$axes
+  lv <- img$levels
+  axis_txt <- paste0(ax$name, " (", ifelse(is.na(ax$type), "", ax$type),
+                     ifelse(is.na(ax$unit), "", paste0(ifelse(is.na(ax$type), "", ", "), ax$unit)), ")")
+  axis_txt <- sub(" \\(\\)$", "", axis_txt)
+  num <- function(x) paste(vapply(x, format, "", digits = 4), collapse = " x ")
+  lines <- c(sprintf("OME-NGFF   : %s%s", p$version, if (!is.na(p$name)) sprintf(", \"%s\"", p$name) else ""),
+             sprintf("Axes       : %s", paste(axis_txt, collapse = ", ")),
+             sprintf("Levels     : %d", nrow(lv)),
+             sprintf("  %d %-6s %-22s scale %s", lv$level, paste0("\"", lv$path, "\""),
+                     vapply(lv$shape, function(s) paste(s, collapse = " x "), ""),
+                     vapply(lv$scale, num, "")))
+  ch <- img$channels
+  if (!is.null(ch))
+    lines <- c(lines, sprintf("Channels   : %s", paste(trimws(paste0(
+      ifelse(is.na(ch$label), "", ch$label), ifelse(is.na(ch$color), "", paste0(" ", ch$color)),
+      ifelse(is.na(ch$window_start) | is.na(ch$window_end), "",
+             sprintf(" [%s, %s]", format(ch$window_start, trim = TRUE), format(ch$window_end, trim = TRUE))))),
+      collapse = "; ")))
+  if (!is.null(p$image_label)) lines <- c(lines, sprintf("Label image: %d colours", nrow(img$label_colors) %||% 0L))
+  labs <- tryCatch(names(img$labels), zarr_error = function(e) NULL)
+  if (length(labs)) lines <- c(lines, sprintf("Labels     : %s", paste(labs, collapse = ", ")))
+  lines
+}
+
+zarr_ome_level <- R6::R6Class("zarr_ome_level",
+  inherit = zarr_array,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(name, metadata, parent, store) {
+      super$initialize(name, metadata, parent, store)
+      private$.domain <- ome_domain_name
+      # the axes name the dimensions when the array itself does not
+      ax <- tryCatch(parent$axes, zarr_error = function(e) NULL)
+      if (is.null(private$.dimnames) && !is.null(ax) && nrow(ax) == length(private$.shape))
+        private$.dimnames <- ax$name
+    }
+  ),
+  private = list(
+    print_details = function(...) {
+      txt <- tryCatch({
+        sc <- self$scale
+        u <- self$units
+        paste(sprintf("%s %s%s", names(sc), vapply(sc, format, "", digits = 4),
+                      ifelse(is.na(u), "", paste0(" ", u))), collapse = ", ")
+      }, zarr_error = function(e) conditionMessage(e))
+      cat("Pixel size :", txt, "\n")
+    }
+  ),
+  active = list(
+    units = function(value) {
+      ax <- private$.parent$axes
+      stats::setNames(ax$unit, ax$name)
+    },
+    scale = function(value) {
+      p <- private$.parent
+      stats::setNames(p$levels$scale[[match(private$.name, p$dataset_paths())]], p$axes$name)
+    },
+    translation = function(value) {
+      p <- private$.parent
+      stats::setNames(p$levels$translation[[match(private$.name, p$dataset_paths())]], p$axes$name)
+    }
+  )
+)
+
+#' Write an OME-NGFF multiscale image
+#'
+#' Writes an R array (or a [zarr_array]) as an OME-NGFF 0.5 image in a new
+#' Zarr v3 store: level 1 is the array, each further level takes every
+#' second pixel of the one before along the space axes (nearest
+#' neighbour, which also suits label images), with the scale doubled.
+#'
+#' @param x An R array or a [zarr_array].
+#' @param location Path of the new store.
+#' @param levels Number of resolution levels.
+#' @param axes Names of the axes, one per dimension; "c" is a channel axis,
+#'   "t" a time axis, others are space axes.
+#' @param scale Physical size of a pixel of level 1 along each axis.
+#' @param units Units of the axes (`NA` for none); defaults to "micrometer"
+#'   for space axes.
+#' @param chunk_shape Chunk shape of every level (clamped to its shape).
+#' @param name Name of the multiscale.
+#' @param channels Optional channel labels, for the `omero` metadata.
+#' @return The image, a `zarr_ome_image` (see [zarr-ome]).
+#' @export
+write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, units = NULL,
+                           chunk_shape = NULL, name = "image", channels = NULL) {
+  if (inherits(x, "zarr_array")) x <- x$read()
+  if (is.null(dim(x))) dim(x) <- length(x)
+  d <- dim(x)
+  n <- length(d)
+  axes <- axes %||% utils::tail(c("t", "c", "z", "y", "x"), n)
+  if (length(axes) != n) zarr_abort("argument", "give one axis name per dimension")
+  scale <- as.numeric(scale %||% rep(1, n))
+  if (length(scale) != n) zarr_abort("argument", "give one scale per dimension")
+  type <- ifelse(axes == "c", "channel", ifelse(axes == "t", "time", "space"))
+  units <- units %||% ifelse(type == "space", "micrometer", NA_character_)
+  levels <- as.integer(levels)
+  z <- create_zarr(location)
+  chunk_shape <- chunk_shape %||% pmin(d, ifelse(type == "space", 256L, 1L))
+  r_type <- r_data_type(x)
+  datasets <- list()
+  sc <- scale
+  for (k in seq_len(levels)) {
+    def <- define_array(r_type, dim(x))
+    def$chunk_shape <- pmin(chunk_shape, dim(x))
+    a <- z$add_array("/", as.character(k - 1L), def)
+    a$write(x)
+    datasets[[k]] <- list(path = as.character(k - 1L),
+                          coordinateTransformations = list(list(type = "scale", scale = as.list(sc))))
+    if (k < levels) {
+      idx <- lapply(seq_len(n), function(j) if (type[j] == "space") seq(1L, dim(x)[j], by = 2L) else seq_len(dim(x)[j]))
+      x <- do.call(`[`, c(list(x), idx, list(drop = FALSE)))
+      sc <- ifelse(type == "space", sc * 2, sc)
+    }
+  }
+  ax <- lapply(seq_len(n), function(j) Filter(Negate(is.null), list(name = axes[j], type = type[j],
+                                                                     unit = if (!is.na(units[j])) units[j])))
+  ome <- list(version = "0.5", multiscales = list(list(name = name, axes = ax, datasets = datasets)))
+  if (!is.null(channels))
+    ome$omero <- list(channels = lapply(channels, function(l) list(label = l, active = TRUE)))
+  z$root$set_attribute("ome", ome)
+  # reopened, so that the domain builds the image and its levels
+  img <- open_zarr(location)$root
+  if (!inherits(img, "zarr_ome_image")) zarr_abort("argument", "the OME-NGFF domain is not registered")
+  img
+}
