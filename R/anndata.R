@@ -97,12 +97,13 @@ read_anndata <- function(x, X = c("auto", "dense", "sparse", "delayed"), element
     if (!is.null(cols) && ncol(m) == length(cols)) colnames(m) <- cols
     m
   }
+  name_all <- function(l, rows, cols = NULL) if (!is.null(l)) lapply(l, name_rows, rows, cols)
   out$X <- name_rows(out$X, on, vn)
-  out$layers <- lapply(out$layers, name_rows, on, vn)
-  out$obsm <- lapply(out$obsm, name_rows, on)
-  out$obsp <- lapply(out$obsp, name_rows, on, on)
-  out$varm <- lapply(out$varm, name_rows, vn)
-  out$varp <- lapply(out$varp, name_rows, vn, vn)
+  out$layers <- name_all(out$layers, on, vn)
+  out$obsm <- name_all(out$obsm, on)
+  out$obsp <- name_all(out$obsp, on, on)
+  out$varm <- name_all(out$varm, vn)
+  out$varp <- name_all(out$varp, vn, vn)
   structure(out, class = "zarr_anndata", path = x$path)
 }
 
@@ -144,7 +145,7 @@ anndata_read <- function(node) {
     dataframe = anndata_dataframe(node),
     categorical = anndata_categorical(node),
     `nullable-integer` = , `nullable-boolean` = , `nullable-string-array` = anndata_nullable(node),
-    dict = lapply(anndata_children(node), anndata_read),
+    dict = if (length(kids <- anndata_children(node))) lapply(kids, anndata_read) else named_list(),
     zarr_abort("value", sprintf("unknown AnnData encoding '%s'", enc), array = node$path)
   )
 }
