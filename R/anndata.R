@@ -132,7 +132,7 @@ anndata_values <- function(a) {
     v <- as.double(v)
     dim(v) <- d
   }
-  if (!is.null(dim(v)) && length(dim(v)) < 2L) v <- as.vector(v)
+  if (length(dim(v)) == 1L) dim(v) <- NULL # in place (as.vector() would copy)
   v
 }
 
