@@ -50,6 +50,10 @@
 #'   `obsp`/`varp`, and `uns` and `varm` in `metadata()`. A
 #'   `SummarizedExperiment` has no place for `obsm`, `obsp` and `varp`; they
 #'   go to `metadata()` too.
+#'
+#' When SummarizedExperiment or SingleCellExperiment is loaded, `as(x,
+#' "SummarizedExperiment")` and `as(x, "SingleCellExperiment")` do the same
+#' as `as_sce()` on a `zarr_anndata` object.
 #' @seealso [zarr_delayed()]
 #' @name anndata
 #' @examples
@@ -93,8 +97,11 @@ read_anndata <- function(x, X = c("auto", "dense", "sparse", "delayed"), element
   vn <- if (!is.null(var)) row.names(var)
   name_rows <- function(m, rows, cols = NULL) {
     if (is.null(m) || length(dim(m)) != 2L) return(m)
-    if (!is.null(rows) && nrow(m) == length(rows)) rownames(m) <- rows
-    if (!is.null(cols) && ncol(m) == length(cols)) colnames(m) <- cols
+    dn <- list(if (!is.null(rows) && nrow(m) == length(rows)) rows,
+               if (!is.null(cols) && ncol(m) == length(cols)) cols)
+    if (is.null(dn[[1L]]) && is.null(dn[[2L]])) return(m)
+    # the slot of a Matrix object, set in place: dimnames<- copies the values
+    if (methods::is(m, "sparseMatrix")) m@Dimnames <- dn else dimnames(m) <- dn
     m
   }
   name_all <- function(l, rows, cols = NULL) if (!is.null(l)) lapply(l, name_rows, rows, cols)
@@ -302,4 +309,26 @@ anndata_t <- function(m) {
   out@i <- m@j
   out@x <- m@x
   out
+}
+
+# as() from zarr_anndata, defined once the target's package is loaded (zarr
+# does not load Bioconductor packages), in an environment of their own that
+# names zarr as their package (zarr's namespace is locked by then), as the
+# DelayedArray classes are (R/delayed.R).
+anndata_targets <- c(SummarizedExperiment = "SummarizedExperiment", SingleCellExperiment = "SingleCellExperiment")
+anndata_as_state <- new.env(parent = emptyenv())
+
+register_anndata_as <- function(pkg) {
+  if (isTRUE(anndata_as_state[[pkg]]) || !isNamespaceLoaded(pkg)) return(invisible())
+  where <- anndata_as_state$where
+  if (is.null(where)) {
+    where <- new.env(parent = environment(register_anndata_as))
+    assign(".packageName", "zarr", envir = where)
+    methods::setOldClass("zarr_anndata", where = where)
+    anndata_as_state$where <- where
+  }
+  to <- names(anndata_targets)[anndata_targets == pkg]
+  methods::setAs("zarr_anndata", to, function(from) as_sce(from, to), where = where)
+  anndata_as_state[[pkg]] <- TRUE
+  invisible()
 }

@@ -341,4 +341,8 @@ load_saved_options <- function(file = options_file()) {
   # the DelayedArray backend (R/delayed.R), without loading DelayedArray
   if (isNamespaceLoaded("DelayedArray")) register_delayed()
   else setHook(packageEvent("DelayedArray", "onLoad"), function(...) register_delayed())
+  # as(<zarr_anndata>, "SingleCellExperiment"/"SummarizedExperiment") (R/anndata.R)
+  for (p in anndata_targets)
+    if (isNamespaceLoaded(p)) register_anndata_as(p)
+    else setHook(packageEvent(p, "onLoad"), local({ pkg <- p; function(...) register_anndata_as(pkg) }))
 }

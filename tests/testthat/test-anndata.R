@@ -195,6 +195,8 @@ test_that("as_sce() gives genes x cells assays, colData = obs, rowData = var, re
                    unname(as.matrix(ad$obsp$distances)))
   expect_identical(S4Vectors::metadata(sce)$uns, ad$uns)
   expect_identical(S4Vectors::metadata(sce)$varm, ad$varm)
+  expect_identical(methods::as(ad, "SingleCellExperiment"), sce)
+  expect_s4_class(methods::as(ad, "SummarizedExperiment"), "SummarizedExperiment")
   se <- as_sce(file.path(s$dir, "dense.zarr"), "SummarizedExperiment")
   expect_s4_class(se, "SummarizedExperiment")
   expect_false(methods::is(se, "SingleCellExperiment"))
