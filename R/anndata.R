@@ -96,7 +96,7 @@ read_anndata <- function(x, X = c("auto", "dense", "sparse", "delayed"), element
   on <- if (!is.null(obs)) row.names(obs)
   vn <- if (!is.null(var)) row.names(var)
   name_rows <- function(m, rows, cols = NULL) {
-    if (is.null(m) || length(dim(m)) != 2L) return(m)
+    if (is.null(m) || is.data.frame(m) || length(dim(m)) != 2L) return(m) # (a data frame has its index)
     dn <- list(if (!is.null(rows) && nrow(m) == length(rows)) rows,
                if (!is.null(cols) && ncol(m) == length(cols)) cols)
     if (is.null(dn[[1L]]) && is.null(dn[[2L]])) return(m)
