@@ -349,4 +349,8 @@ load_saved_options <- function(file = options_file()) {
   cf_register_converters()
   # OME-NGFF images (R/ome.R), a domain like any other package's
   if (is.null(zarr_domains()[[ome_domain_name]])) zarr_register_domain(zarr_ome_domain$new())
+  # as(<zarr_anndata>, "SingleCellExperiment"/"SummarizedExperiment") (R/anndata.R)
+  for (p in anndata_targets)
+    if (isNamespaceLoaded(p)) register_anndata_as(p)
+    else setHook(packageEvent(p, "onLoad"), local({ pkg <- p; function(...) register_anndata_as(pkg) }))
 }

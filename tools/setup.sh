@@ -70,11 +70,13 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl
 # Debian's python3 with h5py/netCDF4 (test data for the reference store) and
 # fsspec + zarr-python + jinja2 (the independent reader of the references);
 # ncdf4 and RNetCDF for bench/references.R; DelayedArray, HDF5Array and
-# BiocParallel (Bioconductor) for the DelayedArray backend tests
+# BiocParallel (Bioconductor) for the DelayedArray backend tests;
+# SingleCellExperiment (with Matrix, SummarizedExperiment) for as_sce()
 optional_debs=(qpdf pandoc clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
                python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf
                r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel
-               r-cran-stars r-cran-terra r-cran-sf r-cran-units r-cran-ncmeta)
+               r-cran-stars r-cran-terra r-cran-sf r-cran-units r-cran-ncmeta
+               r-bioc-singlecellexperiment)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx r-cran-cli)
 r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx cli)
@@ -123,7 +125,9 @@ fi
 
 # ---- Python clients of the interop tests (optional: the tests skip without
 # them, or fail under ZARR_REQUIRE_INTEROP=true)
-python_debs=(python3-zarr python3-numcodecs python3-xarray python3-cftime gdal-bin python3-gdal)
+# (anndata writes the AnnData stores of test-anndata.R and bench/anndata.R)
+python_debs=(python3-zarr python3-numcodecs python3-xarray python3-cftime gdal-bin python3-gdal
+             python3-anndata)
 if command -v dpkg >/dev/null 2>&1; then
   py_missing=()
   for p in "${python_debs[@]}"; do have_deb "$p" || py_missing+=("$p"); done
