@@ -64,13 +64,13 @@ apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
 }
 
 # ---- system packages
-required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl4-openssl-dev
+required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev liblzma-dev libcurl4-openssl-dev
                libssl-dev libxml2-dev pkg-config)
 # clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
 # Debian's python3 with h5py/netCDF4 (test data for the reference store) and
 # fsspec + zarr-python + jinja2 (the independent reader of the references);
 # ncdf4 and RNetCDF for bench/references.R
-optional_debs=(qpdf pandoc clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
+optional_debs=(qpdf pandoc unzip clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
                python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx r-cran-cli)
