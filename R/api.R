@@ -1,15 +1,19 @@
 #' Create a Zarr store
 #'
 #' Creates a new Zarr v3 data set with an empty root group, in a directory on
-#' the local file system, in an S3 bucket (`s3://bucket/prefix`, see
-#' [zarr_s3store]) or, without a location, in memory.
+#' the local file system, in a zip file (a path ending in ".zip", see
+#' [zarr_zipstore]: written when `z$store$close()` is called, or when the
+#' store is garbage collected or R exits), in an S3 bucket
+#' (`s3://bucket/prefix`, see [zarr_s3store]) or, without a location, in
+#' memory.
 #'
 #' @seealso [open_zarr()] to open an existing store, [as_zarr()] to store an R
 #'   array, [define_array()] and [zarr] (its `add_array()` and `add_group()`
 #'   methods) to build a hierarchy
 #' @param location Path of the new store directory (a "file://" URI works
 #'   too). By convention it ends in ".zarr". The directory must not exist yet
-#'   or be empty. An `s3://bucket/prefix` location must hold no keys yet.
+#'   or be empty. A path ending in ".zip" makes a zip file, which must not
+#'   exist yet. An `s3://bucket/prefix` location must hold no keys yet.
 #'   Omit it for an in-memory store.
 #' @return A [zarr] object.
 #' @export
@@ -24,9 +28,11 @@ create_zarr <- function(location) {
       zarr_abort("argument", "location must be a single path")
     if (is_s3_url(location)) return(create_s3(location))
     p <- sub("^file://", "", location)
-    if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
-      zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
-    zarr_localstore$new(p)
+    if (is_zip_path(p)) new_zip_store(p) else {
+      if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
+        zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
+      zarr_localstore$new(p)
+    }
   }
   store$create_group("/", "")
   zarr$new(store)
@@ -35,7 +41,8 @@ create_zarr <- function(location) {
 #' Open a Zarr store
 #'
 #' Opens an existing Zarr data set (v2 or v3) in a local directory, in a
-#' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
+#' zip file (a path ending in ".zip", see [zarr_zipstore]; read-only unless
+#' `read_only = FALSE` is given),
 #' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
 #' always read-only), in an S3 bucket (`s3://bucket/prefix`, see
 #' [zarr_s3store], with the credentials it finds), in a public Google Cloud
@@ -61,7 +68,9 @@ create_zarr <- function(location) {
 #'   URI), the URL of a store on a web server, an `s3://` or `gs://`
 #'   location, or the location of references.
 #' @param read_only `TRUE` or `FALSE`: whether to open the store read-only.
-#'   Zip files are opened read-only whatever this says.
+#'   Zip files open read-only unless `FALSE` is given explicitly; a zip file
+#'   opened for writing is rewritten when its store is closed (see
+#'   [zarr_zipstore]).
 #' @return A [zarr] object.
 #' @export
 #' @examples
@@ -88,8 +97,8 @@ open_zarr <- function(location, read_only = FALSE) {
     return(open_existing(store))
   }
   p <- sub("^file://", "", location)
-  if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
-    return(open_existing(zarr_zipstore$new(p)))
+  if (is_zip_path(p))
+    return(open_existing(zarr_zipstore$new(p, read_only = missing(read_only) || read_only)))
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
   if (ref_is_parquet_dir(p)) return(open_existing(zarr_refstore$new(p, format = "parquet")))
   store <- zarr_localstore$new(p, read_only = read_only)
@@ -171,7 +180,8 @@ r_data_type <- function(x) {
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
-#'   is required), the path of a new store directory, or an
+#'   is required), the path of a new store directory or zip file (a path
+#'   ending in ".zip", written and closed before `as_zarr()` returns), or an
 #'   `s3://bucket/prefix` location holding no keys yet. Without it, the store
 #'   is in memory.
 #' @return The new [zarr_array] when `location` is a group, otherwise the new
@@ -203,7 +213,12 @@ as_zarr <- function(x, name = NULL, location = NULL) {
       zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
     location
   }
-  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z)) new_s3_store(z) else zarr_localstore$new(z)
+  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z)) new_s3_store(z)
+           else if (is_zip_path(z)) new_zip_store(z) else zarr_localstore$new(z)
+  if (inherits(store, "zarr_zipstore")) { # the zip file is written only when all went well
+    done <- FALSE
+    on.exit(if (done) store$close() else store$discard())
+  }
   def$format <- store$version
   if (is.null(name)) {
     store$create_array("/", "", def)
@@ -214,7 +229,16 @@ as_zarr <- function(x, name = NULL, location = NULL) {
     out <- zarr$new(store)
     out$root$add_array(name, def)$write(x)
   }
+  done <- TRUE
   out
+}
+
+is_zip_path <- function(p) grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p)
+
+# A writable zip store for a zip file that does not exist yet.
+new_zip_store <- function(p) {
+  if (file.exists(p)) zarr_abort("exists", sprintf("'%s' already exists", p))
+  zarr_zipstore$new(p, read_only = FALSE)
 }
 
 is_s3_url <- function(x) is.character(x) && length(x) == 1L && !is.na(x) && grepl("^s3://", x, ignore.case = TRUE)
