@@ -97,8 +97,16 @@ open_zarr <- function(location, read_only = FALSE) {
     return(open_existing(store))
   }
   p <- sub("^file://", "", location)
-  if (is_zip_path(p))
-    return(open_existing(zarr_zipstore$new(p, read_only = missing(read_only) || read_only)))
+  if (is_zip_path(p)) {
+    if (missing(read_only) || read_only) return(open_existing(zarr_zipstore$new(p)))
+    if (!file.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist", location))
+    store <- zarr_zipstore$new(p, read_only = FALSE)
+    # a zip file that holds no Zarr store is left as it was
+    return(tryCatch(open_existing(store), error = function(e) {
+      store$discard()
+      stop(e)
+    }))
+  }
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
   if (ref_is_parquet_dir(p)) return(open_existing(zarr_refstore$new(p, format = "parquet")))
   store <- zarr_localstore$new(p, read_only = read_only)

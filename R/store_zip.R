@@ -24,7 +24,7 @@
 #' Writing (`read_only = FALSE`, also what `create_zarr("x.zip")` and
 #' `as_zarr(x, location = "x.zip")` use): a zip file cannot be changed in
 #' place safely, so the store keeps its keys in a staging folder next to the
-#' zip file (`.<name>.staging-<pid>-<n>`, a [zarr_localstore]; the members of
+#' zip file (`.<name>.staging-<pid>-<random>`, a [zarr_localstore]; the members of
 #' an existing zip file are copied there when the store is opened) and writes
 #' the whole archive when it is closed: `$close()`, or when the store is
 #' garbage collected or R exits. The archive is written to a temporary file
@@ -247,8 +247,8 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     # The staging folder, with the members of an existing zip file copied in;
     # the zip file is written at close() or when the store is collected.
     open_writable = function(p) {
-      staging <- file.path(dirname(p), sprintf(".%s.staging-%d-%s", basename(p), Sys.getpid(),
-                                               paste(sample(c(letters, 0:9), 8L, TRUE), collapse = "")))
+      # tempfile() names it without touching the user's random number stream
+      staging <- tempfile(sprintf(".%s.staging-%d-", basename(p), Sys.getpid()), tmpdir = dirname(p))
       if (!dir.create(staging)) zarr_abort("io", sprintf("cannot create the staging folder '%s'", staging))
       private$.path <- p
       private$.staging <- staging

@@ -160,6 +160,18 @@ test_that("an existing zip opened for writing keeps its members; the last value 
   # names are unique in the archive
   names <- suppressWarnings(system2("unzip", c("-Z1", shQuote(zf)), stdout = TRUE))
   expect_false(anyDuplicated(names) > 0)
+  # opening for writing what is not there, or not a Zarr store, changes nothing
+  expect_error(open_zarr(file.path(dir, "none.zip"), read_only = FALSE), class = "zarr_error_not_found")
+  other <- file.path(dir, "other.zip")
+  st <- zarr_zipstore$new(other, read_only = FALSE)
+  st$set("folder/readme.txt", charToRaw("not zarr"))
+  st$close()
+  other_bytes <- readBin(other, "raw", file.size(other))
+  expect_error(open_zarr(other, read_only = FALSE), class = "zarr_error")
+  gc()
+  expect_identical(readBin(other, "raw", file.size(other)), other_bytes)
+  expect_false(file.exists(file.path(dir, "none.zip")))
+  expect_identical(list.files(dir, all.files = TRUE, no.. = TRUE, pattern = "staging|partial"), character())
   # discard(): the zip file stays as it was
   before <- readBin(zf, "raw", file.size(zf))
   z3 <- open_zarr(zf, read_only = FALSE)
