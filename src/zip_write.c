@@ -14,6 +14,12 @@
 #include <zlib.h>
 #include "zarr.h"
 
+#ifdef _WIN32
+#include <io.h>
+#define fsync _commit
+#define localtime_r(t, tm) (localtime_s((tm), (t)) == 0 ? (tm) : NULL)
+#endif
+
 #define PIECE ((size_t)1 << 20)
 #define U32_MAX 0xFFFFFFFFu
 
