@@ -216,11 +216,12 @@ static int run(lzma_stream *s, const uint8_t *src, size_t n, zbuf *out, size_t l
 /* A decoder's memory limit: the dictionary a stream declares is allocated
  * before any output, so a few header bytes could ask for 4 GiB; no chunk
  * needs a dictionary much beyond its own size, and every preset's (at most
- * 64 MiB) fits the constant part. */
-static uint64_t mem_limit(size_t limit) {
-  uint64_t base = (uint64_t)256 << 20;
-  if (limit == 0) return (uint64_t)2 << 30;
-  return limit > (size_t)1 << 30 ? (uint64_t)3 << 30 : base + 2 * (uint64_t)limit;
+ * 64 MiB) fits the constant part. Without an expected size (0), the
+ * compressed size n stands in for it. At most 1.25 GiB. */
+static uint64_t mem_limit(size_t limit, size_t n) {
+  uint64_t base = (uint64_t)256 << 20, cap = (uint64_t)1 << 30;
+  uint64_t more = limit == 0 ? 8 * (uint64_t)n : 2 * (uint64_t)limit;
+  return base + (more > cap ? cap : more);
 }
 
 static int lzma_dec(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
@@ -230,12 +231,17 @@ static int lzma_dec(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, si
   lzma_opts opts[LZMA_MAX_FILTERS];
   lzma_ret r;
   if (k->format == FORMAT_XZ) {
-    r = lzma_stream_decoder(&s, mem_limit(limit), LZMA_CONCATENATED);
+    r = lzma_stream_decoder(&s, mem_limit(limit, n), LZMA_CONCATENATED);
   } else if (k->format == FORMAT_ALONE) {
-    r = lzma_alone_decoder(&s, mem_limit(limit));
+    /* liblzma allocates an .lzma header's dictionary before it checks the
+     * memory limit: check the header's dictionary size (bytes 1-4) first */
+    if (n >= 5 && ((uint64_t)src[1] | (uint64_t)src[2] << 8 | (uint64_t)src[3] << 16 | (uint64_t)src[4] << 24) >
+                      mem_limit(limit, n))
+      return zerr_set(e, ZE_CORRUPT, "lzma data cannot be decoded: %s", lzma_msg(LZMA_MEMLIMIT_ERROR));
+    r = lzma_alone_decoder(&s, mem_limit(limit, n));
   } else {
     if (build_filters(k, fl, opts, e)) return -1;
-    if (lzma_raw_decoder_memusage(fl) > mem_limit(limit))
+    if (lzma_raw_decoder_memusage(fl) > mem_limit(limit, n))
       return zerr_set(e, ZE_CODEC, "codec 'lzma': the filters need more memory than a chunk of this size may");
     r = lzma_raw_decoder(&s, fl);
   }
