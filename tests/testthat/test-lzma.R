@@ -137,6 +137,10 @@ test_that("corrupt, truncated and oversized lzma chunks are classed errors", {
     r <- tryCatch(c1$decode(bad), zarr_error = function(e) e)
     expect_true(inherits(r, "zarr_error_corrupt_chunk") || !identical(r, x))
   }
+  # an .lzma header that declares a 2 GiB dictionary is refused before anything is allocated
+  alone <- cd(list(format = 2L, check = -1L, preset = 1L))
+  expect_error(alone$decode(as.raw(c(0x5d, 0, 0, 0, 0x83, rep(0xff, 8), rep(0, 20)))), "more memory",
+               class = "zarr_error_corrupt_chunk")
   # a bomb: 64 MiB of zeros in a few kB, read into a chunk that expects 10 bytes
   dir <- withr::local_tempdir()
   withr::local_options(zarr.format = 2L)
