@@ -1,8 +1,11 @@
 #' Create a Zarr store
 #'
 #' Creates a new Zarr v3 data set with an empty root group, in a directory on
-#' the local file system, in an S3 bucket (`s3://bucket/prefix`, see
-#' [zarr_s3store]), in an Azure Blob container (`az://container/prefix` or
+#' the local file system, in a zip file (a path ending in ".zip", see
+#' [zarr_zipstore]: written when `z$store$close()` is called, or when the
+#' store is garbage collected or R exits), in an S3 bucket
+#' (`s3://bucket/prefix`, see [zarr_s3store]), in an Azure Blob container
+#' (`az://container/prefix` or
 #' `abfs[s]://container@account.dfs.core.windows.net/prefix`, see
 #' [zarr_azurestore]) or, without a location, in memory.
 #'
@@ -11,7 +14,8 @@
 #'   methods) to build a hierarchy
 #' @param location Path of the new store directory (a "file://" URI works
 #'   too). By convention it ends in ".zarr". The directory must not exist yet
-#'   or be empty. An `s3://bucket/prefix` location must hold no keys yet.
+#'   or be empty. A path ending in ".zip" makes a zip file, which must not
+#'   exist yet. An `s3://bucket/prefix` location must hold no keys yet.
 #'   Omit it for an in-memory store.
 #' @return A [zarr] object.
 #' @export
@@ -26,9 +30,11 @@ create_zarr <- function(location) {
       zarr_abort("argument", "location must be a single path")
     if (is_s3_url(location) || is_azure_url(location)) return(create_s3(location))
     p <- sub("^file://", "", location)
-    if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
-      zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
-    zarr_localstore$new(p)
+    if (is_zip_path(p)) new_zip_store(p) else {
+      if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
+        zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
+      zarr_localstore$new(p)
+    }
   }
   store$create_group("/", "")
   zarr$new(store)
@@ -37,7 +43,8 @@ create_zarr <- function(location) {
 #' Open a Zarr store
 #'
 #' Opens an existing Zarr data set (v2 or v3) in a local directory, in a
-#' zip file (a path ending in ".zip", see [zarr_zipstore]; always read-only),
+#' zip file (a path ending in ".zip", see [zarr_zipstore]; read-only unless
+#' `read_only = FALSE` is given),
 #' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
 #' always read-only), in an S3 bucket (`s3://bucket/prefix`, see
 #' [zarr_s3store], with the credentials it finds), in an Azure Blob container
@@ -65,7 +72,9 @@ create_zarr <- function(location) {
 #'   URI), the URL of a store on a web server, an `s3://` or `gs://`
 #'   location, or the location of references.
 #' @param read_only `TRUE` or `FALSE`: whether to open the store read-only.
-#'   Zip files are opened read-only whatever this says.
+#'   Zip files open read-only unless `FALSE` is given explicitly; a zip file
+#'   opened for writing is rewritten when its store is closed (see
+#'   [zarr_zipstore]).
 #' @return A [zarr] object.
 #' @export
 #' @examples
@@ -94,8 +103,16 @@ open_zarr <- function(location, read_only = FALSE) {
     return(open_existing(store))
   }
   p <- sub("^file://", "", location)
-  if (grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p))
-    return(open_existing(zarr_zipstore$new(p)))
+  if (is_zip_path(p)) {
+    if (missing(read_only) || read_only) return(open_existing(zarr_zipstore$new(p)))
+    if (!file.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist", location))
+    store <- zarr_zipstore$new(p, read_only = FALSE)
+    # a zip file that holds no Zarr store is left as it was
+    return(tryCatch(open_existing(store), error = function(e) {
+      store$discard()
+      stop(e)
+    }))
+  }
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
   if (ref_is_parquet_dir(p)) return(open_existing(zarr_refstore$new(p, format = "parquet")))
   store <- zarr_localstore$new(p, read_only = read_only)
@@ -205,7 +222,8 @@ r_data_type <- function(x) {
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store. Not used for datasets.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
-#'   is required), the path of a new store directory, or an
+#'   is required), the path of a new store directory or zip file (a path
+#'   ending in ".zip", written and closed before `as_zarr()` returns), or an
 #'   `s3://bucket/prefix` location holding no keys yet. Without it, the store
 #'   is in memory.
 #' @param ... For datasets: `pack`, `dims`, `format`, `chunks` (see
@@ -224,8 +242,20 @@ as_zarr <- function(x, name = NULL, location = NULL, ...) {
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
   target <- new_array_at(array_def(x, dim(x) %||% length(x), names(dimnames(x))), name, location)
-  target$array$write(x)
+  zip_written(target$array$store, target$array$write(x))
   target$result
+}
+
+# Evaluate `expr` (the writes into a new store); a zip store is then written
+# out, or, when `expr` failed, its staged members are dropped: the zip file
+# appears only when all went well.
+zip_written <- function(store, expr) {
+  if (!inherits(store, "zarr_zipstore")) return(invisible(expr))
+  done <- FALSE
+  on.exit(if (done) store$close() else store$discard())
+  force(expr)
+  done <- TRUE
+  invisible()
 }
 
 # The definition of an array holding R values like x (only its type and
@@ -253,7 +283,10 @@ new_array_at <- function(def, name, location) {
       zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
     location
   }
-  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z) || is_azure_url(z)) new_s3_store(z) else zarr_localstore$new(z)
+  store <- if (is.null(z)) zarr_memorystore$new() else if (is_s3_url(z) || is_azure_url(z)) new_s3_store(z)
+           else if (is_zip_path(z)) new_zip_store(z) else zarr_localstore$new(z)
+  made <- FALSE # a zip store that failed here leaves nothing behind
+  if (inherits(store, "zarr_zipstore")) on.exit(if (!made) store$discard())
   def$format <- store$version
   if (is.null(name)) {
     store$create_array("/", "", def)
@@ -264,7 +297,16 @@ new_array_at <- function(def, name, location) {
     out <- zarr$new(store)
     arr <- out$root$add_array(name, def)
   }
+  made <- TRUE
   list(result = out, array = arr)
+}
+
+is_zip_path <- function(p) grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p)
+
+# A writable zip store for a zip file that does not exist yet.
+new_zip_store <- function(p) {
+  if (file.exists(p)) zarr_abort("exists", sprintf("'%s' already exists", p))
+  zarr_zipstore$new(p, read_only = FALSE)
 }
 
 is_s3_url <- function(x) is.character(x) && length(x) == 1L && !is.na(x) && grepl("^s3://", x, ignore.case = TRUE)

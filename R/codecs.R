@@ -15,6 +15,7 @@ codec_defaults <- list(
   zlib = list(level = 1L),
   lz4 = list(acceleration = 1L),
   bz2 = list(level = 1L),
+  lzma = list(format = 1L, check = -1L), # preset, filters: none (liblzma's preset 6)
   adler32 = list(location = "start"),
   shuffle = list(elementsize = 4L),
   packbits = list(padding_encoding = "none"),

@@ -5,6 +5,7 @@
 # id -> what the codec does; array -> array filters act on typed elements.
 numcodecs_modes <- c(
   zlib = "bytes", gzip = "bytes", zstd = "bytes", blosc = "bytes", lz4 = "bytes", bz2 = "bytes",
+  lzma = "bytes",
   crc32c = "bytes", adler32 = "bytes", fletcher32 = "bytes", shuffle = "bytes",
   delta = "array", fixedscaleoffset = "array", bitround = "array", quantize = "array", astype = "array"
 )
@@ -70,6 +71,10 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
         out$dtype <- num_spec(dt, big)
         out$astype <- num_spec(cfg[["astype"]] %||% dt, big)
       }
+      if (identical(private$.id, "lzma")) {
+        out$preset <- if (is.null(cfg[["preset"]])) -1 else cfg[["preset"]]
+        out$filters <- lzma_filters_text(cfg[["filters"]])
+      }
       if (identical(private$.id, "blosc")) {
         out$typesize <- cfg[["typesize"]] %||% (if (!is.null(private$.dt)) private$.dt$size else 1L)
         sh <- if (is.null(cfg[["shuffle"]])) "shuffle" else blosc_shuffle_name(cfg[["shuffle"]], out$typesize)
@@ -79,6 +84,28 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
     }
   )
 )
+
+# lzma's filter list (Python's lzma filter dicts: an "id" and options) as the
+# text src/codec_lzma.c reads: "3,dist=4;33,preset=1". Ids beyond 2^53 (LZMA1,
+# 2^62 + 1) come from JSON as digits ("json_literal") and stay exact.
+lzma_filters_text <- function(filters) {
+  if (is.null(filters) || !length(filters)) return("")
+  if (!is.list(filters) || !all(vapply(filters, is_json_object, TRUE)))
+    zarr_abort("codec", "numcodecs.lzma: filters must be a list of objects, each with an id")
+  whole <- function(v, what) {
+    if (inherits(v, "json_literal") || (is.character(v) && length(v) == 1L && grepl("^[0-9]+$", v)))
+      return(unclass(v))
+    if (!is.numeric(v) || length(v) != 1L || is.na(v) || v < 0 || v != trunc(v) || v > 2^53)
+      zarr_abort("codec", sprintf("numcodecs.lzma: filter %s must be a whole number", what))
+    formatC(v, format = "f", digits = 0)
+  }
+  paste(vapply(filters, function(f) {
+    if (is.null(f[["id"]])) zarr_abort("codec", "numcodecs.lzma: a filter without an id")
+    opts <- f[setdiff(names(f), "id")]
+    paste(c(whole(f[["id"]], "id"), if (length(opts))
+      paste0(names(opts), "=", vapply(names(opts), function(k) whole(opts[[k]], k), ""))), collapse = ",")
+  }, ""), collapse = ";")
+}
 
 for (id in names(numcodecs_modes)) local({
   id <- id

@@ -1,44 +1,53 @@
 #' Zip file store
 #'
-#' A read-only Zarr store in a zip file, as written by zarr-python's
-#' `ZipStore` or by zipping a store directory with any zip tool. The store is
-#' either at the top of the zip file ("zipped from within": `zarr.json`,
-#' `.zgroup` or `.zarray` at the top) or in its one top-level folder ("zipped
-#' from the parent", e.g. `data.zarr/zarr.json`); the latter is detected and
-#' that folder becomes the root of the store, so the hierarchy opens the same
+#' A Zarr store in a zip file, as written by zarr-python's `ZipStore` or by
+#' zipping a store directory with any zip tool, read-only by default and
+#' writable when opened with `read_only = FALSE`. The store is either at the
+#' top of the zip file ("zipped from within": `zarr.json`, `.zgroup` or
+#' `.zarray` at the top) or in its one top-level folder ("zipped from the
+#' parent", e.g. `data.zarr/zarr.json`); the latter is detected and that
+#' folder becomes the root of the store, so the hierarchy opens the same
 #' either way.
 #'
-#' The zip file's central directory is read once, when the store is opened.
-#' Chunks are then read straight from the zip file by the C engine, in
-#' parallel. Members may be stored or deflated (the methods zip tools and
+#' Reading: the zip file's central directory is read once, when the store is
+#' opened. Chunks are then read straight from the zip file by the C engine,
+#' in parallel. Members may be stored or deflated (the methods zip tools and
 #' Python's `zipfile` use); other compression methods and encrypted members
 #' give an error. ZIP64 archives (over 4 GiB or 65535 members) are supported.
 #' The CRC-32 checksum of every member read as a whole is verified; a
 #' mismatch is a `zarr_error_checksum` error. Member names are taken as UTF-8;
 #' names that cannot be store keys (absolute paths, `..` parts, not valid
-#' UTF-8) are ignored.
+#' UTF-8) are ignored. A read-only store refuses every change with a
+#' `zarr_error_read_only` error. If the zip file is replaced while the store
+#' is open, open it again.
 #'
-#' The store is always read-only: every attempt to change it gives a
-#' `zarr_error_read_only` error. To change the data, unzip the file, open the
-#' directory with [zarr_localstore] and zip it again. If the zip file is
-#' replaced while the store is open, open it again.
+#' Writing (`read_only = FALSE`, also what `create_zarr("x.zip")` and
+#' `as_zarr(x, location = "x.zip")` use): a zip file cannot be changed in
+#' place safely, so the store keeps its keys in a staging folder next to the
+#' zip file (`.<name>.staging-<pid>-<random>`, a [zarr_localstore]; the members of
+#' an existing zip file are copied there when the store is opened) and writes
+#' the whole archive when it is closed: `$close()`, or when the store is
+#' garbage collected or R exits. The archive is written to a temporary file
+#' in the same folder and renamed over the zip file, so a writer that fails
+#' or is killed leaves the previous zip file (or none) intact, never a torn
+#' one; a key written twice holds its last value. Members are stored (as
+#' zarr-python writes them) or, with `compression = "deflate"`, deflated;
+#' ZIP64 records are written past 4 GiB or 65535 members. After `$close()`
+#' the store reads the new zip file, read-only. `$discard()` drops the
+#' changes instead. A killed writer may leave its staging folder or
+#' temporary file (`.<name>.<pid>.partial`) behind; both may be deleted.
 #'
 #' @seealso [zarr_store], [zarr_localstore], [open_zarr()]
 #' @export
 #' @examples
-#' if (nzchar(Sys.which("zip"))) {
-#'   dir <- tempfile(fileext = ".zarr")
-#'   as_zarr(matrix(1:6, 2), location = dir)
-#'   # zip the store "from within": its files at the top of the zip file
-#'   zipfile <- tempfile(fileext = ".zip")
-#'   old <- setwd(dir)
-#'   utils::zip(zipfile, list.files(), flags = "-r9Xq")
-#'   setwd(old)
-#'   z <- open_zarr(zipfile)
-#'   print(z$store)
-#'   print(z$root[])
-#'   unlink(c(dir, zipfile), recursive = TRUE)
-#' }
+#' zipfile <- tempfile(fileext = ".zip")
+#' z <- create_zarr(zipfile)
+#' z$add_array("/", "x", define_array("int32", c(2, 3)))[] <- 1:6
+#' z$store$close() # writes the zip file
+#' z2 <- open_zarr(zipfile)
+#' print(z2$store)
+#' print(z2[["/x"]][])
+#' unlink(zipfile)
 zarr_zipstore <- R6::R6Class("zarr_zipstore",
   inherit = zarr_store,
   cloneable = FALSE,
@@ -48,33 +57,39 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @return A list with `kind`, `location` and `options`, or `NULL`.
     reopen_spec = function() list(kind = "zip", location = self$root),
 
-    #' @description Open a zip file as a read-only store.
-    #' @param path Path of the zip file; "file://" URIs are accepted.
+    #' @description Open a zip file as a store.
+    #' @param path Path of the zip file; "file://" URIs are accepted. For
+    #'   writing it need not exist yet (its folder must).
+    #' @param read_only `TRUE` (the default) or `FALSE`: whether the store
+    #'   may be changed (see the writing section above).
+    #' @param compression How a writable store writes members: "stored" (the
+    #'   default, as zarr-python does) or "deflate".
+    #' @param level The deflate level, 1 to 9.
     #' @return An instance of this class.
-    initialize = function(path) {
+    initialize = function(path, read_only = TRUE, compression = c("stored", "deflate"), level = 6L) {
       if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
         zarr_abort("argument", "the zip file must be a single path")
+      check_read_only(read_only)
+      compression <- match.arg(compression)
+      if (!is.numeric(level) || length(level) != 1L || is.na(level) || !level %in% 1:9)
+        zarr_abort("argument", "level must be a whole number from 1 to 9")
       p <- path.expand(enc2utf8(sub("^file://", "", path)))
       if (dir.exists(p)) zarr_abort("store", sprintf("'%s' is a directory, not a zip file", path))
-      if (!file.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist", path))
-      p <- normalizePath(p, winslash = "/", mustWork = TRUE)
-      index <- .Call(ffi_zip_open, p)
-      members <- .Call(ffi_zip_list, index)
-      prefix <- zip_store_prefix(members$name)
-      inside <- startsWith(members$name, prefix)
-      keys <- substring(members$name[inside], nchar(prefix) + 1L)
-      private$.path <- p
-      private$.index <- index
-      private$.prefix <- prefix
-      private$.keys <- keys
-      private$.sizes <- stats::setNames(members$size[inside], keys)
-      version <- if (!"zarr.json" %in% keys && any(c(".zgroup", ".zarray") %in% keys)) 2L else 3L
-      super$initialize(TRUE, version)
+      if (read_only && !file.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist", path))
+      if (!read_only) {
+        if (!dir.exists(dirname(p))) zarr_abort("not_found", sprintf("the folder of '%s' does not exist", path))
+        p <- file.path(normalizePath(dirname(p), winslash = "/", mustWork = TRUE), basename(p))
+        private$.level <- if (compression == "deflate") as.integer(level) else -1L
+        private$open_writable(p)
+        return(invisible(self))
+      }
+      private$open_index(normalizePath(p, winslash = "/", mustWork = TRUE))
+      super$initialize(TRUE, private$.version)
     },
 
     #' @description Print a summary of the store.
     print = function() {
-      cat("<Zarr zip store> (read-only)\n")
+      cat(sprintf("<Zarr zip store>%s\n", if (self$read_only) " (read-only)" else " (writable: written on $close())"))
       cat("File:", redact(private$.path), "\n")
       if (nzchar(private$.prefix)) cat("Root in the zip file:", private$.prefix, "\n")
       invisible(self)
@@ -85,6 +100,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @param key The key.
     #' @return `TRUE` or `FALSE`.
     exists = function(key) {
+      if (!is.null(private$.stage)) return(private$.stage$exists(key))
       check_key(key)
       key %in% private$.keys || any(startsWith(private$.keys, paste0(key, "/")))
     },
@@ -95,6 +111,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @param byte_range See [zarr_store].
     #' @return A raw vector, or `NULL` when the key does not exist.
     get = function(key, prototype = NULL, byte_range = NULL) {
+      if (!is.null(private$.stage)) return(private$.stage$get(key, prototype, byte_range))
       check_key(key)
       name <- paste0(private$.prefix, key)
       if (is.null(byte_range)) return(.Call(ffi_zip_read, private$.index, name, NULL))
@@ -108,6 +125,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @param key The key.
     #' @return The size, or `NA` when the key does not exist.
     getsize = function(key) {
+      if (!is.null(private$.stage)) return(private$.stage$getsize(key))
       check_key(key)
       s <- private$.sizes[key]
       if (is.na(s)) NA_real_ else unname(s)
@@ -116,27 +134,90 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @description The names directly below a prefix.
     #' @param prefix The prefix.
     #' @return A character vector.
-    list_dir = function(prefix) keys_dir(private$.keys, prefix),
+    list_dir = function(prefix) {
+      if (!is.null(private$.stage)) return(private$.stage$list_dir(prefix))
+      keys_dir(private$.keys, prefix)
+    },
 
     #' @description All keys below a prefix.
     #' @param prefix The prefix.
     #' @return A character vector of full keys.
-    list_prefix = function(prefix) keys_below(private$.keys, prefix),
+    list_prefix = function(prefix) {
+      if (!is.null(private$.stage)) return(private$.stage$list_prefix(prefix))
+      keys_below(private$.keys, prefix)
+    },
 
-    #' @description Refused: zip stores are read-only.
+    #' @description Store a value (a writable store; refused otherwise).
     #' @param key The key.
     #' @param value A raw vector.
-    set = function(key, value) private$check_writable(),
+    set = function(key, value) {
+      private$writer()$set(key, value)
+      invisible(self)
+    },
 
-    #' @description Refused: zip stores are read-only.
+    #' @description Remove a key (a writable store; refused otherwise).
     #' @param key The key.
-    erase = function(key) private$check_writable(),
+    erase = function(key) {
+      private$writer()$erase(key)
+      invisible(self)
+    },
 
-    #' @description How the C engine reaches this store: it reads the members
-    #'   from the zip file itself, through the index made when the store was
-    #'   opened.
+    #' @description Remove every key below a prefix (a writable store;
+    #'   refused otherwise).
+    #' @param prefix The prefix.
+    erase_prefix = function(prefix) {
+      private$writer()$erase_prefix(prefix)
+      invisible(self)
+    },
+
+    #' @description Write the zip file of a writable store: to a temporary
+    #'   file in its folder, then renamed over it. The store then reads the
+    #'   new zip file, read-only. Nothing to do for a read-only store.
+    #' @return Self, invisibly.
+    close = function() {
+      if (is.null(private$.stage)) return(invisible(self))
+      staging <- private$.staging
+      names <- sort(list.files(staging, recursive = TRUE, all.files = TRUE, no.. = TRUE))
+      names <- names[!grepl("[.]partial$", names)] # a local store's unfinished writes
+      tmp <- file.path(dirname(private$.path), sprintf(".%s.%d.partial", basename(private$.path), Sys.getpid()))
+      unlink(tmp)
+      .Call(ffi_zip_write, tmp, staging, enc2utf8(names), private$.level)
+      if (!file.rename(tmp, private$.path)) {
+        unlink(tmp)
+        zarr_abort("io", sprintf("cannot rename the new zip file onto '%s'", private$.path))
+      }
+      private$.stage <- NULL
+      private$.io <- NULL
+      unlink(staging, recursive = TRUE)
+      private$open_index(private$.path)
+      private$.read_only <- TRUE
+      invisible(self)
+    },
+
+    #' @description Drop the changes of a writable store: its staging folder
+    #'   is removed and the zip file left as it was. The store is then
+    #'   unusable.
+    #' @return Self, invisibly.
+    discard = function() {
+      if (is.null(private$.stage)) return(invisible(self))
+      private$.stage <- NULL
+      private$.io <- NULL
+      unlink(private$.staging, recursive = TRUE)
+      private$.keys <- character()
+      private$.sizes <- numeric()
+      private$.index <- NULL
+      private$.read_only <- TRUE
+      invisible(self)
+    },
+
+    #' @description How the C engine reaches this store: a read-only store's
+    #'   engine reads the members from the zip file itself, through the index
+    #'   made when the store was opened; a writable one works in its staging
+    #'   folder.
     #' @return A list.
     io_spec = function() {
+      if (!is.null(private$.stage)) return(private$.stage$io_spec())
+      if (is.null(private$.index)) zarr_abort("store", sprintf("the changes to '%s' were discarded", private$.path))
       if (is.null(private$.io)) private$.io <- .Call(ffi_store_zip, private$.index, private$.prefix)
       private$.io
     }
@@ -153,7 +234,48 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     root_in_zip = function(value) private$.prefix
   ),
   private = list(
-    .path = NULL, .index = NULL, .io = NULL, .prefix = "", .keys = character(), .sizes = numeric()
+    .path = NULL, .index = NULL, .prefix = "", .keys = character(), .sizes = numeric(),
+    .stage = NULL, .staging = NULL, .level = -1L,
+    open_index = function(p) {
+      index <- .Call(ffi_zip_open, p)
+      members <- .Call(ffi_zip_list, index)
+      prefix <- zip_store_prefix(members$name)
+      inside <- startsWith(members$name, prefix)
+      keys <- substring(members$name[inside], nchar(prefix) + 1L)
+      private$.path <- p
+      private$.index <- index
+      private$.prefix <- prefix
+      private$.keys <- keys
+      private$.sizes <- stats::setNames(members$size[inside], keys)
+      private$.version <- if (!"zarr.json" %in% keys && any(c(".zgroup", ".zarray") %in% keys)) 2L else 3L
+    },
+    # The staging folder, with the members of an existing zip file copied in;
+    # the zip file is written at close() or when the store is collected.
+    open_writable = function(p) {
+      # tempfile() names it without touching the user's random number stream
+      staging <- tempfile(sprintf(".%s.staging-%d-", basename(p), Sys.getpid()), tmpdir = dirname(p))
+      if (!dir.create(staging)) zarr_abort("io", sprintf("cannot create the staging folder '%s'", staging))
+      private$.path <- p
+      private$.staging <- staging
+      root <- staging
+      ok <- FALSE
+      on.exit(if (!ok) unlink(staging, recursive = TRUE))
+      if (file.exists(p)) {
+        private$open_index(p)
+        .Call(ffi_zip_extract, private$.index, staging)
+        if (nzchar(private$.prefix)) root <- file.path(staging, sub("/$", "", private$.prefix))
+        private$.index <- NULL
+      }
+      private$.stage <- zarr_localstore$new(root)
+      super$initialize(FALSE, private$.stage$version)
+      # written when collected, or at the end of the session
+      reg.finalizer(self, function(e) try(e$close(), silent = TRUE), onexit = TRUE)
+      ok <- TRUE
+    },
+    writer = function() {
+      if (is.null(private$.stage)) private$check_writable()
+      private$.stage
+    }
   )
 )
 

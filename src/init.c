@@ -33,6 +33,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_zip_open, 1),
     CALLDEF(ffi_zip_list, 1),
     CALLDEF(ffi_zip_read, 3),
+    CALLDEF(ffi_zip_extract, 2),
+    CALLDEF(ffi_zip_write, 4),
     CALLDEF(ffi_store_local, 1),
     CALLDEF(ffi_dir_files, 2),
     CALLDEF(ffi_store_zip, 2),

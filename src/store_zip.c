@@ -572,6 +572,41 @@ SEXP ffi_zip_read(SEXP ptr, SEXP name, SEXP range) {
   return r;
 }
 
+/* Every member whose name can be a store key, written below the folder
+ * `dir` (the staging folder of a zip store opened for writing); the number
+ * written. Directory entries are skipped (folders follow from the files). */
+SEXP ffi_zip_extract(SEXP ptr, SEXP dir) {
+  const zipidx *z = zip_index_from(ptr);
+  const char *root = translateCharUTF8(STRING_ELT(dir, 0));
+  size_t cap = strlen(root) + 4096;
+  char *path = malloc(cap);
+  if (path == NULL) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory");
+  zbuf out = {0}, raw = {0};
+  zerr e = {ZE_OK, ""};
+  double done = 0;
+  for (int64_t i = 0; i < z->n && e.kind == ZE_OK; i++) {
+    const zipent *x = &z->ent[i];
+    if (!key_is_safe(x->name) || !utf8_valid(x->name, x->name_len)) continue;
+    if (path_join(path, cap, root, x->name)) {
+      zerr_set(&e, ZE_KEY, "zip member '%.200s' is too long a path", x->name);
+      break;
+    }
+    const uint8_t *data = NULL;
+    size_t n = 0;
+    int missing = 0;
+    if (zip_fetch(z, x->name, &out, &raw, &data, &n, &missing, &e) == 0 &&
+        file_write_atomic(path, n ? data : (const uint8_t *)"", n, &e) == 0)
+      done++;
+    if (e.kind == ZE_OK && (i & 255) == 0 && interrupt_pending())
+      zerr_set(&e, ZE_INTERRUPT, "copying the members of '%s' was interrupted", z->path);
+  }
+  zbuf_free(&out);
+  zbuf_free(&raw);
+  free(path);
+  if (e.kind != ZE_OK) zarr_raise_err(&e, NULL, NULL);
+  return ScalarReal(done);
+}
+
 /* ---- the zip store (store.h): members below a folder of the zip ------------- */
 
 typedef struct {

@@ -64,7 +64,7 @@ apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
 }
 
 # ---- system packages
-required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl4-openssl-dev
+required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev liblzma-dev libcurl4-openssl-dev
                libssl-dev libxml2-dev pkg-config)
 # clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
 # Debian's python3 with h5py/netCDF4 (test data for the reference store) and
@@ -72,7 +72,7 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev libcurl
 # ncdf4 and RNetCDF for bench/references.R; DelayedArray, HDF5Array and
 # BiocParallel (Bioconductor) for the DelayedArray backend tests;
 # SingleCellExperiment (with Matrix, SummarizedExperiment) for as_sce()
-optional_debs=(qpdf pandoc clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
+optional_debs=(qpdf pandoc unzip clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
                python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf
                r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel
                r-cran-stars r-cran-terra r-cran-sf r-cran-units r-cran-ncmeta

@@ -279,9 +279,9 @@ test_that("15: configure's failure message lists every library the package needs
   at <- grep("All build dependencies", txt, fixed = TRUE)
   expect_length(at, 1L)
   deps <- txt[at + 1:3]
-  for (p in c("libzstd-dev", "zlib1g-dev", "libblosc-dev", "liblz4-dev", "libbz2-dev", "libcurl4-openssl-dev"))
+  for (p in c("libzstd-dev", "zlib1g-dev", "libblosc-dev", "liblz4-dev", "libbz2-dev", "liblzma-dev", "libcurl4-openssl-dev"))
     expect_match(deps[1], p, fixed = TRUE)
-  for (p in c("libzstd-devel", "zlib-devel", "blosc-devel", "lz4-devel", "bzip2-devel", "libcurl-devel"))
+  for (p in c("libzstd-devel", "zlib-devel", "blosc-devel", "lz4-devel", "bzip2-devel", "xz-devel", "libcurl-devel"))
     expect_match(deps[2], p, fixed = TRUE)
   for (p in c("zstd", "c-blosc", "lz4", "bzip2")) expect_match(deps[3], p, fixed = TRUE)
 })

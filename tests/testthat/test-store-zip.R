@@ -195,10 +195,10 @@ test_that("a zip store lists, sizes and reads keys like the directory it came fr
   }
 })
 
-test_that("open_zarr() takes zip paths and file:// URIs to them, read-only always", {
+test_that("open_zarr() takes zip paths and file:// URIs to them, read-only unless read_only = FALSE", {
   skip_without_zip_program()
   zf <- zip_store(make_test_store(), "within")
-  z <- open_zarr(paste0("file://", zf), read_only = FALSE)
+  z <- open_zarr(paste0("file://", zf))
   expect_s3_class(z$store, "zarr_zipstore")
   expect_true(z$store$read_only)
   expect_identical(z$store$root, normalizePath(zf, winslash = "/"))

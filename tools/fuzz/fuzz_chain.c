@@ -1,6 +1,7 @@
 /* libFuzzer target: the bytes -> bytes codec chain as a chunk from a store
  * meets it. Input: one byte choosing a chain configuration, four bytes of
  * expected decoded size (little-endian, capped), then the encoded chunk.
+ * Chains 22-25 are lzma (xz, alone, raw with filters).
  * Every chain decodes through chain_decode_bytes() (the buffered path) and
  * chain_decode_to() (the zero-copy path); results must stay within the
  * bounds the engine relies on. */
@@ -13,7 +14,8 @@
 
 /* A codec of the table by name; the element filters get the element types
  * and scale given, every other key a fixed value. */
-static zcodec cdx(const char *name, const char *dtype, const char *astype, double scale) {
+static zcodec cdy(const char *name, const char *dtype, const char *astype, double scale, double format,
+                  const char *filters) {
   const zkv kv[] = {{"level", NULL, 1},        {"checksum", NULL, 0},    {"clevel", NULL, 1},
                     {"shuffle", NULL, 1},      {"typesize", NULL, 4},    {"blocksize", NULL, 0},
                     {"cname", "lz4", 0},       {"acceleration", NULL, 1}, {"location", "start", 0},
@@ -22,7 +24,8 @@ static zcodec cdx(const char *name, const char *dtype, const char *astype, doubl
                     {"bits", NULL, 8},         {"first_bit", NULL, 0},   {"last_bit", NULL, 3},
                     {"padding", "first_byte", 0}, {"rounding", "nearest-even", 0},
                     {"out_of_range", "clamp", 0}, {"enc_n", NULL, 0},    {"dec_n", NULL, 0},
-                    {NULL, NULL, 0}};
+                    {"format", NULL, format}, {"check", NULL, -1},    {"preset", NULL, filters[0] ? -1 : 1},
+                    {"filters", filters, 0},   {NULL, NULL, 0}};
   zcfg cfg = zcfg_kv(kv);
   zcodec c;
   zerr e = {ZE_OK, ""};
@@ -30,7 +33,13 @@ static zcodec cdx(const char *name, const char *dtype, const char *astype, doubl
   return c;
 }
 
+static zcodec cdx(const char *name, const char *dtype, const char *astype, double scale) {
+  return cdy(name, dtype, astype, scale, 1, "");
+}
+
 static zcodec cd(const char *name) { return cdx(name, "<f4", "<f4", 1); }
+/* lzma in a format (1 xz, 2 alone, 3 raw) with a filter list (src/codec_lzma.c) */
+static zcodec lz(double format, const char *filters) { return cdy("lzma", "<f4", "<f4", 1, format, filters); }
 
 /* chain configurations, in chain (encode) order */
 static int config(unsigned k, zchain *ch) {
@@ -64,11 +73,15 @@ static int config(unsigned k, zchain *ch) {
   case 19: b[0] = cdx("packbits", "<i1", "<i1", 1); ch->n_bb = 1; break;
   case 20: b[0] = cdx("scale_offset", "<f8", "<f8", 0.1); b[1] = cd("zstd"); ch->n_bb = 2; break;
   case 21: b[0] = cdx("cast_value", "<f8", "<u1", 1); ch->n_bb = 1; break;
+  case 22: b[0] = lz(1, ""); ch->n_bb = 1; break;
+  case 23: b[0] = lz(2, ""); ch->n_bb = 1; break;
+  case 24: b[0] = lz(3, "3,dist=4;33,preset=1"); ch->n_bb = 1; break;
+  case 25: b[0] = lz(3, "4,start_offset=16;4611686018427387905,preset=0,lc=1"); ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 22
+#define NCONF 26
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
@@ -107,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* round trip: the chunk bytes as data, encoded and decoded again, where
    * the chain is lossless and the data a whole number of elements */
   unsigned k = data[0] % NCONF;
-  int lossless = k <= 9 || (k >= 12 && k <= 15);
+  int lossless = k <= 9 || (k >= 12 && k <= 15) || k >= 22;
   if (lossless && n % 8 == 0) {
     zbuf c1 = {0}, c2 = {0};
     const uint8_t *enc, *dec;

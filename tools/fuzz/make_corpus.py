@@ -20,7 +20,7 @@ fixtures, out = sys.argv[1], sys.argv[2]
 CHAINS = {("zstd",): 0, ("gzip",): 1, ("zlib",): 2, ("bz2",): 3, ("lz4",): 4, ("blosc",): 5,
           ("crc32c",): 6, ("zstd", "crc32c"): 7, ("shuffle", "zstd"): 8, ("delta", "zlib"): 9,
           ("fixedscaleoffset",): 10, ("bitround",): 11, ("adler32",): 12, ("fletcher32",): 13,
-          ("blosc", "crc32c"): 14}
+          ("blosc", "crc32c"): 14, ("lzma",): 22}
 SIZES = {"bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
          "int64": 8, "uint64": 8, "float16": 2, "float32": 4, "float64": 8, "complex64": 8,
          "complex128": 16}
@@ -160,3 +160,13 @@ put("fuzz_xml", b'<!DOCTYPE l [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;
 print("corpus: %d chunks from %s into %s" % (chunks_seen, fixtures, out))
 for t in sorted(os.listdir(out)):
     print("  %s: %d seeds" % (t, len(os.listdir(os.path.join(out, t)))))
+
+# lzma chunks in fuzz_chain's configurations 22-25 (xz, alone, raw with filters)
+import lzma
+plain = bytes(range(256)) * 8
+for conf, kw in ((22, dict(format=lzma.FORMAT_XZ, preset=1)), (23, dict(format=lzma.FORMAT_ALONE, preset=1)),
+                 (24, dict(format=lzma.FORMAT_RAW, filters=[dict(id=lzma.FILTER_DELTA, dist=4),
+                                                            dict(id=lzma.FILTER_LZMA2, preset=1)])),
+                 (25, dict(format=lzma.FORMAT_RAW, filters=[dict(id=lzma.FILTER_X86, start_offset=16),
+                                                            dict(id=lzma.FILTER_LZMA1, preset=0, lc=1)]))):
+    put("fuzz_chain", bytes([conf]) + struct.pack("<I", len(plain)) + lzma.compress(plain, **kw))

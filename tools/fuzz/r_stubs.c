@@ -21,6 +21,9 @@ void R_RegisterCFinalizerEx(SEXP s, R_CFinalizer_t fun, Rboolean onexit) { (void
 SEXP Rf_allocVector(SEXPTYPE t, R_xlen_t n) { (void)t; (void)n; NEVER; }
 SEXP Rf_install(const char *s) { (void)s; NEVER; }
 Rboolean Rf_isNull(SEXP s) { (void)s; NEVER; }
+int Rf_asLogical(SEXP s) { (void)s; NEVER; }
+SEXP Rf_ScalarReal(double x) { (void)x; NEVER; }
+int interrupt_pending(void) { return 0; }
 SEXP Rf_mkChar(const char *s) { (void)s; NEVER; }
 SEXP Rf_mkCharLenCE(const char *s, int n, cetype_t enc) { (void)s; (void)n; (void)enc; NEVER; }
 SEXP Rf_mkCharCE(const char *s, cetype_t enc) { (void)s; (void)enc; NEVER; }

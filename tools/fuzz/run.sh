@@ -33,7 +33,7 @@ fi
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -Wall -Wextra -I"$src"
        )
-libs=(-lzstd -lz -lblosc -llz4 -lbz2 -lpthread -lm)
+libs=(-lzstd -lz -lblosc -llz4 -lbz2 -llzma -lpthread -lm)
 # every codec file but codec_r.c (codecs written in R need libR)
 codecs=()
 for f in "$src"/codec_*.c; do
