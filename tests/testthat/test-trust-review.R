@@ -18,3 +18,32 @@ test_that("a DelayedArray seed of an HTTP array with secrets shows none (show(),
   # the seed still reads through the real URL
   expect_identical(as.matrix(x), matrix(1:16, 4))
 })
+
+test_that("changing a group's attributes keeps its children in the consolidated metadata", {
+  for (v in c(2L, 3L)) {
+    d <- withr::local_tempdir()
+    st <- zarr_localstore$new(d)
+    st$create_group("/", "", v)
+    z <- zarr$new(st)
+    z$add_group("/", "a")
+    z$add_group("/a", "g")
+    b <- define_array("int32", 4)
+    b$format <- v
+    z$add_array("/a", "x", b$metadata())$write(1:4)
+    z$add_group("/", "ab")
+    zarr_consolidate(z)
+    z <- open_zarr(d)
+    z[["/a"]]$set_attribute("foo", 1)
+    z[["/a/g"]]$set_attribute("bar", 2)
+    z2 <- open_zarr(d)
+    expect_identical(z2[["/a/x"]][], 1:4, info = v)
+    expect_identical(z2[["/a"]]$attributes$foo, 1L, info = v)
+    expect_identical(z2[["/a/g"]]$attributes$bar, 2L, info = v)
+    map <- function() open_zarr(d)$root$consolidated_state()$map
+    expect_setequal(names(map()), c("a", "a/g", "a/x", "ab"))
+    # the updated copy equals a rebuild from the store
+    before <- map()
+    zarr_consolidate(open_zarr(d))
+    expect_identical(map()[sort(names(before))], before[sort(names(before))], info = v)
+  }
+})
