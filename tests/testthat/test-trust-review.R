@@ -47,3 +47,22 @@ test_that("changing a group's attributes keeps its children in the consolidated 
     expect_identical(map()[sort(names(before))], before[sort(names(before))], info = v)
   }
 })
+
+test_that("integer64 linear indices select by value on arrays of any rank, as 1-d and per-dimension indices do", {
+  skip_if_not_installed("bit64")
+  z <- create_zarr()
+  d <- define_array("int32", c(4, 5))
+  d$chunk_shape <- c(3, 3)
+  a <- z$add_array("/", "m", d)
+  a[] <- 1:20
+  i <- bit64::as.integer64(c(3, 20, 7))
+  expect_identical(a[i], c(3L, 20L, 7L))
+  expect_identical(a[bit64::as.integer64(3), 2], 7L)
+  a[bit64::as.integer64(20)] <- 0L
+  expect_identical(a[4, 5], 0L)
+  d1 <- define_array("int32", 10)
+  d1$chunk_shape <- 3
+  b <- z$add_array("/", "v", d1)
+  b[] <- 1:10
+  expect_identical(b[bit64::as.integer64(c(3, 10))], c(3L, 10L))
+})
