@@ -152,8 +152,10 @@ zarr <- R6::R6Class("zarr",
       if (is.null(node$parent)) {
         st <- private$.store
         if (st$read_only) zarr_abort("read_only", "the store is read-only")
-        st$erase_prefix("")
+        # the array vanishes first (its documents), then its chunks: an
+        # interrupted deletion never leaves an array with holes
         for (k in c("zarr.json", ".zarray", ".zattrs")) if (st$exists(k)) st$erase(k)
+        st$erase_prefix("")
         meta <- st$create_group("/", "")
         private$open_root(meta)
       } else {

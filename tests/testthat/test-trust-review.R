@@ -66,3 +66,28 @@ test_that("integer64 linear indices select by value on arrays of any rank, as 1-
   b[] <- 1:10
   expect_identical(b[bit64::as.integer64(c(3, 10))], c(3L, 10L))
 })
+
+test_that("deleting a root array interrupted while erasing its chunks leaves no array with holes", {
+  # a memory store whose erase_prefix() stops after the first key
+  halting_store <- R6::R6Class("halting_store", inherit = zarr_memorystore, public = list(
+    halt = FALSE,
+    erase_prefix = function(prefix) {
+      if (!self$halt) return(super$erase_prefix(prefix))
+      keys <- self$list_prefix(prefix)
+      if (length(keys)) super$erase(keys[1L])
+      stop(structure(class = c("zarr_error_io", "zarr_error", "error", "condition"),
+                     list(message = "injected failure", call = NULL)))
+    }))
+  st <- halting_store$new()
+  d <- define_array("int32", c(4, 4))
+  d$chunk_shape <- c(2, 2)
+  st$set_metadata("", d$metadata())
+  z <- zarr$new(st)
+  z$root$write(matrix(1:16, 4))
+  st$halt <- TRUE
+  expect_error(z$delete_array("/"), class = "zarr_error_io")
+  st$halt <- FALSE
+  # the array is gone whole (no root left, or an empty group), never half
+  r <- tryCatch(zarr$new(st)$root, zarr_error = function(e) NULL)
+  expect_false(inherits(r, "zarr_array"))
+})
