@@ -91,3 +91,16 @@ test_that("deleting a root array interrupted while erasing its chunks leaves no 
   r <- tryCatch(zarr$new(st)$root, zarr_error = function(e) NULL)
   expect_false(inherits(r, "zarr_array"))
 })
+
+test_that("credentials written into an s3:// location are refused, never sent or shown", {
+  s3 <- s3_server()
+  withr::local_envvar(AWS_ENDPOINT_URL = s3$endpoint)
+  for (f in list(function(u) open_zarr(u), function(u) create_zarr(u), function(u) s3_list_dir("AK:SEC-RET@private"),
+                 function(u) zarr_s3store$new("AK:SEC-RET@private", endpoint = s3$endpoint))) {
+    s3$reset()
+    e <- tryCatch(f("s3://AK:SEC-RET@private/x"), error = identity)
+    expect_s3_class(e, "zarr_error_argument")
+    expect_false(grepl("SEC-RET", conditionMessage(e)))
+    expect_identical(s3$stats()$requests, 0L)
+  }
+})
