@@ -67,29 +67,49 @@ test_that("integer64 linear indices select by value on arrays of any rank, as 1-
   expect_identical(b[bit64::as.integer64(c(3, 10))], c(3L, 10L))
 })
 
-test_that("deleting a root array interrupted while erasing its chunks leaves no array with holes", {
-  # a memory store whose erase_prefix() stops after the first key
+test_that("deleting a root array interrupted while erasing its chunks leaves an empty root group, no array with holes", {
+  # a memory store whose chunk erasures fail after the first one
   halting_store <- R6::R6Class("halting_store", inherit = zarr_memorystore, public = list(
-    halt = FALSE,
-    erase_prefix = function(prefix) {
-      if (!self$halt) return(super$erase_prefix(prefix))
-      keys <- self$list_prefix(prefix)
-      if (length(keys)) super$erase(keys[1L])
-      stop(structure(class = c("zarr_error_io", "zarr_error", "error", "condition"),
-                     list(message = "injected failure", call = NULL)))
+    erased = 0, halt = FALSE,
+    erase = function(key) {
+      if (self$halt && self$erased >= 1)
+        stop(structure(class = c("zarr_error_io", "zarr_error", "error", "condition"),
+                       list(message = "injected failure", call = NULL)))
+      self$erased <- self$erased + 1
+      super$erase(key)
+    },
+    io_spec = function() {
+      if (is.null(private$.io))
+        private$.io <- zarr:::store_io_r(get = function(keys) lapply(keys, function(k) self$get(k)),
+                                         set = function(key, value) self$set(key, value),
+                                         erase = function(key) self$erase(key))
+      private$.io
     }))
-  st <- halting_store$new()
-  d <- define_array("int32", c(4, 4))
-  d$chunk_shape <- c(2, 2)
-  st$set_metadata("", d$metadata())
-  z <- zarr$new(st)
-  z$root$write(matrix(1:16, 4))
-  st$halt <- TRUE
-  expect_error(z$delete_array("/"), class = "zarr_error_io")
-  st$halt <- FALSE
-  # the array is gone whole (no root left, or an empty group), never half
-  r <- tryCatch(zarr$new(st)$root, zarr_error = function(e) NULL)
-  expect_false(inherits(r, "zarr_array"))
+  for (v in c(2L, 3L)) {
+    st <- halting_store$new()
+    d <- define_array("int32", c(4, 4))
+    d$chunk_shape <- c(2, 2)
+    d$format <- v
+    st$set_metadata("", d$metadata())
+    z <- zarr$new(st)
+    z$root$write(matrix(1:16, 4))
+    st$halt <- TRUE
+    expect_error(z$delete_array("/"), class = "zarr_error_io")
+    st$halt <- FALSE
+    # the array is gone whole: the root is an empty group
+    r <- zarr$new(st)$root
+    expect_s3_class(r, "zarr_group")
+    expect_length(r$children, 0L)
+    expect_identical(r$metadata$zarr_format, v)
+    # uninterrupted: nothing but the group's documents is left
+    st2 <- zarr_memorystore$new()
+    st2$set_metadata("", d$metadata())
+    z2 <- zarr$new(st2)
+    z2$root$write(matrix(1:16, 4))
+    z2$delete_array("/")
+    expect_true(all(st2$list_prefix("") %in% c("zarr.json", ".zgroup", ".zattrs")))
+    expect_s3_class(zarr$new(st2)$root, "zarr_group")
+  }
 })
 
 test_that("credentials written into an s3:// location are refused, never sent or shown", {
