@@ -124,3 +124,21 @@ test_that("credentials written into an s3:// location are refused, never sent or
     expect_identical(s3$stats()$requests, 0L)
   }
 })
+
+test_that("a node cannot take a metadata document's name (deleting it erased its parent's document)", {
+  for (v in c(2L, 3L)) for (nm in c("zarr.json", ".zgroup", ".zattrs", ".zarray", ".zmetadata")) {
+    st <- zarr_memorystore$new()
+    st$create_group("/", "", v)
+    z <- zarr$new(st)
+    g <- z$add_group("/", "g")
+    g$set_attribute("keep", 1)
+    d <- define_array("int32", 3)
+    d$format <- v
+    z$add_array("/g", "x", d$metadata())$write(1:3)
+    expect_error(z$add_group("/g", nm), class = "zarr_error_node_name")
+    expect_error(z$add_array("/g", nm, d$metadata()), class = "zarr_error_node_name")
+    z2 <- zarr$new(st)
+    expect_identical(z2[["/g/x"]][], 1:3)
+    expect_equal(z2[["/g"]]$attributes$keep, 1)
+  }
+})
