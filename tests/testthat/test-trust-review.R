@@ -142,3 +142,17 @@ test_that("a node cannot take a metadata document's name (deleting it erased its
     expect_equal(z2[["/g"]]$attributes$keep, 1)
   }
 })
+
+test_that("create_zarr() and as_zarr() of a URL make no local folder named after it (password included)", {
+  withr::local_dir(withr::local_tempdir())
+  u <- "https://alice:PW-SECRET@127.0.0.1:1/x.zarr?sig=SIG-SECRET"
+  for (f in list(function() create_zarr(u), function() as_zarr(1:3, location = u),
+                 function() zarr_localstore$new(u), function() create_zarr("gs://bucket/x"))) {
+    e <- tryCatch(f(), error = identity)
+    expect_s3_class(e, "zarr_error_argument")
+    expect_false(grepl("PW-SECRET|SIG-SECRET", conditionMessage(e)))
+  }
+  expect_length(list.files(".", all.files = TRUE, no.. = TRUE, recursive = TRUE, include.dirs = TRUE), 0L)
+  # file:// stays a local path
+  expect_s3_class(create_zarr(paste0("file://", file.path(getwd(), "ok.zarr"))), "zarr")
+})
