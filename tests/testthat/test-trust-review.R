@@ -156,3 +156,26 @@ test_that("create_zarr() and as_zarr() of a URL make no local folder named after
   # file:// stays a local path
   expect_s3_class(create_zarr(paste0("file://", file.path(getwd(), "ok.zarr"))), "zarr")
 })
+
+test_that("a child entry no node can have (consolidated or listed) is skipped, not fatal to the hierarchy", {
+  d <- withr::local_tempdir()
+  writeLines('{"zarr_format":2}', file.path(d, ".zgroup"))
+  arr <- list(zarr_format = 2, shape = list(2), chunks = list(2), dtype = "<i4", compressor = NULL,
+              fill_value = 0, order = "C", filters = NULL)
+  meta <- list(".zgroup" = list(zarr_format = 2), "ok/.zarray" = arr, "__x/.zarray" = arr,
+               "c\u0001/.zarray" = arr, "../evil/.zarray" = arr)
+  writeLines(jsonlite::toJSON(list(zarr_consolidated_format = 1, metadata = meta), auto_unbox = TRUE, null = "null"),
+             file.path(d, ".zmetadata"))
+  for (nm in c("ok", "__x")) {
+    dir.create(file.path(d, nm))
+    writeLines(jsonlite::toJSON(arr, auto_unbox = TRUE, null = "null"), file.path(d, nm, ".zarray"))
+  }
+  z <- open_zarr(d)
+  expect_identical(z$arrays, "/ok")
+  expect_no_error(utils::capture.output(print(z)))
+  # the same store listed (no consolidated metadata)
+  file.remove(file.path(d, ".zmetadata"))
+  z <- open_zarr(d)
+  expect_identical(z$arrays, "/ok")
+  expect_no_error(utils::capture.output(print(z)))
+})
