@@ -191,7 +191,10 @@ update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TR
     map <- root$consolidated_state()$map
     p <- sub("^/", "", node$path)
     sub_prefix <- if (nzchar(p)) paste0(p, "/") else ""
-    gone <- names(map)[startsWith(names(map), sub_prefix) | (removed & names(map) == p)]
+    # the entries below go only with the node (or its children); a group
+    # whose own metadata changed keeps them. An array has none to keep.
+    drop_below <- removed || below || inherits(node, "zarr_array")
+    gone <- names(map)[(drop_below & startsWith(names(map), sub_prefix)) | (removed & names(map) == p)]
     if (length(gone)) {
       map[gone] <- NULL
       txt[gone] <- NULL

@@ -31,8 +31,8 @@
 #' `dim()`, `dimnames()` (the dimension names of the array, as the names of
 #' a list of `NULL`s), `type()`, `chunkdim()` (the chunk shape, or the inner
 #' chunk shape of sharded arrays, so that block processing decodes each
-#' chunk once), `path()` and `is_sparse()` (`FALSE`) work on the seed and on
-#' the `ZarrRArray`. Values are as `$read()` returns them (see
+#' chunk once), `path()` (the location, its secrets shown as `***`) and
+#' `is_sparse()` (`FALSE`) work on the seed and on the `ZarrRArray`. Values are as `$read()` returns them (see
 #' `zarr.fill_as_na` in [zarr-options]); 64-bit integers and times become
 #' doubles, as DelayedArray holds only base R types.
 #'
@@ -330,12 +330,13 @@ define_delayed_classes <- function(where) {
     else if (length(x@chunk_edges)) gen("ArbitraryArrayGrid")(lapply(x@chunk_edges, function(e) as.integer(cumsum(e))))
   })
   set("is_sparse", "ZarrRArraySeed", function(x) FALSE)
-  set("path", "ZarrRArraySeed", function(object, ...) object@location)
+  # shown, never used to reopen: secrets of the location read *** (redact())
+  set("path", "ZarrRArraySeed", function(object, ...) redact(object@location))
   methods::setMethod("dim", "ZarrRArraySeed", function(x) x@dim, where = where)
   methods::setMethod("dimnames", "ZarrRArraySeed", function(x) if (length(x@dimnames)) x@dimnames, where = where)
   methods::setMethod("show", "ZarrRArraySeed", function(object) {
     cat(sprintf("<%s ZarrRArraySeed> %s in %s (%s store)\n", paste(object@dim, collapse = " x "),
-                object@array_path, if (nzchar(object@location)) object@location else "memory", object@store_kind))
+                object@array_path, if (nzchar(object@location)) redact(object@location) else "memory", object@store_kind))
   }, where = where)
 
   methods::setClass("ZarrRArray", contains = cls("DelayedArray"), where = where,

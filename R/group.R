@@ -113,10 +113,10 @@ zarr_group <- R6::R6Class("zarr_group",
       prefix <- self$prefix
       kids <- list()
       names_found <- consolidated_children(self)
-      if (is.null(names_found)) {
-        names_found <- store$list_dir(prefix)
-        names_found <- names_found[!names_found %in% node_documents]
-      }
+      if (is.null(names_found)) names_found <- store$list_dir(prefix)
+      # documents and names no node can have (a hostile or foreign entry
+      # such as "__x") are skipped: they made the whole hierarchy fail
+      names_found <- names_found[is_valid_node_name(names_found)]
       # the first time, children already opened by path are kept as they are
       known <- if (private$.built) list() else private$.children
       for (nm in sort(names_found)) {

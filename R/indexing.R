@@ -118,7 +118,9 @@ point_index <- function(i, shape, path, replace = FALSE) {
     return(unname(i - 1))
   }
   n <- prod(shape)
-  pos <- linear_index(as.vector(i), n, path)
+  # as.vector() only for a matrix: it would drop the class of integer64
+  # positions, leaving their bits read as tiny doubles
+  pos <- linear_index(if (is.null(dim(i))) i else as.vector(i), n, path)
   if (replace && any(pos > n, na.rm = TRUE))
     zarr_abort("index", sprintf("subscript out of bounds: the array has %s elements", format(n)), array = path)
   pos[pos > n] <- NA

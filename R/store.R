@@ -21,10 +21,13 @@ check_key <- function(key, array = NULL) {
 check_node_name <- function(name) {
   ok <- is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
     !grepl("/", name, fixed = TRUE) && !name %in% c(".", "..") && !startsWith(name, "__") &&
-    !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name)
+    !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name) &&
+    # a node of a document's name would share its parent's keys: deleting it
+    # erased the parent's document
+    !name %in% node_documents
   if (!ok)
     zarr_abort("node_name", sprintf(
-      "invalid node name '%s': names must be non-empty, must not contain '/', must not consist of dots only and must not start with '__'",
+      "invalid node name '%s': names must be non-empty, must not contain '/', must not consist of dots only, must not start with '__' and must not be a metadata document's name (zarr.json, .zarray, .zgroup, .zattrs, .zmetadata)",
       paste(name, collapse = " ")))
   name
 }

@@ -64,7 +64,7 @@ zarr_s3store <- R6::R6Class("zarr_s3store",
     initialize = function(bucket, prefix = "", region = NULL, profile = NULL, access_key = NULL,
                           secret_key = NULL, session_token = NULL, endpoint = NULL, path_style = NULL,
                           anonymous = NULL, read_only = FALSE) {
-      if (!is_string(bucket) || !nzchar(bucket) || grepl("/", bucket, fixed = TRUE))
+      if (!is_string(bucket) || !nzchar(bucket) || grepl("[/@]", bucket))
         zarr_abort("argument", "bucket must be a single bucket name")
       if (!is_string(prefix)) zarr_abort("argument", "prefix must be a single string")
       check_read_only(read_only)
@@ -385,6 +385,10 @@ s3_parse_url <- function(url) {
   bucket <- sub("/.*$", "", rest)
   prefix <- if (grepl("/", rest, fixed = TRUE)) sub("^[^/]*/", "", rest) else ""
   if (!nzchar(bucket)) zarr_abort("argument", sprintf("'%s' names no bucket", url))
+  # no bucket name holds '@': user-info, which would be sent (and shown)
+  # percent-encoded as part of the bucket
+  if (grepl("@", bucket, fixed = TRUE))
+    zarr_abort("argument", sprintf("'%s': an s3:// location takes no credentials (see ?zarr_s3store)", url))
   list(bucket = bucket, prefix = sub("/+$", "", prefix))
 }
 

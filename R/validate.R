@@ -172,7 +172,9 @@ blosc_shuffle_name <- function(x, typesize = 1L) {
 #' Checks a node name against the rules of the Zarr v3 specification, the
 #' same check made when a group or array is added: a name is not empty, has
 #' no `/`, is not made of periods only (`.`, `..`) and does not start with
-#' the reserved `__`; this package also refuses control characters. Other
+#' the reserved `__`; this package also refuses control characters and the
+#' names of metadata documents (`zarr.json`, `.zarray`, `.zgroup`,
+#' `.zattrs`, `.zmetadata`), which would share their parent's keys. Other
 #' characters, including any Unicode letter, are allowed; names of letters,
 #' digits and `-`, `_`, `.` work in every Zarr implementation and file system.
 #'

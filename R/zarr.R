@@ -154,9 +154,15 @@ zarr <- R6::R6Class("zarr",
       if (is.null(node$parent)) {
         st <- private$.store
         if (st$read_only) zarr_abort("read_only", "the store is read-only")
-        st$erase_prefix("")
-        for (k in c("zarr.json", ".zarray", ".zattrs")) if (st$exists(k)) st$erase(k)
-        meta <- st$create_group("/", "")
+        # the array becomes an empty group in one step (v3: its zarr.json is
+        # replaced; v2: its .zarray goes first), then its chunks go: an
+        # interrupted deletion never leaves an array with holes, nor a
+        # store without a root
+        fmt <- as.integer(node$metadata[["zarr_format"]] %||% 3L)
+        for (k in c(".zarray", ".zattrs")) if (st$exists(k)) st$erase(k)
+        meta <- list(zarr_format = fmt, node_type = "group", attributes = named_list())
+        st$set_metadata("", meta)
+        store_erase_keys(st, setdiff(st$list_prefix(""), node_documents))
         private$open_root(meta)
       } else {
         node$parent$delete(node$name)
