@@ -9,6 +9,11 @@
 # loaded, and terra may load after it.
 cf_s4_env <- new.env()
 
+# The S3 classes of a zarr_array, as S4 sees them (setOldClass()): one
+# hierarchy for every package whose S4 methods take arrays (terra here,
+# DelayedArray in R/delayed.R); two different ones break dispatch.
+zarr_array_s3_classes <- c("zarr_array", "zarr_node", "zarr_object", "R6")
+
 cf_register_stars <- function(...) {
   ns <- asNamespace("stars")
   for (cl in c("zarr_array", "zarr_cf_data", "zarr_dataset"))
@@ -17,7 +22,7 @@ cf_register_stars <- function(...) {
 
 cf_register_terra <- function(...) {
   rast <- methods::getGeneric("rast", package = "terra")
-  methods::setOldClass(c("zarr_array", "zarr_node", "zarr_object", "R6"), where = cf_s4_env)
+  methods::setOldClass(zarr_array_s3_classes, where = cf_s4_env)
   methods::setOldClass("zarr_cf_data", where = cf_s4_env)
   methods::setMethod(rast, "zarr_array", function(x, ...) cf_rast(x$sel(...)), where = cf_s4_env)
   methods::setMethod(rast, "zarr_cf_data", function(x, ...) cf_rast(x), where = cf_s4_env)

@@ -349,7 +349,7 @@ define_delayed_classes <- function(where) {
   methods::setAs("ZarrRMatrix", "ZarrRArray", function(from) from, where = where)
 
   # a zarr_array (an R6 object) straight into DelayedArray() and as()
-  methods::setOldClass(c("zarr_array", "zarr_node", "R6"), where = where)
+  methods::setOldClass(zarr_array_s3_classes, where = where)
   set("DelayedArray", "zarr_array", function(seed) zarr_delayed(seed))
   methods::setAs("zarr_array", "DelayedArray", function(from) zarr_delayed(from), where = where)
   methods::setAs("zarr_array", "ZarrRArray", function(from) zarr_delayed(from), where = where)

@@ -187,3 +187,13 @@ test_that("xarray reads what as_zarr() writes from stars and data frames as the 
     expect_identical(got$temp$dtype, if (st == "s") "<f4" else "<f8", info = st)
   }
 })
+
+test_that("terra's rast() finds its zarr_array method when DelayedArray registered the class too", {
+  skip_if_not_installed("terra")
+  skip_if_not_installed("DelayedArray")
+  loadNamespace("DelayedArray") # registers zarr_array for DelayedArray's S4 methods
+  loadNamespace("terra")
+  m <- methods::selectMethod(terra::rast, "zarr_array", optional = TRUE)
+  expect_false(is.null(m))
+  expect_identical(methods::extends("zarr_array", "zarr_object"), TRUE)
+})
