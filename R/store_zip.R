@@ -42,7 +42,8 @@
 #' @examples
 #' zipfile <- tempfile(fileext = ".zip")
 #' z <- create_zarr(zipfile)
-#' z$add_array("/", "x", define_array("int32", c(2, 3)))[] <- 1:6
+#' a <- z$add_array("/", "x", define_array("int32", c(2, 3)))
+#' a[] <- 1:6
 #' z$store$close() # writes the zip file
 #' z2 <- open_zarr(zipfile)
 #' print(z2$store)
