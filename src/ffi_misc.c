@@ -371,31 +371,25 @@ static SEXP s3_list_build(void *data) {
 
 static void s3_list_cleanup(void *data) { xml_s3_list_free(data); }
 
-SEXP ffi_s3_parse_list(SEXP body, SEXP where) {
+/* One listing page of an object store, parsed by `parse` ("S3" or "Azure"
+ * in messages). */
+static SEXP parse_list(SEXP body, SEXP where, const char *service,
+                       int (*parse)(const uint8_t *, size_t, zs3list *, zerr *)) {
   need_raw(body);
   zs3list l;
   zerr e = {ZE_OK, ""};
-  if (xml_s3_list(RAW(body), (size_t)XLENGTH(body), &l, &e)) {
+  if (parse(RAW(body), (size_t)XLENGTH(body), &l, &e)) {
     char msg[ZARR_MSG_LEN + 200];
-    snprintf(msg, sizeof msg, "S3 listing of %.190s: %s", CHAR(STRING_ELT(where, 0)), e.msg);
+    snprintf(msg, sizeof msg, "%s listing of %.190s: %s", service, CHAR(STRING_ELT(where, 0)), e.msg);
     zarr_raise(e.kind, NULL, NULL, msg);
   }
   /* R allocations may jump: the page is freed whatever happens */
   return R_ExecWithCleanup(s3_list_build, &l, s3_list_cleanup, &l);
 }
 
-/* The same for an Azure List Blobs page. */
-SEXP ffi_azure_parse_list(SEXP body, SEXP where) {
-  need_raw(body);
-  zs3list l;
-  zerr e = {ZE_OK, ""};
-  if (xml_azure_list(RAW(body), (size_t)XLENGTH(body), &l, &e)) {
-    char msg[ZARR_MSG_LEN + 200];
-    snprintf(msg, sizeof msg, "Azure listing of %.190s: %s", CHAR(STRING_ELT(where, 0)), e.msg);
-    zarr_raise(e.kind, NULL, NULL, msg);
-  }
-  return R_ExecWithCleanup(s3_list_build, &l, s3_list_cleanup, &l);
-}
+SEXP ffi_s3_parse_list(SEXP body, SEXP where) { return parse_list(body, where, "S3", xml_s3_list); }
+
+SEXP ffi_azure_parse_list(SEXP body, SEXP where) { return parse_list(body, where, "Azure", xml_azure_list); }
 
 /* The text of the first <tag> of an XML document (an S3 error's Code or
  * Message), or NULL. */

@@ -1491,10 +1491,9 @@ out:
   return rc;
 }
 
-static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
-  hstore *hs = s->impl;
-  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->shown);
-  if (hs->multipart_size > 0 && (double)n > hs->multipart_size) return s3_multipart(hs, key, p, n, e);
+/* A value written in one PUT request (S3 and Azure, below their multipart
+ * size). */
+static int put_whole(hstore *hs, const char *key, const uint8_t *p, size_t n, zerr *e) {
   hreq rq;
   memset(&rq, 0, sizeof rq);
   rq.method = "PUT";
@@ -1504,6 +1503,13 @@ static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *
   int rc = s3_one(hs, key, &rq, &out, e);
   zbuf_free(&out);
   return rc;
+}
+
+static int s3_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  hstore *hs = s->impl;
+  if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the S3 store %s is read-only", hs->shown);
+  if (hs->multipart_size > 0 && (double)n > hs->multipart_size) return s3_multipart(hs, key, p, n, e);
+  return put_whole(hs, key, p, n, e);
 }
 
 /* Delete Object (S3) or Delete Blob (Azure). */
@@ -1949,15 +1955,7 @@ static int azure_set(zstore *s, const char *key, const uint8_t *p, size_t n, zer
   hstore *hs = s->impl;
   if (hs->read_only) return zerr_set(e, ZE_READ_ONLY, "the Azure store %s is read-only", hs->shown);
   if (hs->multipart_size > 0 && (double)n > hs->multipart_size) return azure_blocks(hs, key, p, n, e);
-  hreq rq;
-  memset(&rq, 0, sizeof rq);
-  rq.method = "PUT";
-  rq.body = p;
-  rq.body_n = n;
-  zbuf out = {NULL, 0, 0};
-  int rc = s3_one(hs, key, &rq, &out, e);
-  zbuf_free(&out);
-  return rc;
+  return put_whole(hs, key, p, n, e);
 }
 
 static const zstore_ops az_ops = {

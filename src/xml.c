@@ -136,6 +136,23 @@ static int parse_size(const char *t, double *out) {
   return 0;
 }
 
+/* Add a listed key (taken over by the listing) with the byte count of its
+ * size element, -1 when there is none; `kind` (ZE_S3, ZE_AZURE) for a size
+ * that is not a byte count. */
+static int list_add_key(zs3list *l, char *key, xmlNodePtr size, zerr_kind kind, zerr *e) {
+  l->keys[l->n_keys] = key;
+  l->sizes[l->n_keys++] = -1;
+  if (size == NULL) return 0;
+  char *t = text_of(size);
+  if (t == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  int bad = parse_size(t, &l->sizes[l->n_keys - 1]);
+  free(t);
+  if (bad)
+    return zerr_set(e, kind, "the listing gives '%.200s' a <%s> that is not a byte count", key, (const char *)size->name);
+  return 0;
+}
+
+
 int xml_s3_list(const uint8_t *p, size_t n, zs3list *l, zerr *e) {
   memset(l, 0, sizeof *l);
   const char *why;
@@ -165,18 +182,7 @@ int xml_s3_list(const uint8_t *p, size_t n, zs3list *l, zerr *e) {
       }
       char *key = text_of(k);
       if (key == NULL) goto nomem;
-      l->keys[l->n_keys] = key;
-      l->sizes[l->n_keys++] = -1;
-      if (s != NULL) {
-        char *t = text_of(s);
-        if (t == NULL) goto nomem;
-        int bad = parse_size(t, &l->sizes[l->n_keys - 1]);
-        free(t);
-        if (bad) {
-          rc = zerr_set(e, ZE_S3, "the listing gives the object '%.200s' a <Size> that is not a byte count", key);
-          goto done;
-        }
-      }
+      if ((rc = list_add_key(l, key, s, ZE_S3, e))) goto done;
     } else if (is_elem(x, "CommonPrefixes")) {
       xmlNodePtr k = child(x, "Prefix");
       if (k == NULL) continue; /* nothing to name */
@@ -272,18 +278,7 @@ int xml_azure_list(const uint8_t *p, size_t n, zs3list *l, zerr *e) {
       }
       char *key = name_of(k);
       if (key == NULL) goto nomem;
-      l->keys[l->n_keys] = key;
-      l->sizes[l->n_keys++] = -1;
-      if (s != NULL) {
-        char *t = text_of(s);
-        if (t == NULL) goto nomem;
-        int bad = parse_size(t, &l->sizes[l->n_keys - 1]);
-        free(t);
-        if (bad) {
-          rc = zerr_set(e, ZE_AZURE, "the listing gives the blob '%.200s' a <Content-Length> that is not a byte count", key);
-          goto done;
-        }
-      }
+      if ((rc = list_add_key(l, key, s, ZE_AZURE, e))) goto done;
     } else if (is_elem(x, "BlobPrefix")) {
       xmlNodePtr k = child(x, "Name");
       if (k == NULL) continue; /* nothing to name */
