@@ -48,6 +48,7 @@ check_array_metadata <- function(m, array = NULL, key = NULL) {
   fmt <- m[["zarr_format"]]
   if (!is.null(fmt) && !(is.numeric(fmt) && length(fmt) == 1L && fmt %in% c(2, 3)))
     fail("zarr_format", "must be 2 or 3")
+  if (identical(as.integer(fmt %||% 3L), 3L)) check_v3_extension_fields(m, "array", array, key)
   if (is.null(m[["shape"]])) zarr_abort("metadata", "metadata has no shape", array = array, key = key)
   if (!is_json_dims(m[["shape"]])) fail("shape", "must be an array of non-negative integers")
   n <- length(unlist(m[["shape"]]))
@@ -99,6 +100,29 @@ check_array_metadata <- function(m, array = NULL, key = NULL) {
   invisible(m)
 }
 
+# Top-level fields a v3 document may carry; pending_field is this package's
+# own marker of an interrupted resize (R/resize.R).
+v3_known_fields <- list(
+  array = c("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
+            "fill_value", "codecs", "attributes", "storage_transformers", "dimension_names", "pending"),
+  group = c("zarr_format", "node_type", "attributes", "consolidated_metadata"))
+
+# The v3 specification lets a writer add a field that readers may skip only
+# when it is an object with "must_understand": false; any other unknown field
+# changes the meaning of the data, so the node is refused.
+check_v3_extension_fields <- function(m, node_type, array = NULL, key = NULL) {
+  known <- v3_known_fields[[node_type]]
+  if (identical(node_type, "array")) known[known == "pending"] <- pending_field
+  for (f in setdiff(names(m), known)) {
+    v <- m[[f]]
+    if (!(is_json_object(v) && identical(v[["must_understand"]], FALSE)))
+      zarr_abort("metadata", sprintf(
+        "unknown metadata field '%s' is not marked \"must_understand\": false; the node cannot be read safely", f),
+        array = array, key = key)
+  }
+  invisible(m)
+}
+
 # A zarr.json document of any node.
 check_node_document <- function(m, key) {
   if (!is_json_object(m)) zarr_abort("metadata", "zarr.json is not a JSON object", key = key)
@@ -110,6 +134,7 @@ check_node_document <- function(m, key) {
     meta_fail("zarr_format", "must be 3", key = key)
   at <- m[["attributes"]]
   if (!is.null(at) && !is_json_object(at)) meta_fail("attributes", "must be a JSON object", key = key)
+  if (identical(nt, "group")) check_v3_extension_fields(m, "group", key = key)
   invisible(m)
 }
 
