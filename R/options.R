@@ -79,6 +79,13 @@
 #'   naming the URL instead of filling the memory. Byte-range requests
 #'   accept at most the bytes asked for. Bodies are taken as the server
 #'   stores them: a `Content-Encoding` such as gzip is never inflated.
+#' * `zarr.reference_local_targets`: Whether references read from a
+#'   remote location (a Kerchunk file or Parquet folder on a web server) may
+#'   name local files as targets (default `FALSE`). References that someone
+#'   else wrote could otherwise read any file this process can read and hand
+#'   its bytes back as array data; reading such a target fails with a
+#'   `zarr_error_store` naming it. References read from a local
+#'   file or a list may always name local files.
 #' * `zarr.s3_multipart_size`: Values larger than this many bytes
 #'   (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
 #'   size, uploaded concurrently (a multipart upload).
@@ -200,6 +207,7 @@ zarr_option_table <- function() list(
   http_connect_timeout = list(10, function(v) is_count(v, 0)),
   http_low_speed_time  = list(30, function(v) is_count(v, 0)),
   max_body_bytes       = list(2^31, function(v) is_count(v, 1)),
+  reference_local_targets = list(FALSE, is_flag),
   s3_multipart_size    = list(64 * 2^20, function(v) is_count(v, 5 * 2^20)),
   azure_block_size     = list(64 * 2^20, function(v) is_count(v, 2^20)),
   chunk_length         = list(100L, function(v) is_count(v, 1)),

@@ -222,7 +222,10 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       tnames <- unique(urls[has])
       tix <- rep(NA_integer_, length(keys))
       tix[has] <- match(urls[has], tnames) - 1L
-      res <- lapply(tnames, ref_resolve_target, base = base)
+      # references fetched from a server may not reach into local files
+      local_ok <- !grepl("^https?://", private$.secret$location %||% "", ignore.case = TRUE) ||
+        isTRUE(getOption("zarr.reference_local_targets", FALSE))
+      res <- lapply(tnames, ref_resolve_target, base = base, local_ok = local_ok)
       groups <- vapply(res, function(r) r$group, "")
       ugroups <- unique(groups[nzchar(groups)])
       stores <- lapply(ugroups, function(g) res[[match(g, groups)]]$make())
@@ -571,7 +574,7 @@ ref_parquet_rows <- function(df, keys, what) {
 # What serves a target URL: list(group, make, key, error, shown). `group`
 # names the sub-store ("" when none can serve it: then `error` says why);
 # `make()` creates it; `key` is the target's key in it.
-ref_resolve_target <- function(url, base) {
+ref_resolve_target <- function(url, base, local_ok = TRUE) {
   shown <- redact(url)
   none <- function(msg) list(group = "", make = NULL, key = "", error = msg, shown = shown)
   if (!nzchar(url)) return(none("a reference has an empty URL"))
@@ -605,6 +608,9 @@ ref_resolve_target <- function(url, base) {
                 make = function() .Call(ffi_store_http, url_encode_path(host), query, http_options()),
                 key = key, error = "", shown = shown))
   }
+  if (!local_ok)
+    return(none(sprintf(paste("references read from a remote location may not name the local file '%s'",
+                              "(options(zarr.reference_local_targets = TRUE) allows it)"), shown)))
   p <- normalizePath(path.expand(url), winslash = "/", mustWork = FALSE)
   list(group = "file", make = function() .Call(ffi_store_local, ""),
        key = sub("^/+", "", p), error = "", shown = shown)

@@ -299,3 +299,26 @@ test_that("one array with chunks in a local file and on a web server", {
   z <- zarr$new(zarr_refstore$new(refs))
   expect_error(z[["/temp"]][], class = "zarr_error_store", regexp = "gone.nc.*does not exist")
 })
+
+test_that("references on a server may not read local files unless allowed", {
+  secret <- file.path(withr::local_tempdir(), "secret.bin")
+  writeBin(as.raw(1:8), secret)
+  # one chunk points at a local file, by path and by file:// URL
+  for (target in c(secret, paste0("file://", secret))) {
+    refs <- list(version = 1L, refs = list(
+      ".zgroup" = '{"zarr_format": 2}',
+      "x/.zarray" = '{"zarr_format": 2, "shape": [8], "chunks": [8], "dtype": "|u1", "compressor": null, "fill_value": 0, "filters": null, "order": "C"}',
+      "x/0" = list(target, 0L, 8L)))
+    srv_dir <- withr::local_tempdir()
+    ref_write_json(refs, file.path(srv_dir, "refs.json"))
+    srv <- http_server(srv_dir)
+    z <- open_zarr(srv$url_of("refs.json"))
+    expect_error(z[["/x"]][], class = "zarr_error_store", regexp = "local file")
+    withr::with_options(list(zarr.reference_local_targets = TRUE), {
+      z <- open_zarr(srv$url_of("refs.json"))
+      expect_identical(z[["/x"]][], 1:8)
+    })
+    # the same document read from a local file may name local files
+    expect_identical(open_zarr(paste0("reference+json://", file.path(srv_dir, "refs.json")))[["/x"]][], 1:8)
+  }
+})
