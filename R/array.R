@@ -674,6 +674,8 @@ parse_array_metadata <- function(m, path = NULL) {
   bad <- function(msg) zarr_abort("metadata", msg, array = path)
   if (!is.list(m) || !identical(m[["node_type"]], "array")) bad("metadata does not describe an array")
   check_array_metadata(m, path)
+  # v3 drafts (GDAL 3.6 wrote them) could leave out "codecs": the bytes codec, little endian
+  if (!"codecs" %in% names(m)) m[["codecs"]] <- list(list(name = "bytes", configuration = list(endian = "little")))
   fmt <- as.integer(m[["zarr_format"]] %||% 3L)
   shape <- check_shape(m[["shape"]], "shape")
   if (length(m[["storage_transformers"]]))

@@ -250,7 +250,10 @@ zarr_codec_transpose <- R6::R6Class("zarr_codec_transpose",
       super$initialize("transpose", list())
       private$.n <- as.integer(shape_length)
       ord <- configuration[["order"]]
-      self$order <- if (is.null(ord)) rev(seq_len(private$.n) - 1L) else unlist(ord)
+      # "C" and "F": the orders of early v3 drafts (zarrita.py wrote them): as stored, reversed
+      if (identical(ord, "C")) ord <- seq_len(private$.n) - 1L
+      if (is.null(ord) || identical(ord, "F")) ord <- rev(seq_len(private$.n) - 1L)
+      self$order <- unlist(ord)
       private$.from <- "array"
       private$.to <- "array"
     },

@@ -81,7 +81,8 @@ check_array_metadata <- function(m, array = NULL, key = NULL) {
       fail("chunk_key_encoding.configuration.separator", "must be a string")
   }
   codecs <- m[["codecs"]]
-  if (!is.list(codecs) || is_json_object(codecs) && length(codecs))
+  # no "codecs" at all: an early v3 draft, read as plain little-endian bytes (parse_array_metadata())
+  if (!is.null(codecs) && (!is.list(codecs) || is_json_object(codecs) && length(codecs)))
     fail("codecs", "must be an array of codecs")
   for (i in seq_along(codecs)) check_codec_entry(codecs[[i]], sprintf("codecs[%d]", i), array, key)
   dn <- m[["dimension_names"]]

@@ -155,3 +155,11 @@ check_fixture_entry <- function(key, e, fixture_array) {
     testthat::expect_identical(fixture_problems(e, fixture_array(e)), character(), info = key)
   }
 }
+
+# ../shared/realworld: arrays other projects wrote (skips when absent)
+realworld_dir <- function(sub = NULL) {
+  d <- file.path(Sys.getenv("ZARR_FIXTURES_DIR", "../../../shared/fixtures"), "..", "realworld")
+  if (!is.null(sub)) d <- file.path(d, sub)
+  skip_if_not(dir.exists(d), sprintf("../shared/realworld/%s is not here", sub %||% ""))
+  d
+}

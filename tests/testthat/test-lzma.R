@@ -3,12 +3,6 @@
 # format, check, preset and filter kind, and stores this package writes that
 # zarr-python reads.
 
-realworld_dir <- function() {
-  d <- file.path(Sys.getenv("ZARR_FIXTURES_DIR", "../../../shared/fixtures"), "..", "realworld")
-  skip_if_not(dir.exists(d), "../shared/realworld is not here")
-  d
-}
-
 py_dump_array <- '
 import zarr
 emit(describe(zarr.open(sys.argv[1], mode="r")))
