@@ -208,10 +208,10 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
 }
 
 /* Thread 0, between tasks: a user interrupt stops the call (checked at most
- * every 50 ms: the check itself is not free). */
+ * every 50 ms of wall time: the check itself is not free). */
 static int engine_poll(void *ctx) {
   engine *g = ctx;
-  double now = (double)clock() / CLOCKS_PER_SEC;
+  double now = zarr_now();
   if (now < g->next_poll) return 0;
   g->next_poll = now + 0.05;
   if (!progress_poll() && !interrupt_pending()) return 0;
@@ -1056,7 +1056,10 @@ static zstr *strings_from_r(SEXP x, const zstr *fill) {
 typedef struct {
   uint8_t *p;
   size_t n;
+  engine *g; /* polled between pieces: pre-faulting gigabytes takes seconds */
 } prefault_ctx;
+
+static int prefault_poll(void *ctx) { return engine_poll(((prefault_ctx *)ctx)->g); }
 
 static void prefault_task(void *ctx, size_t i, int thread) {
   (void)thread;
@@ -1070,7 +1073,7 @@ static void prefault_task(void *ctx, size_t i, int thread) {
 #endif
 }
 
-static void prefault(uint8_t *p, size_t n, int nthreads) {
+static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
   long pg = sysconf(_SC_PAGESIZE);
   if (n < PREFAULT_MIN || pg <= 0) return;
   uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -1084,8 +1087,8 @@ static void prefault(uint8_t *p, size_t n, int nthreads) {
   uintptr_t hb = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
   if (hb > ha) (void)madvise((void *)ha, (size_t)(hb - ha), MADV_HUGEPAGE);
 #endif
-  prefault_ctx c = {(uint8_t *)a, (size_t)(b - a)};
-  parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, NULL);
+  prefault_ctx c = {(uint8_t *)a, (size_t)(b - a), g};
+  parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, prefault_poll);
 }
 
 /* What identifies an array's chunks in the cache besides their keys: every
@@ -1177,10 +1180,13 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   cache_setup(&g, spec, opts);
   g.tb = tbufs_new(g.nthreads);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  if (!strings && getenv("ZARR_NO_PREFAULT") == NULL)
-    prefault(g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
+  /* a store whose requests take the time (get_many: remote) starts them at
+   * once; its pages fault in while the bytes arrive */
+  int remote = g.st->ops->get_many != NULL && !g.st->ops->main_thread;
+  if (!strings && !remote && getenv("ZARR_NO_PREFAULT") == NULL)
+    prefault(&g, g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
   progress_total(g.njobs);
-  engine_fetch(&g, NULL, g.njobs);
+  if (!g.failed) engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) {
     zstr fill;
     memcpy(&fill, a.fill, sizeof fill);

@@ -127,9 +127,17 @@ static void batch_fail(batch *b, const zerr *e) {
 
 static int batch_stopped(const batch *b) { return __atomic_load_n(b->stop, __ATOMIC_ACQUIRE) != 0; }
 
+/* Seconds on a monotonic clock: when to poll again. (Not clock(): the
+ * process's CPU time stands still while it waits for the network.) */
+double zarr_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The R thread, between tasks: at most every 50 ms (the check is not free). */
 static int batch_poll(batch *b) {
-  double now = (double)clock() / CLOCKS_PER_SEC;
+  double now = zarr_now();
   if (now < b->next_poll) return batch_stopped(b);
   b->next_poll = now + 0.05;
   if (progress_poll() || interrupt_pending()) {

@@ -84,6 +84,7 @@ zstore *store_from(SEXP ptr);
 SEXP store_wrap(zstore *s, SEXP keep);
 int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
                 volatile int *stop, zerr *e);
+double zarr_now(void); /* seconds, monotonic: for polling intervals */
 /* The store's name in the decoded-chunk cache (R thread; made on first use). */
 const char *store_ident(zstore *s);
 void store_raise(zstore *s, const zerr *e, const char *array, const char *key)
