@@ -1001,8 +1001,12 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
 
 /* Main thread only: handles -> R strings (or raw vectors). Text equal to
  * `na_fill` (when not NULL) becomes NA, as the fill value of other types. */
-static void strings_to_r(SEXP out, const zstr *h, int64_t n, zrtype rt, const zstr *na_fill) {
+static void strings_to_r(engine *g, SEXP out, const zstr *h, int64_t n, zrtype rt,
+                         const zstr *na_fill) {
   for (int64_t i = 0; i < n; i++) {
+    /* millions of strings take seconds: stop on an interrupt (the caller
+     * frees the text, then raises) */
+    if ((i & 65535) == 65535 && engine_poll(g)) return;
     if (na_fill != NULL && h[i].ptr != NULL && h[i].len == na_fill->len &&
         (h[i].len == 0 || memcmp(h[i].ptr, na_fill->ptr, (size_t)h[i].len) == 0)) {
       SET_STRING_ELT(out, (R_xlen_t)i, NA_STRING);
@@ -1096,7 +1100,7 @@ static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
  * they go (a new codec, a resize), not how the values reach R. */
 static uint64_t spec_hash(uint64_t h, SEXP x) {
   int t = TYPEOF(x);
-  R_xlen_t n = t == NILSXP ? 0 : XLENGTH(x);
+  R_xlen_t n = isVector(x) ? XLENGTH(x) : 0;
   h = zcache_hash(h, &t, sizeof t);
   h = zcache_hash(h, &n, sizeof n);
   switch (t) {
@@ -1190,7 +1194,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   if (strings && !g.failed) {
     zstr fill;
     memcpy(&fill, a.fill, sizeof fill);
-    strings_to_r(out, (const zstr *)g.rdata, total, a.rtype,
+    strings_to_r(&g, out, (const zstr *)g.rdata, total, a.rtype,
                  g.na && a.rtype == RT_STRING ? &fill : NULL);
   }
   tbufs_free(g.tb, g.nthreads);
