@@ -11,6 +11,16 @@ skip_interrupts <- function() {
   skip_if_not_installed("processx")
 }
 
+# An interrupt that lands in R code before the call reaches C (a loaded
+# machine) is R's own: try again, later in the call.
+interrupt_in_c <- function(setup, call, delay, ...) {
+  for (d in c(delay, delay * 2, delay * 3)) {
+    res <- interrupt_child(setup, call, d, ...)
+    if (!identical(res$class, c("interrupt", "condition"))) break
+  }
+  res
+}
+
 expect_interrupted <- function(res) {
   if (!"interrupt" %in% res$class) print(res[c("class", "output", "error")])
   expect_true(all(c("zarr_error_interrupted", "zarr_error", "interrupt") %in% res$class))
@@ -25,14 +35,14 @@ big_fill_read <- sprintf(paste(
 test_that("a read is interrupted while its result is pre-faulted, and while chunks are decoded", {
   skip_interrupts()
   # ~1 GB of fill values: pre-faulting it takes seconds here
-  res <- interrupt_child(big_fill_read, "x <- a[]", delay = 0.3)
+  res <- interrupt_in_c(big_fill_read, "x <- a[]", delay = 0.3)
   expect_interrupted(res)
   # without pre-faulting: the workers copying (reversed rows, element by element)
-  res <- interrupt_child(big_fill_read, "x <- a[rev(seq_len(12000)), ]", delay = 0.3,
+  res <- interrupt_in_c(big_fill_read, "x <- a[rev(seq_len(12000)), ]", delay = 0.3,
                          env = c(ZARR_NO_PREFAULT = "1"))
   expect_interrupted(res)
   # R frees the result: the session goes on (a second read in the same child)
-  res <- interrupt_child(big_fill_read, "x <- a[]", delay = 0.3,
+  res <- interrupt_in_c(big_fill_read, "x <- a[]", delay = 0.3,
                          after = "r <- paste(r, length(a[1:2, 1:2]) == 4L)")
   expect_true(grepl("TRUE", res$output))
 })
@@ -46,7 +56,7 @@ test_that("a write is interrupted while chunks are encoded, and leaves no torn c
                  "d$remove_codec('zstd'); d$add_codec('gzip', list(level = 9))",
                  "a <- z$add_array('/', 'w', d)",
                  "set.seed(1); v <- matrix(round(runif(6e6), 3), 2000, 3000)", sep = "; ")
-  res <- interrupt_child(setup, "a[] <- v", delay = 0.6)
+  res <- interrupt_in_c(setup, "a[] <- v", delay = 0.6)
   expect_interrupted(res)
   set.seed(1)
   v <- matrix(round(runif(6e6), 3), 2000, 3000)
@@ -76,6 +86,6 @@ test_that("a remote read is interrupted while its requests are under way", {
   url <- srv$url_of("r.zarr", profile = "latency=400")
   # 64 chunks, 2 at a time, 0.4 s each: about 13 s uninterrupted
   setup <- sprintf("options(zarr.http_concurrency = 2); a <- open_zarr('%s')$root[['x']]", url)
-  res <- interrupt_child(setup, "x <- a[]", delay = 1)
+  res <- interrupt_in_c(setup, "x <- a[]", delay = 1)
   expect_interrupted(res)
 })
