@@ -28,11 +28,16 @@ write_setup <- paste(sprintf("z <- create_zarr(tempfile(tmpdir = '%s'))", wdir),
                      "d$remove_codec('zstd'); d$add_codec('gzip', list(level = 9))",
                      "a <- z$add_array('/', 'w', d)",
                      "v <- matrix(round(runif(6e6), 3), 2000, 3000)", sep = "; ")
+zstd_setup <- paste(sprintf("z <- create_zarr(tempfile(tmpdir = '%s'))", wdir),
+                    "d <- define_array('float64', c(6000, 6000)); d$chunk_shape <- c(500, 500)",
+                    "a <- z$add_array('/', 'w', d)",
+                    "v <- matrix(round(runif(36e6), 3), 6000, 6000)", sep = "; ")
 stages <- list(
   list(name = "pre-faulting a 1.3 GB result", setup = big, call = "x <- a[]", env = character()),
   list(name = "decoding (workers copying 1.3 GB)", setup = big, call = "x <- a[rev(seq_len(16000)), ]",
        env = c(ZARR_NO_PREFAULT = "1")),
-  list(name = "encoding a write (gzip 9)", setup = write_setup, call = "a[] <- v", env = character())
+  list(name = "encoding a write (zstd 1, the default)", setup = zstd_setup, call = "a[] <- v", env = character()),
+  list(name = "encoding a write (gzip 9, 2 MB chunks)", setup = write_setup, call = "a[] <- v", env = character())
 )
 
 # the remote stage: the HTTP test server, every request 400 ms late
