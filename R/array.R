@@ -478,6 +478,19 @@ zarr_array <- R6::R6Class("zarr_array",
       if (!missing(value)) zarr_abort("read_only", "chunking is read-only")
       private$.grid
     },
+    #' @field chunk_cache_bytes `NULL` (default): the array's decoded chunks
+    #'   may fill the decoded-chunk cache up to its size, the option
+    #'   `zarr.chunk_cache_bytes` (see [zarr-options]). A number: at most that
+    #'   many bytes of this array's chunks are kept (0: none; its reads
+    #'   neither use nor fill the cache). Set for this array object, not
+    #'   stored.
+    chunk_cache_bytes = function(value) {
+      if (missing(value)) return(private$.cache_bytes)
+      if (!is.null(value) && !is_count(value, 0))
+        zarr_abort("argument", "chunk_cache_bytes must be NULL or a number of bytes, at least 0", array = self$path)
+      private$.cache_bytes <- value
+      if (!is.null(private$.grid)) private$.grid$cache_bytes <- value
+    },
     #' @field chunk_separator (read-only) The separator in chunk keys.
     chunk_separator = function(value) {
       if (!missing(value)) zarr_abort("read_only", "chunk_separator is read-only")
@@ -506,6 +519,7 @@ zarr_array <- R6::R6Class("zarr_array",
   ),
   private = list(
     .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL,
+    .cache_bytes = NULL,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
     is_json2 = function() "json2" %in% private$.codecs$names,
@@ -530,6 +544,7 @@ zarr_array <- R6::R6Class("zarr_array",
       cg$store <- private$.store
       cg$chunk_encoding <- p$key_encoding
       cg$array_prefix <- self$prefix
+      cg$cache_bytes <- private$.cache_bytes
       private$.grid <- cg
     },
 

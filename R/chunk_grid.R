@@ -194,6 +194,14 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (missing(value)) return(private$.store)
       private$.store <- value
     },
+    #' @field cache_bytes `NULL`, or the most bytes of the array's decoded
+    #'   chunks the decoded-chunk cache may hold (the array's
+    #'   `chunk_cache_bytes`).
+    cache_bytes = function(value) {
+      if (missing(value)) return(private$.cache_bytes)
+      private$.cache_bytes <- value
+      private$.spec <- NULL
+    },
     #' @field array_prefix The store prefix of the array (for example "group/array/").
     array_prefix = function(value) {
       if (missing(value)) return(private$.prefix)
@@ -204,7 +212,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   ),
   private = list(
     .shape = NULL, .chunk = NULL, .dt = NULL, .codecs = NULL, .store = NULL,
-    .prefix = "", .path = "/", .spec = NULL,
+    .prefix = "", .path = "/", .spec = NULL, .cache_bytes = NULL,
     .encoding = list(name = "default", separator = "/"),
     check_ready = function() {
       if (is.null(private$.dt) || is.null(private$.codecs) || is.null(private$.store))
@@ -230,7 +238,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
           else chain_c_spec(private$.codecs),
         key_prefix = private$.prefix,
         key_sep = private$.encoding$separator,
-        key_v2 = identical(private$.encoding$name, "v2")
+        key_v2 = identical(private$.encoding$name, "v2"),
+        cache_bytes = private$.cache_bytes
       )
       private$.spec
     }

@@ -15,7 +15,7 @@ redact <- function(x) {
   .Call(ffi_redact, y)
 }
 
-zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL) {
+zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL, interrupt = FALSE) {
   where <- character()
   if (length(array) && nzchar(array)) where <- c(where, sprintf("array '%s'", array))
   if (length(key) && nzchar(key)) where <- c(where, sprintf("key '%s'", key))
@@ -32,15 +32,17 @@ zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL) {
     fields$status <- if (length(m) && nzchar(m[5L])) as.integer(m[5L]) else NA_integer_
   }
   cond <- structure(
-    class = c(paste0("zarr_error_", kind), extra, "zarr_error", "error", "condition"),
+    class = c(paste0("zarr_error_", kind), extra, "zarr_error", "error", if (interrupt) "interrupt", "condition"),
     fields
   )
   stop(cond)
 }
 
 # Called from C (errors.c) after the C side has released its resources.
+# From C, "interrupted" is the user's interrupt (Ctrl-C) stopping a call:
+# also of R's class "interrupt", so that tryCatch(interrupt = ) sees it.
 c_error <- function(kind, message, array = NULL, key = NULL) {
-  zarr_abort(kind, message, array = array, key = key)
+  zarr_abort(kind, message, array = array, key = key, interrupt = identical(kind, "interrupted"))
 }
 
 zarr_warn <- function(kind, message) {

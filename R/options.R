@@ -93,6 +93,21 @@
 #'   (default 64 MiB, at least 1 MiB) are written to Azure Blob storage as
 #'   blocks of this size, uploaded concurrently (Put Block, then Put Block
 #'   List).
+#' * `zarr.chunk_cache_bytes`: The size in bytes of the decoded-chunk cache
+#'   (default 64 MiB; 0 turns it off), one for the whole session. Reads that
+#'   select part of a chunk keep the decoded chunk there (for sharded arrays:
+#'   the inner chunks they select part of, and the shard's index), so that
+#'   the next read of the same chunk, such as an overlapping window or the
+#'   next pixel of a time series, copies it instead of fetching and decoding
+#'   it again; the least recently used chunks make room for new ones. Reads
+#'   that select every element of a chunk use a chunk the cache holds but do
+#'   not keep it, so whole reads never fill the cache. Writes, resizes and
+#'   deletions through this package (and a store's `set()` and `erase()`)
+#'   drop the chunks they change; changes made by other processes or other
+#'   software are not seen: call [zarr_clear_cache()] after them. A
+#'   [zarr_array]'s `chunk_cache_bytes` field caps what one array may hold.
+#'   The `cache_hits`, `cache_misses` and `cache_bytes` of a store's
+#'   `io_stats()` show what the cache did. Strings are not cached.
 #' * `zarr.progress`: Unset (default): in interactive sessions, reads,
 #'   writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
 #'   longer than about 2 seconds show a progress bar (with the \pkg{cli}
@@ -129,7 +144,8 @@ zarr_num_threads <- function() {
 engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
   list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na,
        range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
-       range_max = zarr_num_option("zarr.range_max", 16777216, 1))
+       range_max = zarr_num_option("zarr.range_max", 16777216, 1),
+       cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0))
 }
 
 # A numeric option: its default when unset, an error when not a number >= min.
@@ -213,7 +229,7 @@ zarr_option_table <- function() list(
   chunk_length         = list(100L, function(v) is_count(v, 1)),
   min_compress         = list(100L, function(v) is_count(v, 1)),
   eps                  = list(sqrt(.Machine$double.eps), function(v) is_count(v, 0) && v > 0),
-  chunk_cache_bytes    = list(64 * 2^20, function(v) is_count(v, 1)),
+  chunk_cache_bytes    = list(64 * 2^20, function(v) is_count(v, 0)),
   group_style          = list(c("blue", "bold"), is_text),
   array_style          = list(c("green", "bold"), is_text),
   label_style          = list(c("black", "bold"), is_text),
@@ -242,8 +258,8 @@ option_value <- function(key, entry) {
 #' are accepted too: `chunk_length` (the longest chunk side chosen by
 #' [auto_chunk()]) and the style keys for printing (`group_style`,
 #' `array_style`, `label_style`, `text_style`, `minor_style`);
-#' `min_compress`, `eps` and `chunk_cache_bytes` are kept so that code which
-#' sets them runs, but change nothing here (writes are not cached, for one).
+#' `min_compress` and `eps` are kept so that code which sets them runs, but
+#' change nothing here.
 #' A value that does not suit the option is ignored and the option keeps its
 #' value. [save_options()] keeps the options for later sessions.
 #'

@@ -265,8 +265,13 @@ zarr_store <- R6::R6Class("zarr_store",
 
     #' @description Requests made by the C engine and bytes they returned
     #'   since the store was opened (local, zip and HTTP stores count reads of
-    #'   chunks, shard indexes and byte ranges).
-    #' @return A named numeric vector: `requests`, `bytes`.
+    #'   chunks, shard indexes and byte ranges), and what the decoded-chunk
+    #'   cache did for them (see `zarr.chunk_cache_bytes` in [zarr-options]).
+    #' @return A named numeric vector: `requests`, `bytes`; `cache_hits` and
+    #'   `cache_misses`, the chunks (or inner chunks of shards) of this store
+    #'   that reads found and did not find in the cache (reads that select
+    #'   whole chunks look only when the cache holds something); `cache_bytes`,
+    #'   the bytes the cache holds now, for all stores.
     io_stats = function() .Call(ffi_store_stats, self$io_spec())
   ),
   active = list(

@@ -96,6 +96,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     erase = function(key) {
       private$check_writable()
       p <- private$path(key)
+      cache_forget(self, key, prefix = node_prefix(key))
       if (is_link(p)) return(invisible(unlink(p, recursive = TRUE) == 0L && !is_link(p))) # the link only
       if (dir.exists(p)) {
         # refuse before anything is removed: only the node's own documents
@@ -121,6 +122,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
       if (!dir.exists(dir)) return(invisible(FALSE))
       was_group <- self$is_group(prefix)
+      cache_forget(self, prefix = prefix)
       if (nzchar(prefix) && is_link(dir)) unlink(dir, recursive = TRUE) # the link only
       else unlink(file.path(dir, list.files(dir, all.files = TRUE, no.. = TRUE)), recursive = TRUE)
       if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
@@ -186,6 +188,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       private$check_writable()
       if (!is.raw(value)) zarr_abort("value", "store values must be raw vectors", key = key)
       .Call(ffi_file_write, private$path(key), value)
+      cache_forget(self, key)
       invisible(self)
     },
 

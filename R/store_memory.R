@@ -44,6 +44,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @param key The key.
     #' @return `TRUE`, invisibly.
     erase = function(key) {
+      cache_forget(self, key, prefix = node_prefix(key))
       if (self$exists(key)) rm(list = key, envir = private$.data)
       below <- self$list_prefix(node_prefix(key))
       if (length(below) && nzchar(key)) rm(list = below, envir = private$.data)
@@ -56,6 +57,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     erase_prefix = function(prefix) {
       prefix <- node_prefix(prefix)
       was_group <- self$is_group(prefix)
+      cache_forget(self, prefix = prefix)
       keys <- self$list_prefix(prefix)
       if (length(keys)) rm(list = keys, envir = private$.data)
       if (was_group) self$set_metadata(prefix, list(zarr_format = self$version, node_type = "group",
@@ -90,6 +92,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
       check_key(key)
       if (!is.raw(value)) zarr_abort("value", "store values must be raw vectors", key = key)
       assign(key, value, envir = private$.data)
+      cache_forget(self, key)
       invisible(self)
     },
 

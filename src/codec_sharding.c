@@ -165,6 +165,7 @@ typedef struct {
  * group's inner chunk bytes, and those bytes merged into ranges to fetch. */
 typedef struct {
   int64_t k;          /* group */
+  int64_t lin;        /* its inner chunk: C-order index */
   uint64_t off, len;  /* its inner chunk in the shard */
 } shard_item;
 
@@ -344,7 +345,7 @@ static int sharding_decode(const zchain *ch, const uint8_t *src, size_t n, zslab
         break;
       }
       rc = env->part(env, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, NULL,
-                     innerbuf, depth + 1, e);
+                     innerbuf, depth + 1, -1, e);
       if (rc == 0) shard_inner_copy(ch, ic, dst_chunk, innerbuf, env->elsize, 0);
     }
     free(innerbuf);
@@ -365,8 +366,12 @@ static int sharding_decode(const zchain *ch, const uint8_t *src, size_t n, zslab
       rc = zerr_set(e, ZE_CORRUPT, "shard index points outside the shard");
       break;
     }
+    if (!miss && (rc = env->cached(env, in, lin, &sub, depth + 1, e)) != 0) {
+      rc = rc < 0 ? -1 : 0;
+      continue;
+    }
     rc = env->part(env, in, miss ? NULL : src + off, miss ? 0 : (size_t)len, miss, 0, &sub, NULL,
-                   depth + 1, e);
+                   depth + 1, lin, e);
   }
   shard_groups_free(&sg);
   free(index);
@@ -411,13 +416,18 @@ static int sharding_plan_next(const zchain *ch, const uint8_t *p, size_t n, zsla
     zslab sub;
     int64_t lin = shard_group_slab(&sp->sg, sp->cps, ch->order, k, &sub);
     if (inner_missing(index, lin)) {
-      rc = env->part(env, ch->inner, NULL, 0, 1, 0, &sub, NULL, 1, e);
+      rc = env->part(env, ch->inner, NULL, 0, 1, 0, &sub, NULL, 1, -1, e);
+      continue;
+    }
+    int got = env->cached(env, ch->inner, lin, &sub, 1, e); /* nothing to fetch */
+    if (got != 0) {
+      rc = got < 0 ? -1 : 0;
       continue;
     }
     uint64_t off = index[2 * lin], len = index[2 * lin + 1];
     if (len == 0 || off > UINT64_MAX - len || off + len > (uint64_t)INT64_MAX)
       rc = zerr_set(e, ZE_CORRUPT, "shard index holds an impossible range");
-    sp->items[nitems++] = (shard_item){k, off, len};
+    sp->items[nitems++] = (shard_item){k, lin, off, len};
   }
   free(index);
   if (rc) return rc;
@@ -472,7 +482,7 @@ static int sharding_decode_partial(const zchain *ch, const void *plan, int64_t k
     zslab sub;
     shard_group_slab(&sp->sg, sp->cps, ch->order, it->k, &sub);
     rc = env->part(env, ch->inner, src + (it->off - sr->off), (size_t)it->len, 0, writable, &sub,
-                   NULL, 1, e);
+                   NULL, 1, it->lin, e);
   }
   return rc;
 }

@@ -21,6 +21,7 @@
 #include "store.h"
 #include "progress.h"
 #include "engine.h"
+#include "chunk_cache.h"
 
 #define KEY_CAP 4096
 #define MAX_DEPTH ZENGINE_MAX_DEPTH
@@ -143,6 +144,9 @@ typedef struct {
   zbuf a[MAX_DEPTH], b[MAX_DEPTH], elem[MAX_DEPTH];
   zbuf whole; /* a point selection: the chunk being read, decoded whole */
   zpool *pools; /* string text decoded by this thread; freed after the call */
+  const char *key; /* the chunk this thread is decoding, and its job */
+  int64_t job;
+  int from_cache;  /* its first request's bytes came from the cache */
 } tbufs;
 
 typedef struct {
@@ -173,6 +177,16 @@ typedef struct {
   uint8_t **out;             /* encoded chunk per job (main-thread stores) */
   size_t *out_n;
   int *out_state;            /* 0 untouched, 1 written, 2 erased (all fill) */
+  /* the decoded-chunk cache (chunk_cache.c), reads only: cache = 1 when
+   * this call looks chunks up; whole = 1 when whole chunks are entries
+   * (else a shard's index and inner chunks are); fillable[job]: the job's
+   * chunk is partly selected, so what it decodes is kept */
+  int cache, cache_whole;
+  const char *cache_ident;
+  uint64_t cache_meta, cache_owner;
+  size_t cache_owner_cap;
+  char *fillable;
+  zcache_entry **hits;       /* a batch's jobs found in the cache */
   /* results */
   tbufs *tb;
   int interrupted;
@@ -194,10 +208,10 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
 }
 
 /* Thread 0, between tasks: a user interrupt stops the call (checked at most
- * every 50 ms: the check itself is not free). */
+ * every 50 ms of wall time: the check itself is not free). */
 static int engine_poll(void *ctx) {
   engine *g = ctx;
-  double now = (double)clock() / CLOCKS_PER_SEC;
+  double now = zarr_now();
   if (now < g->next_poll) return 0;
   g->next_poll = now + 0.05;
   if (!progress_poll() && !interrupt_pending()) return 0;
@@ -237,15 +251,87 @@ static int decode_into(engine *g, const zchain *ch, const uint8_t *src, size_t n
                        int writable, zslab *slab, tbufs *tb, int depth, uint8_t *dst_chunk,
                        zconv *cv, zerr *e);
 
-/* A codec's parts come back to the engine's own decoding. */
+static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
+                uint8_t *dst_chunk, zconv *cv, zerr *e);
+static int points_copy(const engine *g, const zchain *ch, int64_t job, uint8_t *chunk,
+                       int fill_only, int dir, zconv *cv);
+
+/* ---- the decoded-chunk cache ------------------------------------------------- */
+
+/* Copy what a job (or a part of its chunk, depth > 0) selects out of a
+ * decoded chunk, or out of the fill value when it is missing. */
+static int serve(engine *g, const zchain *ch, int64_t job, const uint8_t *elems, int missing,
+                 zslab *slab, int depth, zconv *cv, zerr *e) {
+  if (g->pts && depth == 0) {
+    if (points_copy(g, ch, job, (uint8_t *)(missing ? g->arr->fill : elems), missing, 0, cv))
+      return zerr_set(e, ZE_CODEC, "no conversion from this data type to R");
+    return 0;
+  }
+  return emit(g, ch, missing ? g->arr->fill : elems, slab, NULL, cv, e);
+}
+
+/* Decode a unit (a chunk, or part `part` of one) whole into a buffer of its
+ * own, serve the selection from it, and hand it to the cache. */
+static int fill_unit(engine *g, const zchain *ch, const char *key, int64_t job, int64_t part,
+                     const uint8_t *src, size_t n, int missing, int writable, zslab *slab,
+                     tbufs *tb, int depth, zconv *cv, zerr *e) {
+  size_t nb = missing ? 0 : (size_t)chain_nelem(ch) * g->arr->elsize;
+  uint8_t *buf = missing ? NULL : malloc(nb ? nb : 1);
+  if (!missing && buf == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
+  if (!missing && decode_into(g, ch, src, n, 0, writable, NULL, tb, depth, buf, cv, e)) {
+    free(buf);
+    return -1;
+  }
+  if (serve(g, ch, job, buf, missing, slab, depth, cv, e)) {
+    free(buf);
+    return -1;
+  }
+  zcache_put(g->cache_ident, key, g->cache_meta, part, g->cache_owner, g->cache_owner_cap, buf, nb,
+             missing);
+  return 0;
+}
+
+/* Does the slab select as many elements as the chunk holds along every
+ * dimension (a whole read): then what is decoded is not kept. */
+static int slab_covers(const zchain *ch, const zslab *s) {
+  for (int d = 0; d < s->ndim; d++)
+    if (s->dim[d].cnt < ch->chunk_shape[d]) return 0;
+  return 1;
+}
+
+/* A codec's parts come back to the engine's own decoding; the parts of a
+ * partly selected chunk that are partly selected themselves are kept. */
 static int env_part(const zdec_env *env, const zchain *ch, const uint8_t *src, size_t n,
-                    int missing, int writable, zslab *slab, uint8_t *dst, int depth, zerr *e) {
-  return decode_into(env->engine, ch, src, n, missing, writable, slab, env->thread, depth, dst,
+                    int missing, int writable, zslab *slab, uint8_t *dst, int depth, int64_t id,
+                    zerr *e) {
+  engine *g = env->engine;
+  tbufs *tb = env->thread;
+  if (g->cache && id >= 0 && depth == 1 && dst == NULL && slab != NULL && tb->key != NULL &&
+      g->fillable[tb->job] && !slab_covers(ch, slab))
+    return fill_unit(g, ch, tb->key, tb->job, id, src, n, missing, writable, slab, tb, depth,
                      env->conv, e);
+  return decode_into(g, ch, src, n, missing, writable, slab, tb, depth, dst, env->conv, e);
+}
+
+static int env_cached(const zdec_env *env, const zchain *ch, int64_t id, zslab *slab, int depth,
+                      zerr *e) {
+  engine *g = env->engine;
+  tbufs *tb = env->thread;
+  if (!g->cache || depth != 1 || slab == NULL || tb->key == NULL) return 0;
+  zcache_entry *en = zcache_get(g->cache_ident, tb->key, g->cache_meta, id);
+  __atomic_add_fetch(en ? &g->st->cache_hits : &g->st->cache_misses, 1, __ATOMIC_RELAXED);
+  if (en == NULL) return 0;
+  size_t n;
+  int missing;
+  const uint8_t *d = zcache_data(en, &n, &missing);
+  int rc = serve(g, ch, tb->job, d, missing, slab, depth, env->conv, e);
+  zcache_release(en);
+  return rc ? -1 : 1;
 }
 
 static void env_init(engine *g, tbufs *tb, zconv *cv, zdec_env *env) {
   env->part = env_part;
+  env->cached = env_cached;
   env->engine = g;
   env->thread = tb;
   env->conv = cv;
@@ -506,11 +592,25 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   zconv cv;
   conv_init(g, &cv);
   tbufs *tb = &g->tb[thread];
+  tb->key = key;
+  tb->job = job;
   int rc;
+  int keep = g->cache && g->fillable[job];
+  if (g->part != NULL && keep && !tb->from_cache) { /* the first request's bytes (a shard's index) */
+    uint8_t *copy = missing ? NULL : malloc(n ? n : 1);
+    if (copy != NULL) memcpy(copy, p, n);
+    if (missing || copy != NULL)
+      zcache_put(g->cache_ident, key, g->cache_meta, ZCACHE_INDEX, g->cache_owner,
+                 g->cache_owner_cap, copy, missing ? 0 : n, missing);
+  }
   if (g->part != NULL && !missing) {
     zdec_env env;
     env_init(g, tb, &cv, &env);
     rc = g->part->plan_next(&g->arr->chain, p, n, &s, &env, &g->plans[job], e);
+  } else if (keep && g->cache_whole) {
+    zchain tmp;
+    rc = fill_unit(g, job_chain(g, jc, &tmp), key, job, ZCACHE_WHOLE, p, n, missing, writable, &s,
+                   tb, 0, &cv, e);
   } else if (g->pts && g->merged == NULL) {
     rc = points_read(g, jc, job, p, n, missing, writable, tb, &cv, e);
   } else {
@@ -518,6 +618,7 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
     rc = decode_into(g, job_chain(g, jc, &tmp), p, n, missing, writable, &s, tb, 0,
                      g->merged ? g->merged[job] : NULL, &cv, e);
   }
+  tb->key = NULL;
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) engine_fail(g, e, key);
   progress_add(1);
@@ -546,12 +647,75 @@ static int handle_range(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   zconv cv;
   conv_init(g, &cv);
   zdec_env env;
-  env_init(g, &g->tb[thread], &cv, &env);
+  tbufs *tb = &g->tb[thread];
+  env_init(g, tb, &cv, &env);
+  tb->key = key;
+  tb->job = job;
   int rc = g->part->decode_partial(&g->arr->chain, g->plans[job], g->r2_range[i], p, n, missing,
                                    writable, &env, e);
+  tb->key = NULL;
   if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) engine_fail(g, e, key);
   return rc;
+}
+
+/* A batch's job found in the cache: its decoded chunk copied out, or (reads
+ * by parts) its first request's bytes handled as if they had arrived. */
+static void serve_task(void *ctx, size_t i, int thread) {
+  engine *g = ctx;
+  size_t n;
+  int missing;
+  const uint8_t *d = zcache_data(g->hits[i], &n, &missing);
+  zerr e = {ZE_OK, ""};
+  if (g->part != NULL) {
+    g->tb[thread].from_cache = 1;
+    handle_chunk(g, i, thread, (uint8_t *)d, n, missing, 0, &e);
+    g->tb[thread].from_cache = 0;
+    return;
+  }
+  int64_t job = g->jobs[i], jc[ZARR_MAX_DIMS];
+  char key[KEY_CAP];
+  zslab s;
+  if (job_begin(g, job, jc, key, &s)) return;
+  zconv cv;
+  conv_init(g, &cv);
+  zchain tmp;
+  const zchain *ch = job_chain(g, jc, &tmp);
+  if (serve(g, ch, job, d, missing, &s, 0, &cv, &e)) engine_fail(g, &e, key);
+  if (cv.lost) __atomic_add_fetch(&g->lost, cv.lost, __ATOMIC_RELAXED);
+  progress_add(1);
+}
+
+/* Serve the jobs whose chunks (or first requests) the cache holds; the
+ * others are left in *jobs (R_alloc'd), their number returned. */
+static int64_t serve_cached(engine *g, const int64_t **jobs, int64_t njobs) {
+  int64_t *hit = (int64_t *)R_alloc((size_t)njobs + 1, sizeof(int64_t));
+  int64_t *rest = (int64_t *)R_alloc((size_t)njobs + 1, sizeof(int64_t));
+  g->hits = (zcache_entry **)R_alloc((size_t)njobs + 1, sizeof(zcache_entry *));
+  int64_t nhit = 0, nrest = 0, jc[ZARR_MAX_DIMS];
+  char key[KEY_CAP];
+  /* no R calls from here until the entries are released */
+  for (int64_t i = 0; i < njobs; i++) {
+    int64_t job = *jobs ? (*jobs)[i] : i;
+    job_coords(g, job, jc);
+    zcache_entry *en = job_key(g, jc, key) ? NULL
+                       : zcache_get(g->cache_ident, key, g->cache_meta,
+                                    g->part ? ZCACHE_INDEX : ZCACHE_WHOLE);
+    if (en != NULL) {
+      g->hits[nhit] = en;
+      hit[nhit++] = job;
+    } else {
+      rest[nrest++] = job;
+    }
+  }
+  __atomic_add_fetch(&g->st->cache_hits, g->part ? 0 : nhit, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&g->st->cache_misses, g->part ? 0 : nrest, __ATOMIC_RELAXED);
+  g->jobs = hit;
+  if (nhit > 0) parallel_for((size_t)nhit, g->nthreads, serve_task, g, engine_poll);
+  for (int64_t i = 0; i < nhit; i++) zcache_release(g->hits[i]);
+  g->hits = NULL;
+  *jobs = rest;
+  return nrest;
 }
 
 /* Fetch and decode the chunks of a batch of jobs (all of them when jobs is
@@ -570,7 +734,10 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
     g->plans = (void **)R_alloc((size_t)g->njobs + 1, sizeof(void *));
     memset(g->plans, 0, sizeof(void *) * ((size_t)g->njobs + 1));
   }
-  if (store_fetch(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, &g->stop, &e))
+  if (g->cache && (by_parts || g->cache_whole)) njobs = serve_cached(g, &jobs, njobs);
+  g->jobs = jobs;
+  if (!g->failed &&
+      store_fetch(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, &g->stop, &e))
     engine_fail(g, &e, NULL);
   if (by_parts && !g->failed) {
     int64_t nr = 0;
@@ -834,8 +1001,12 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
 
 /* Main thread only: handles -> R strings (or raw vectors). Text equal to
  * `na_fill` (when not NULL) becomes NA, as the fill value of other types. */
-static void strings_to_r(SEXP out, const zstr *h, int64_t n, zrtype rt, const zstr *na_fill) {
+static void strings_to_r(engine *g, SEXP out, const zstr *h, int64_t n, zrtype rt,
+                         const zstr *na_fill) {
   for (int64_t i = 0; i < n; i++) {
+    /* millions of strings take seconds: stop on an interrupt (the caller
+     * frees the text, then raises) */
+    if ((i & 65535) == 65535 && engine_poll(g)) return;
     if (na_fill != NULL && h[i].ptr != NULL && h[i].len == na_fill->len &&
         (h[i].len == 0 || memcmp(h[i].ptr, na_fill->ptr, (size_t)h[i].len) == 0)) {
       SET_STRING_ELT(out, (R_xlen_t)i, NA_STRING);
@@ -889,7 +1060,10 @@ static zstr *strings_from_r(SEXP x, const zstr *fill) {
 typedef struct {
   uint8_t *p;
   size_t n;
+  engine *g; /* polled between pieces: pre-faulting gigabytes takes seconds */
 } prefault_ctx;
+
+static int prefault_poll(void *ctx) { return engine_poll(((prefault_ctx *)ctx)->g); }
 
 static void prefault_task(void *ctx, size_t i, int thread) {
   (void)thread;
@@ -903,7 +1077,7 @@ static void prefault_task(void *ctx, size_t i, int thread) {
 #endif
 }
 
-static void prefault(uint8_t *p, size_t n, int nthreads) {
+static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
   long pg = sysconf(_SC_PAGESIZE);
   if (n < PREFAULT_MIN || pg <= 0) return;
   uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -917,8 +1091,76 @@ static void prefault(uint8_t *p, size_t n, int nthreads) {
   uintptr_t hb = ((uintptr_t)p + n) & ~(HUGE_PAGE - 1);
   if (hb > ha) (void)madvise((void *)ha, (size_t)(hb - ha), MADV_HUGEPAGE);
 #endif
-  prefault_ctx c = {(uint8_t *)a, (size_t)(b - a)};
-  parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, NULL);
+  prefault_ctx c = {(uint8_t *)a, (size_t)(b - a), g};
+  parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, prefault_poll);
+}
+
+/* What identifies an array's chunks in the cache besides their keys: every
+ * field of its description that changes how stored bytes decode or where
+ * they go (a new codec, a resize), not how the values reach R. */
+static uint64_t spec_hash(uint64_t h, SEXP x) {
+  int t = TYPEOF(x);
+  R_xlen_t n = isVector(x) ? XLENGTH(x) : 0;
+  h = zcache_hash(h, &t, sizeof t);
+  h = zcache_hash(h, &n, sizeof n);
+  switch (t) {
+  case NILSXP: break;
+  case VECSXP: {
+    SEXP nm = getAttrib(x, R_NamesSymbol);
+    for (R_xlen_t i = 0; i < n; i++) {
+      if (TYPEOF(nm) == STRSXP) {
+        const char *k = CHAR(STRING_ELT(nm, i));
+        if (!strcmp(k, "rtype") || !strcmp(k, "name") || !strcmp(k, "fill_marks_missing") ||
+            !strcmp(k, "cache_bytes"))
+          continue;
+        h = zcache_hash(h, k, strlen(k) + 1);
+      }
+      h = spec_hash(h, VECTOR_ELT(x, i));
+    }
+    break;
+  }
+  case REALSXP: h = zcache_hash(h, REAL(x), (size_t)n * sizeof(double)); break;
+  case INTSXP: h = zcache_hash(h, INTEGER(x), (size_t)n * sizeof(int)); break;
+  case LGLSXP: h = zcache_hash(h, LOGICAL(x), (size_t)n * sizeof(int)); break;
+  case RAWSXP: h = zcache_hash(h, RAW(x), (size_t)n); break;
+  case CPLXSXP: h = zcache_hash(h, COMPLEX(x), (size_t)n * sizeof(Rcomplex)); break;
+  case STRSXP:
+    for (R_xlen_t i = 0; i < n; i++) {
+      SEXP c = STRING_ELT(x, i);
+      h = c == NA_STRING ? zcache_hash(h, "\xff", 1) : zcache_hash(h, CHAR(c), (size_t)LENGTH(c) + 1);
+    }
+    break;
+  default: h = zcache_hash(h, &x, sizeof x); /* functions (codecs written in R): this one */
+  }
+  return h;
+}
+
+/* Whether this read uses the decoded-chunk cache (g->cache), and how: the
+ * cap is the option zarr.chunk_cache_bytes (opts), an array's own cap its
+ * `cache_bytes` (spec). Chunks the selection covers whole are looked up
+ * but not kept; strings are not cached. */
+static void cache_setup(engine *g, SEXP spec, SEXP opts) {
+  double cap = asReal(list_get(opts, "cache_bytes"));
+  cap = ISNAN(cap) || cap < 0 ? 0 : cap;
+  zcache_set_cap(cap >= (double)SIZE_MAX ? SIZE_MAX : (size_t)cap);
+  SEXP own = list_get(spec, "cache_bytes");
+  double ocap = isNull(own) ? R_PosInf : asReal(own);
+  if (cap <= 0 || !(ocap > 0) || g->arr->dtype == DT_STRING || g->njobs == 0) return;
+  g->fillable = (char *)R_alloc((size_t)g->njobs + 1, 1);
+  int any = 0;
+  int64_t jc[ZARR_MAX_DIMS];
+  for (int64_t j = 0; j < g->njobs; j++) {
+    job_coords(g, j, jc);
+    g->fillable[j] = (char)!chunk_fully_covered(g, jc);
+    any |= g->fillable[j];
+  }
+  if (!any && zcache_count() == 0) return;
+  g->cache_ident = store_ident(g->st);
+  g->cache_meta = spec_hash(0xcbf29ce484222325ULL, spec);
+  g->cache_owner = zcache_hash(g->cache_meta, g->cache_ident, strlen(g->cache_ident));
+  g->cache_owner_cap = ocap >= (double)SIZE_MAX ? SIZE_MAX : (size_t)ocap;
+  g->cache_whole = g->arr->chain.ab != AB_SHARDING;
+  g->cache = 1;
 }
 
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
@@ -939,16 +1181,20 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   }
   int strings = a.dtype == DT_STRING;
   g.rdata = strings ? (uint8_t *)R_alloc((size_t)total, sizeof(zstr)) : (uint8_t *)DATAPTR(out);
+  cache_setup(&g, spec, opts);
   g.tb = tbufs_new(g.nthreads);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
-  if (!strings && getenv("ZARR_NO_PREFAULT") == NULL)
-    prefault(g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
+  /* a store whose requests take the time (get_many: remote) starts them at
+   * once; its pages fault in while the bytes arrive */
+  int remote = g.st->ops->get_many != NULL && !g.st->ops->main_thread;
+  if (!strings && !remote && getenv("ZARR_NO_PREFAULT") == NULL)
+    prefault(&g, g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
   progress_total(g.njobs);
-  engine_fetch(&g, NULL, g.njobs);
+  if (!g.failed) engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) {
     zstr fill;
     memcpy(&fill, a.fill, sizeof fill);
-    strings_to_r(out, (const zstr *)g.rdata, total, a.rtype,
+    strings_to_r(&g, out, (const zstr *)g.rdata, total, a.rtype,
                  g.na && a.rtype == RT_STRING ? &fill : NULL);
   }
   tbufs_free(g.tb, g.nthreads);
@@ -1011,6 +1257,7 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
       g.out_state[j] = 0;
     }
   }
+  const char *ident = store_ident(g.st);
   g.merged = (uint8_t **)R_alloc((size_t)g.njobs + 1, sizeof(uint8_t *));
   int64_t *partial = (int64_t *)R_alloc((size_t)g.njobs + 1, sizeof(int64_t));
   g.tb = tbufs_new(g.nthreads);
@@ -1049,6 +1296,15 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
         if (rc) engine_fail(&g, &e, key);
       }
       free(g.out[j]);
+    }
+  }
+  /* the chunks written (or maybe written, on failure) are no longer what the cache holds */
+  if (zcache_count() > 0) {
+    char key[KEY_CAP];
+    int64_t jc[ZARR_MAX_DIMS];
+    for (int64_t j = 0; j < g.njobs; j++) {
+      job_coords(&g, j, jc);
+      if (job_key(&g, jc, key) == 0) zcache_drop(ident, key);
     }
   }
   if (nomem) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");

@@ -23,7 +23,13 @@ struct zdec_env {
    * be modified when `writable`. The engine's own decoding, so parts that are
    * themselves partial codecs (nested sharding) come back through the hooks. */
   int (*part)(const zdec_env *env, const zchain *ch, const uint8_t *src, size_t n, int missing,
-              int writable, zslab *slab, uint8_t *dst, int depth, zerr *e);
+              int writable, zslab *slab, uint8_t *dst, int depth, int64_t id, zerr *e);
+  /* Part `id` (>= 0; C order over the parts of the value being decoded) at
+   * `depth` served into `slab` from the engine's decoded-chunk cache: 1 when
+   * it was, 0 when the part must be fetched and decoded (passing `id` to
+   * part() then lets the engine keep it), -1 on failure. */
+  int (*cached)(const zdec_env *env, const zchain *ch, int64_t id, zslab *slab, int depth,
+                zerr *e);
   void *engine, *thread, *conv; /* the engine's, handed back to part() */
   zbuf *a, *b;                  /* this thread's scratch, ZENGINE_MAX_DEPTH of each */
   size_t elsize;                /* bytes per decoded element */

@@ -52,6 +52,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_ref_options, 2),
     CALLDEF(ffi_store_copy, 5),
     CALLDEF(ffi_store_erase, 2),
+    CALLDEF(ffi_cache_drop, 3),
+    CALLDEF(ffi_cache_count, 0),
     CALLDEF(ffi_progress_begin, 2),
     CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};

@@ -16,6 +16,7 @@
 #include <time.h>
 #include "store.h"
 #include "progress.h"
+#include "chunk_cache.h"
 
 #define ZARR_QUEUE_BYTES ((size_t)256 << 20)
 #define KEY_CAP 4096
@@ -28,6 +29,8 @@ static void store_finalize(SEXP ptr) {
   zstore *s = R_ExternalPtrAddr(ptr);
   if (s != NULL) {
     if (s->ops->destroy != NULL) s->ops->destroy(s);
+    if (s->ident != NULL && !s->ops->shared_where) zcache_drop_prefix(s->ident, ""); /* unreachable now */
+    free(s->ident);
     free(s->where);
     free(s);
   }
@@ -64,6 +67,24 @@ zstore *store_alloc(const zstore_ops *ops, void *impl, const char *where) {
   s->impl = impl;
   s->where = w;
   return s;
+}
+
+const char *store_ident(zstore *s) {
+  if (s->ident == NULL) {
+    static uint64_t next = 0; /* R thread only */
+    char buf[64];
+    const char *w = s->where ? s->where : "";
+    if (s->ops->shared_where) {
+      size_t n = strlen(s->ops->kind) + strlen(w) + 2;
+      s->ident = malloc(n);
+      if (s->ident != NULL) snprintf(s->ident, n, "%s:%s", s->ops->kind, w);
+    } else {
+      snprintf(buf, sizeof buf, "#%llu", (unsigned long long)++next);
+      s->ident = strdup(buf);
+    }
+    if (s->ident == NULL) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory");
+  }
+  return s->ident;
 }
 
 static void count_request(zstore *s, size_t bytes) {
@@ -106,9 +127,17 @@ static void batch_fail(batch *b, const zerr *e) {
 
 static int batch_stopped(const batch *b) { return __atomic_load_n(b->stop, __ATOMIC_ACQUIRE) != 0; }
 
+/* Seconds on a monotonic clock: when to poll again. (Not clock(): the
+ * process's CPU time stands still while it waits for the network.) */
+double zarr_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The R thread, between tasks: at most every 50 ms (the check is not free). */
 static int batch_poll(batch *b) {
-  double now = (double)clock() / CLOCKS_PER_SEC;
+  double now = zarr_now();
   if (now < b->next_poll) return batch_stopped(b);
   b->next_poll = now + 0.05;
   if (progress_poll() || interrupt_pending()) {
@@ -465,22 +494,49 @@ SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value) {
   zerr e = {ZE_OK, ""};
   int rc = isNull(value) ? s->ops->erase(s, k, &e)
                          : s->ops->set(s, k, RAW(value), (size_t)XLENGTH(value), &e);
+  zcache_drop(store_ident(s), k);
   if (rc) store_raise(s, &e, NULL, k);
   return R_NilValue;
 }
 
-/* Requests made and bytes delivered since the store was opened. */
+/* Requests made and bytes delivered since the store was opened; chunks of
+ * this store found and not found in the decoded-chunk cache, and the bytes
+ * the cache holds (for every store). */
 SEXP ffi_store_stats(SEXP ptr) {
   zstore *s = store_from(ptr);
-  SEXP out = PROTECT(allocVector(REALSXP, 2));
-  REAL(out)[0] = (double)__atomic_load_n(&s->requests, __ATOMIC_RELAXED);
-  REAL(out)[1] = (double)__atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
-  SEXP nm = PROTECT(allocVector(STRSXP, 2));
-  SET_STRING_ELT(nm, 0, mkChar("requests"));
-  SET_STRING_ELT(nm, 1, mkChar("bytes"));
+  size_t bytes, entries, cap;
+  zcache_stats(&bytes, &entries, &cap);
+  const char *names[] = {"requests", "bytes", "cache_hits", "cache_misses", "cache_bytes"};
+  double v[] = {(double)__atomic_load_n(&s->requests, __ATOMIC_RELAXED),
+                (double)__atomic_load_n(&s->bytes, __ATOMIC_RELAXED),
+                (double)__atomic_load_n(&s->cache_hits, __ATOMIC_RELAXED),
+                (double)__atomic_load_n(&s->cache_misses, __ATOMIC_RELAXED), (double)bytes};
+  SEXP out = PROTECT(allocVector(REALSXP, 5));
+  SEXP nm = PROTECT(allocVector(STRSXP, 5));
+  for (int i = 0; i < 5; i++) {
+    REAL(out)[i] = v[i];
+    SET_STRING_ELT(nm, i, mkChar(names[i]));
+  }
   setAttrib(out, R_NamesSymbol, nm);
   UNPROTECT(2);
   return out;
+}
+
+SEXP ffi_cache_count(void) { return ScalarReal((double)zcache_count()); }
+
+/* Drop cached chunks: of some keys of a store, of its keys under a prefix,
+ * or (ptr NULL) of every store. */
+SEXP ffi_cache_drop(SEXP ptr, SEXP keys, SEXP prefix) {
+  if (isNull(ptr)) {
+    zcache_drop_prefix(NULL, "");
+    return R_NilValue;
+  }
+  const char *id = store_ident(store_from(ptr));
+  for (R_xlen_t i = 0; TYPEOF(keys) == STRSXP && i < XLENGTH(keys); i++)
+    zcache_drop(id, translateCharUTF8(STRING_ELT(keys, i)));
+  if (TYPEOF(prefix) == STRSXP && XLENGTH(prefix) == 1)
+    zcache_drop_prefix(id, translateCharUTF8(STRING_ELT(prefix, 0)));
+  return R_NilValue;
 }
 
 /* Raise a store failure: an R store's own condition as it was signalled,

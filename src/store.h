@@ -51,6 +51,10 @@ typedef struct {
   /* The R condition a failed R call signalled (then cleared), or R_NilValue;
    * NULL for stores that do not call R. */
   SEXP (*pending_condition)(zstore *s);
+  /* Two stores of this kind with one `where` hold the same keys (files,
+   * URLs): the decoded-chunk cache shares their chunks, and a write through
+   * either drops them. Else each store is a cache identity of its own. */
+  int shared_where;
 } zstore_ops;
 
 struct zstore {
@@ -59,6 +63,8 @@ struct zstore {
   char *where;      /* root path or URL, for messages */
   int64_t requests; /* made through store_fetch(), and the bytes they gave */
   int64_t bytes;
+  int64_t cache_hits, cache_misses; /* chunks of this store found (not) in the cache */
+  char *ident;      /* its name in the decoded-chunk cache (store_ident()) */
 };
 
 /* What the engine asks for: request i of a batch. `keybuf` (cap bytes) may
@@ -78,6 +84,9 @@ zstore *store_from(SEXP ptr);
 SEXP store_wrap(zstore *s, SEXP keep);
 int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
                 volatile int *stop, zerr *e);
+double zarr_now(void); /* seconds, monotonic: for polling intervals */
+/* The store's name in the decoded-chunk cache (R thread; made on first use). */
+const char *store_ident(zstore *s);
 void store_raise(zstore *s, const zerr *e, const char *array, const char *key)
 #ifdef __GNUC__
     __attribute__((noreturn))
@@ -123,5 +132,7 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads);
 SEXP ffi_store_erase(SEXP ptr, SEXP keys);
+SEXP ffi_cache_drop(SEXP ptr, SEXP keys, SEXP prefix);
+SEXP ffi_cache_count(void);
 
 #endif

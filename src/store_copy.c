@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store.h"
+#include "chunk_cache.h"
 #include "progress.h"
 
 typedef struct {
@@ -74,10 +75,12 @@ SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads) {
     c.kept_n = (size_t *)R_alloc(n + 1, sizeof(size_t));
     memset(c.kept, 0, sizeof(uint8_t *) * (n + 1));
   }
+  const char *dst_id = store_ident(d);
   progress_total((int64_t)n);
   volatile int stop = 0;
   zerr e = {ZE_OK, ""};
   int rc = store_fetch(s, n, copy_req, copy_handle, &c, asInteger(nthreads), &stop, &e);
+  for (size_t i = 0; i < n; i++) zcache_drop(dst_id, c.to[i]); /* rewritten, or maybe */
   size_t found = 0;
   int set_failed = 0;
   const char *bad_key = NULL;
@@ -110,7 +113,9 @@ SEXP ffi_store_erase(SEXP ptr, SEXP keys) {
   zerr e = {ZE_OK, ""};
   for (R_xlen_t i = 0; i < XLENGTH(keys); i++) {
     const char *k = translateCharUTF8(STRING_ELT(keys, i));
-    if (s->ops->erase(s, k, &e)) store_raise(s, &e, NULL, k);
+    int rc = s->ops->erase(s, k, &e);
+    zcache_drop(store_ident(s), k);
+    if (rc) store_raise(s, &e, NULL, k);
     if ((i & 255) == 255) R_CheckUserInterrupt();
   }
   return R_NilValue;

@@ -193,7 +193,7 @@ static int local_erase(zstore *s, const char *key, zerr *e) {
 static void local_destroy(zstore *s) { free(s->impl); }
 
 static const zstore_ops local_ops = {
-    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL};
+    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1};
 
 zstore *local_store_new(const char *root, zerr *e) {
   char *r = strdup(root);

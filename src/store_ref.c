@@ -425,7 +425,7 @@ out:
 }
 
 static const zstore_ops ref_ops = {
-    "reference", NULL, ref_get_many, NULL, NULL, ref_destroy, 0, NULL,
+    "reference", NULL, ref_get_many, NULL, NULL, ref_destroy, 0, NULL, 0,
 };
 
 /* ---- construction from R ------------------------------------------------------- */

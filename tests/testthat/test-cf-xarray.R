@@ -115,6 +115,7 @@ test_that("noleap and 360_day times, 2-d coordinates and bounds as xarray has th
 })
 
 test_that("selection by coordinate values reads only the chunks under it", {
+  withr::local_options(zarr.chunk_cache_bytes = 0) # requests counted: none served by the cache
   st <- cf_xarray_stores()
   z <- open_zarr(file.path(st$dir, "packed.zarr"), read_only = TRUE)
   temp <- z$root[["temp"]] # chunks 2 x 2 x 2 of 8 x 5 x 4

@@ -111,7 +111,7 @@ test_that("each chunk holds its own shape, and unwritten chunks are absent", {
   # writing the fill value everywhere removes the chunks again
   arr$write(matrix(NA_integer_, 10, 7))
   expect_identical(list.files(file.path(root, "r")), "zarr.json")
-  expect_named(arr$store$io_stats(), c("requests", "bytes"))
+  expect_named(arr$store$io_stats(), c("requests", "bytes", "cache_hits", "cache_misses", "cache_bytes"))
 })
 
 test_that("invalid rectilinear grids are classed errors", {

@@ -79,8 +79,9 @@ static int setup(geom *g, const uint8_t *d) {
  * decoded with its chain, byte-swapped, and either kept whole (dst) or copied
  * element by element into the slab of `env->engine` (C-order strides). */
 static int part(const zdec_env *env, const zchain *ch, const uint8_t *src, size_t n, int missing,
-                int writable, zslab *slab, uint8_t *dst, int depth, zerr *e) {
+                int writable, zslab *slab, uint8_t *dst, int depth, int64_t id, zerr *e) {
   (void)writable;
+  (void)id;
   if (depth >= ZENGINE_MAX_DEPTH) return zerr_set(e, ZE_CODEC, "codecs are nested too deeply");
   size_t es = env->elsize;
   int64_t ne = 1;
@@ -123,9 +124,17 @@ static int part(const zdec_env *env, const zchain *ch, const uint8_t *src, size_
   return 0;
 }
 
+/* no decoded-chunk cache here: every part is fetched */
+static int not_cached(const zdec_env *env, const zchain *ch, int64_t id, zslab *slab, int depth,
+                      zerr *e) {
+  (void)env, (void)ch, (void)id, (void)slab, (void)depth, (void)e;
+  return 0;
+}
+
 static void env_make(const geom *g, uint8_t *out, zbuf *a, zbuf *b, zdec_env *env) {
   memset(env, 0, sizeof *env);
   env->part = part;
+  env->cached = not_cached;
   env->engine = out;
   env->a = a;
   env->b = b;
