@@ -75,16 +75,22 @@ create_zarr <- function(location) {
 #'   Zip files open read-only unless `FALSE` is given explicitly; a zip file
 #'   opened for writing is rewritten when its store is closed (see
 #'   [zarr_zipstore]).
+#' @param branch,tag,snapshot For an Icechunk repository: the branch, tag or
+#'   snapshot id to open (at most one; default: the branch "main"). A
+#'   location holding a repository (a `repo` object, or
+#'   `refs/branch.main/ref.json` for spec 1) opens as one without them.
 #' @return A [zarr] object.
 #' @export
 #' @examples
 #' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
 #' v <- open_zarr(fn, read_only = TRUE)
 #' v
-open_zarr <- function(location, read_only = FALSE) {
+open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, snapshot = NULL) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
   check_read_only(read_only)
+  if (!is.null(branch) || !is.null(tag) || !is.null(snapshot))
+    return(open_existing(zarr_icechunkstore$new(location, branch = branch, tag = tag, snapshot = snapshot)))
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
        !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))
@@ -123,7 +129,12 @@ open_zarr <- function(location, read_only = FALSE) {
 # is an error (zarr$new() gives an object to start one in).
 open_existing <- function(store) {
   z <- zarr$new(store)
-  if (is.null(z$root)) abort_no_root(store)
+  if (is.null(z$root)) {
+    # a location without root metadata may hold an Icechunk repository
+    if (!inherits(store, "zarr_refstore") && ic_is_repository(store))
+      return(open_existing(zarr_icechunkstore$new(store)))
+    abort_no_root(store)
+  }
   z
 }
 

@@ -51,6 +51,9 @@ typedef struct {
   /* The R condition a failed R call signalled (then cleared), or R_NilValue;
    * NULL for stores that do not call R. */
   SEXP (*pending_condition)(zstore *s);
+  /* When a value was last modified (seconds since 1970, -1 when the store
+   * cannot tell), *missing = 1 when it does not exist. NULL: not known. */
+  int (*stat)(zstore *s, const char *key, double *mtime, int *missing, zerr *e);
 } zstore_ops;
 
 struct zstore {
@@ -119,9 +122,13 @@ SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body
 SEXP ffi_store_s3_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_azure(SEXP cfg, SEXP opts);
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
-                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts);
+                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts, SEXP t_check);
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads);
 SEXP ffi_store_erase(SEXP ptr, SEXP keys);
+/* Icechunk objects (icechunk_r.c) */
+SEXP ffi_icechunk_repo(SEXP raw, SEXP key);
+SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key);
+SEXP ffi_icechunk_manifest(SEXP raw, SEXP key);
 
 #endif
