@@ -278,9 +278,9 @@ ic_entries <- function(storage, snap) {
               offset = numeric(length(prefix)), length = numeric(length(prefix)),
               data = lapply(nodes$user_data, function(u) charToRaw(enc2utf8(u))))
   arrays <- which(nodes$is_array)
-  if (!length(arrays)) return(out)
   manifests <- list()
   parts <- list(out)
+  bad_prefix <- bad_msg <- character()
   for (i in arrays) {
     m <- nodes$manifests[[i]]
     if (!length(m$id)) next
@@ -291,12 +291,22 @@ ic_entries <- function(storage, snap) {
     for (j in seq_along(m$id)) {
       mid <- m$id[j]
       if (is.null(manifests[[mid]]))
-        manifests[[mid]] <- ic_read_object(storage, paste0("manifests/", mid), ffi_icechunk_manifest, "manifest")
+        manifests[[mid]] <- tryCatch(ic_read_object(storage, paste0("manifests/", mid), ffi_icechunk_manifest, "manifest"),
+                                     zarr_error_icechunk = function(e) e)
+      if (inherits(manifests[[mid]], "error")) {
+        # the array's groups and metadata still open; reading its chunks fails
+        bad_prefix <- c(bad_prefix, prefix[i])
+        bad_msg <- c(bad_msg, conditionMessage(manifests[[mid]]))
+        break
+      }
       parts[[length(parts) + 1L]] <- ic_manifest_entries(manifests[[mid]], nodes$node_id[i], prefix[i], sep, v2,
                                                          m$from[j, ], m$to[j, ])
     }
   }
-  ref_bind_all(parts)
+  out <- ref_bind_all(parts)
+  out$bad_prefix <- bad_prefix
+  out$bad_msg <- bad_msg
+  out
 }
 
 # The entries of one array from one manifest, within the extents its

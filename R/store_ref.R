@@ -219,7 +219,9 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     # `own`: NULL, or list(prefix, store, shown): target URLs starting with
     # `prefix` are keys of `store` (a repository's own chunk objects).
     # `p$last_modified` (optional): the time (seconds since 1970) after
-    # which a target must not have been modified (Icechunk's virtual chunks).
+    # which a target must not have been modified (Icechunk's virtual chunks);
+    # `p$bad_prefix`, `p$bad_msg`: keys without an entry below a prefix fail
+    # with the message (an Icechunk array whose manifest is unreadable).
     .build = function(p, base, own = NULL) {
       keys <- p$key
       bad <- !vapply(keys, function(k) .Call(ffi_key_is_safe, k), TRUE)
@@ -249,7 +251,8 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       t_key <- vapply(res, function(r) r$key, "")
       t_err <- vapply(res, function(r) r$error, "")
       t_check <- if (!is.null(own) || !is.null(p$last_modified))
-        list(as.numeric(since[first]), !is.null(own) & groups == (own$prefix %||% ""))
+        list(as.numeric(since[first]), !is.null(own) & groups == (own$prefix %||% ""),
+             as.character(p$bad_prefix), as.character(p$bad_msg))
       o <- engine_opts()
       private$.io <- .Call(ffi_store_ref, keys, as.integer(p$kind), as.integer(tix),
                            as.numeric(p$offset), as.numeric(p$length), p$data,

@@ -52,6 +52,10 @@ typedef struct {
   double *t_since;
   uint8_t *t_own;
   int *t_ok;
+  /* Icechunk: keys below these prefixes without an entry fail with the
+   * message (their array's manifest could not be read) */
+  size_t nbad;
+  char **bad_prefix, **bad_msg;
   size_t nstores;
   zstore **stores; /* borrowed: R keeps their handles alive */
   int64_t gap, max;
@@ -91,6 +95,12 @@ static void refstore_free(refstore *rs) {
     if (rs->t_key) free(rs->t_key[t]);
     if (rs->t_err) free(rs->t_err[t]);
   }
+  for (size_t k = 0; k < rs->nbad; k++) {
+    free(rs->bad_prefix[k]);
+    free(rs->bad_msg[k]);
+  }
+  free(rs->bad_prefix);
+  free(rs->bad_msg);
   free(rs->t_store);
   free(rs->t_since);
   free(rs->t_own);
@@ -307,6 +317,11 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
     int64_t at = ref_find(rs, r[i].key);
     zbuf body = {NULL, 0, 0};
     if (at < 0) {
+      for (size_t k = 0; k < rs->nbad; k++)
+        if (strncmp(r[i].key, rs->bad_prefix[k], strlen(rs->bad_prefix[k])) == 0) {
+          zerr_set(e, ZE_ICECHUNK, "%.300s (key '%.200s')", rs->bad_msg[k], r[i].key);
+          goto out;
+        }
       if (sink(ctx, i, &body, 1)) goto stopped;
       continue;
     }
@@ -487,7 +502,8 @@ static void check_len(SEXP x, R_xlen_t n, const char *what) {
  * data: list of raw (inline) or NULL; t_store: integer (0-based index into
  * stores, or -1); t_key, t_err: character; stores: list of store handles;
  * opts: c(gap, max); t_check: NULL, or list(since = double (NA: none),
- * own = logical) per target (Icechunk: see refstore). */
+ * own = logical) per target, bad_prefix, bad_msg = character (Icechunk:
+ * see refstore). */
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
                    SEXP t_key, SEXP t_err, SEXP stores, SEXP opts, SEXP t_check) {
   if (TYPEOF(keys) != STRSXP || TYPEOF(kind) != INTSXP || TYPEOF(target) != INTSXP ||
@@ -503,12 +519,16 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
   check_len(data, n, "internal: data");
   check_len(t_key, nt, "internal: t_key");
   check_len(t_err, nt, "internal: t_err");
-  SEXP since = R_NilValue, own = R_NilValue;
+  SEXP since = R_NilValue, own = R_NilValue, bad_prefix = R_NilValue, bad_msg = R_NilValue;
   if (t_check != R_NilValue) {
-    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 2) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
+    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 4) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
     since = VECTOR_ELT(t_check, 0);
     own = VECTOR_ELT(t_check, 1);
-    if (TYPEOF(since) != REALSXP || TYPEOF(own) != LGLSXP) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
+    bad_prefix = VECTOR_ELT(t_check, 2);
+    bad_msg = VECTOR_ELT(t_check, 3);
+    if (TYPEOF(since) != REALSXP || TYPEOF(own) != LGLSXP || TYPEOF(bad_prefix) != STRSXP ||
+        TYPEOF(bad_msg) != STRSXP || XLENGTH(bad_msg) != XLENGTH(bad_prefix))
+      zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
     check_len(since, nt, "internal: since");
     check_len(own, nt, "internal: own");
   }
@@ -609,6 +629,16 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
       double v = REAL(since)[t];
       rs->t_since[t] = ISNAN(v) ? NAN : v;
       rs->t_own[t] = LOGICAL(own)[t] == TRUE;
+    }
+    size_t nb = (size_t)XLENGTH(bad_prefix);
+    rs->bad_prefix = calloc(nb ? nb : 1, sizeof *rs->bad_prefix);
+    rs->bad_msg = calloc(nb ? nb : 1, sizeof *rs->bad_msg);
+    if (!rs->bad_prefix || !rs->bad_msg) goto nomem;
+    rs->nbad = nb;
+    for (size_t k = 0; k < nb; k++) {
+      rs->bad_prefix[k] = dup_utf8(STRING_ELT(bad_prefix, (R_xlen_t)k));
+      rs->bad_msg[k] = dup_utf8(STRING_ELT(bad_msg, (R_xlen_t)k));
+      if (!rs->bad_prefix[k] || !rs->bad_msg[k]) goto nomem;
     }
   }
   for (R_xlen_t t = 0; t < nt; t++) {
