@@ -158,6 +158,8 @@ ic_storage <- function(location, ...) {
   if (is_s3_url(location) || is_azure_url(location)) return(store_for_location(location, read_only = TRUE, ...))
   p <- path.expand(sub("^file://", "", location))
   if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+  if (!ic_is_repository_dir(p))
+    zarr_abort("not_found", sprintf("'%s' is not an Icechunk repository (no 'repo' object, no main branch)", location))
   zarr_localstore$new(p, read_only = TRUE)
 }
 
