@@ -53,10 +53,11 @@ create_zarr <- function(location) {
 #' Storage bucket (`gs://bucket/path`, read through
 #' `https://storage.googleapis.com/bucket/path` by [zarr_httpstore], or
 #' through `$STORAGE_EMULATOR_HOST/bucket/path` when that variable is set),
-#' or through Kerchunk references to netCDF-4, HDF5 and other files
+#' through Kerchunk references to netCDF-4, HDF5 and other files
 #' (`reference+json://` or `reference+parquet://` followed by a path or URL,
 #' or a path or URL ending in ".json" that holds references; see
-#' [zarr_refstore]; always read-only).
+#' [zarr_refstore]; always read-only), or in an Icechunk repository at any
+#' of these locations (see [zarr_icechunkstore]; always read-only).
 #'
 #' A location without root metadata (no `zarr.json`, `.zgroup` or `.zarray`
 #' at its top) opens as an implicit root group when groups or arrays lie

@@ -14,8 +14,9 @@
 #' elsewhere ("virtual": local paths, `file://`, `http(s)://`, `s3://` and
 #' `gs://` URLs). The store is a [zarr_refstore] built from the manifests,
 #' so reads of nearby ranges are merged and run concurrently as for
-#' Kerchunk references. A virtual chunk in a local file that was modified
-#' after the time its reference records is not read: the read fails with a
+#' Kerchunk references. A virtual chunk whose file was modified after the
+#' time its reference records (the file's modification time, or the
+#' `Last-Modified` its server gives) is not read: the read fails with a
 #' condition of class `zarr_error_icechunk_stale`.
 #'
 #' A malformed, truncated or missing repository object (wrong magic bytes,
@@ -24,11 +25,15 @@
 #' class `zarr_error_icechunk` naming the object; an unknown branch, tag or
 #' snapshot is a `zarr_error_not_found`.
 #'
+#' All manifests of the snapshot are read when it is opened; one that cannot
+#' be read fails the reads of its arrays' chunks only.
+#'
 #' Not supported: writing (commits, branches, tags; every writer raises
-#' `zarr_error_read_only`), virtual chunks in compressed-location manifests
-#' without their dictionary, etag checks of virtual chunks, and the
-#' repository's configuration (virtual chunk containers are not required:
-#' every virtual location is read).
+#' `zarr_error_read_only`), comparing the ETags that virtual chunks may
+#' record (only modification times are checked), and the repository's
+#' configuration (virtual chunk containers and their credentials: every
+#' virtual location is read, `s3://` ones with the credentials found in the
+#' environment).
 #'
 #' @seealso [icechunk_history()], [open_zarr()], [zarr_refstore]
 #' @export
