@@ -302,12 +302,12 @@ ic_entries <- function(storage, snap) {
                                      zarr_error_icechunk = function(e) e)
       if (inherits(manifests[[mid]], "error")) {
         # the array's groups and metadata still open; reading its chunks fails
-        bad_prefix <- c(bad_prefix, prefix[i])
+        bad_prefix <- c(bad_prefix, paste0(prefix[i], if (!v2) "c"))
         bad_msg <- c(bad_msg, conditionMessage(manifests[[mid]]))
         break
       }
       parts[[length(parts) + 1L]] <- ic_manifest_entries(manifests[[mid]], nodes$node_id[i], prefix[i], sep, v2,
-                                                         m$from[j, ], m$to[j, ])
+                                                         m$from[j, ], m$to[j, ], paste0("manifests/", mid))
     }
   }
   out <- ref_bind_all(parts)
@@ -318,11 +318,14 @@ ic_entries <- function(storage, snap) {
 
 # The entries of one array from one manifest, within the extents its
 # snapshot gives that manifest.
-ic_manifest_entries <- function(man, node_id, prefix, sep, v2, from, to) {
+ic_manifest_entries <- function(man, node_id, prefix, sep, v2, from, to, key) {
   a <- match(node_id, man$arrays$node_id)
   if (is.na(a) || man$arrays$count[a] == 0L) return(NULL)
   rows <- man$arrays$first[a] - 1L + seq_len(man$arrays$count[a])
   nd <- man$arrays$ndim[a]
+  if (length(from) != nd)
+    zarr_abort("icechunk", sprintf("the manifest's chunk indexes of node %s have %d dimensions, its extents %d",
+                                   node_id, nd, length(from)), key = key)
   before <- seq_len(a - 1L)
   ci <- sum(man$arrays$count[before] * man$arrays$ndim[before])
   idx <- matrix(man$coords[ci + seq_len(length(rows) * nd)], ncol = nd, byrow = TRUE)

@@ -167,6 +167,10 @@ test_that("open_zarr() finds a repository and its refs; the root needs no zarr.j
   expect_identical(z$store$snapshot_id, ice_want$v1$head)
   expect_setequal(z$arrays, c("/fill", "/float64", "/grp/int32", "/sharded", "/split", "/uint16"))
   expect_true(nzchar(paste(capture.output(print(z$store)), collapse = "\n")))
+  # another process (map_blocks daemons, DelayedArray seeds) opens the same snapshot
+  again <- reopen_store(store_reopen_spec(open_zarr(ice_dir("v2"))$store))
+  expect_s3_class(again, "zarr_icechunkstore")
+  expect_identical(again$snapshot_id, ice_want$v2$head)
   # a missing manifest: the repository opens, the arrays that need it fail when read
   tmp <- withr::local_tempdir()
   file.copy(ice_dir("v2"), tmp, recursive = TRUE)
