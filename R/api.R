@@ -129,11 +129,12 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
 # open_zarr() opens a store that holds a hierarchy: one without a root node
 # is an error (zarr$new() gives an object to start one in).
 open_existing <- function(store) {
-  z <- zarr$new(store)
-  if (is.null(z$root)) {
+  z <- tryCatch(zarr$new(store), zarr_error_not_found = function(e) e)
+  if (inherits(z, "error") || is.null(z$root)) {
     # a location without root metadata may hold an Icechunk repository
     if (!inherits(store, "zarr_refstore") && ic_is_repository(store))
       return(open_existing(zarr_icechunkstore$new(store)))
+    if (inherits(z, "error")) stop(z)
     abort_no_root(store)
   }
   z

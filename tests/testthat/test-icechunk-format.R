@@ -189,3 +189,19 @@ test_that("open_zarr() finds a repository and its refs; the root needs no zarr.j
   writeBin(readBin(file.path(path, "repo"), "raw", 60), file.path(path, "repo"))
   expect_error(icechunk_history(path), class = "zarr_error_icechunk")
 })
+
+test_that("a repository on a web server reads the same (spec 1 refs by name, no listing)", {
+  srv <- http_server(test_path("icechunk"))
+  for (v in c("v1", "v2")) {
+    w <- ice_want[[v]]
+    z <- open_zarr(paste0(srv$url, "/", v))
+    expect_s3_class(z$store, "zarr_icechunkstore")
+    expect_identical(z$store$snapshot_id, w$head)
+    expect_identical(z[["/grp/int32"]][], matrix(as.integer(w$int32), 5, 7, byrow = TRUE))
+    expect_identical(z$store$history()$snapshot_id, w$history)
+    expect_error(z[["/sharded"]][1, 1], class = "zarr_error_icechunk")
+    expect_identical(open_zarr(paste0(srv$url, "/", v), branch = "main")$store$snapshot_id, w$head)
+  }
+  expect_identical(zarr_icechunkstore$new(paste0(srv$url, "/v2"))$branches(), c("dev", "main"))
+  expect_error(open_zarr(paste0(srv$url, "/v2"), tag = "nope"), class = "zarr_error_not_found")
+})
