@@ -33,9 +33,9 @@ static void holder_fin(SEXP p) {
 /* Parse `raw` as an object of `type` into a holder protected on the stack
  * (one PROTECT); raises the error naming `key`. */
 static holder *parse(SEXP raw, SEXP key, int type) {
-  if (TYPEOF(raw) != RAWSXP || TYPEOF(key) != STRSXP || XLENGTH(key) != 1) error("internal: bad arguments");
+  if (TYPEOF(raw) != RAWSXP || TYPEOF(key) != STRSXP || XLENGTH(key) != 1) zarr_raise(ZE_STORE, NULL, NULL, "internal: bad arguments to an Icechunk parser");
   holder *h = calloc(1, sizeof *h);
-  if (h == NULL) error("cannot allocate an Icechunk object");
+  if (h == NULL) zarr_raise(ZE_NOMEM, NULL, CHAR(STRING_ELT(key, 0)), "cannot allocate an Icechunk object");
   h->type = type;
   SEXP ptr = PROTECT(R_MakeExternalPtr(h, R_NilValue, R_NilValue));
   R_RegisterCFinalizerEx(ptr, holder_fin, TRUE);
@@ -54,7 +54,7 @@ static holder *parse(SEXP raw, SEXP key, int type) {
 }
 
 static SEXP mkstr(ic_str s) {
-  if (s.n > INT_MAX) error("string too long");
+  if (s.n > INT_MAX) zarr_raise(ZE_ICECHUNK, NULL, NULL, "a string of an Icechunk object is too long for R");
   return mkCharLenCE(s.s, (int)s.n, CE_UTF8);
 }
 
@@ -96,7 +96,7 @@ static SEXP refs_list(const ic_ref *r, size_t n) {
 SEXP ffi_icechunk_repo(SEXP raw, SEXP key) {
   holder *h = parse(raw, key, IC_REPO);
   ic_repo *r = &h->u.r;
-  if (r->nsnaps > INT_MAX - 1) error("too many snapshots");
+  if (r->nsnaps > INT_MAX - 1) zarr_raise(ZE_ICECHUNK, NULL, CHAR(STRING_ELT(key, 0)), "too many snapshots for R");
   static const char *nm[] = {"spec_version", "implementation", "branches", "tags", "snapshots"};
   SEXP out = PROTECT(named_list(nm, 5));
   header_fields(out, &r->h);
@@ -199,7 +199,7 @@ SEXP ffi_icechunk_manifest(SEXP raw, SEXP key) {
   static const char *an[] = {"node_id", "first", "count", "ndim"};
   SEXP arrays = PROTECT(named_list(an, 4));
   R_xlen_t na = (R_xlen_t)m->narrays, n = (R_xlen_t)m->nrefs;
-  if (m->nrefs > INT_MAX) error("too many chunk references");
+  if (m->nrefs > INT_MAX) zarr_raise(ZE_ICECHUNK, NULL, CHAR(STRING_ELT(key, 0)), "too many chunk references for R");
   SEXP nid = PROTECT(allocVector(STRSXP, na)), first = PROTECT(allocVector(INTSXP, na));
   SEXP count = PROTECT(allocVector(INTSXP, na)), ndim = PROTECT(allocVector(INTSXP, na));
   size_t ncoords = 0;
