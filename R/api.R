@@ -53,10 +53,11 @@ create_zarr <- function(location) {
 #' Storage bucket (`gs://bucket/path`, read through
 #' `https://storage.googleapis.com/bucket/path` by [zarr_httpstore], or
 #' through `$STORAGE_EMULATOR_HOST/bucket/path` when that variable is set),
-#' or through Kerchunk references to netCDF-4, HDF5 and other files
+#' through Kerchunk references to netCDF-4, HDF5 and other files
 #' (`reference+json://` or `reference+parquet://` followed by a path or URL,
 #' or a path or URL ending in ".json" that holds references; see
-#' [zarr_refstore]; always read-only).
+#' [zarr_refstore]; always read-only), or in an Icechunk repository at any
+#' of these locations (see [zarr_icechunkstore]; always read-only).
 #'
 #' A location without root metadata (no `zarr.json`, `.zgroup` or `.zarray`
 #' at its top) opens as an implicit root group when groups or arrays lie
@@ -75,16 +76,22 @@ create_zarr <- function(location) {
 #'   Zip files open read-only unless `FALSE` is given explicitly; a zip file
 #'   opened for writing is rewritten when its store is closed (see
 #'   [zarr_zipstore]).
+#' @param branch,tag,snapshot For an Icechunk repository: the branch, tag or
+#'   snapshot id to open (at most one; default: the branch "main"). A
+#'   location holding a repository (a `repo` object, or
+#'   `refs/branch.main/ref.json` for spec 1) opens as one without them.
 #' @return A [zarr] object.
 #' @export
 #' @examples
 #' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
 #' v <- open_zarr(fn, read_only = TRUE)
 #' v
-open_zarr <- function(location, read_only = FALSE) {
+open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, snapshot = NULL) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
   check_read_only(read_only)
+  if (!is.null(branch) || !is.null(tag) || !is.null(snapshot))
+    return(open_existing(zarr_icechunkstore$new(location, branch = branch, tag = tag, snapshot = snapshot)))
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
        !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))
@@ -122,8 +129,14 @@ open_zarr <- function(location, read_only = FALSE) {
 # open_zarr() opens a store that holds a hierarchy: one without a root node
 # is an error (zarr$new() gives an object to start one in).
 open_existing <- function(store) {
-  z <- zarr$new(store)
-  if (is.null(z$root)) abort_no_root(store)
+  z <- tryCatch(zarr$new(store), zarr_error_not_found = function(e) e)
+  if (inherits(z, "error") || is.null(z$root)) {
+    # a location without root metadata may hold an Icechunk repository
+    if (!inherits(store, "zarr_refstore") && ic_is_repository(store))
+      return(open_existing(zarr_icechunkstore$new(store)))
+    if (inherits(z, "error")) stop(z)
+    abort_no_root(store)
+  }
   z
 }
 

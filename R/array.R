@@ -725,6 +725,10 @@ parse_array_metadata <- function(m, path = NULL) {
     chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
   }
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
+  # zarrita writes an empty list and reads it as the bytes codec (little
+  # endian): so do we (Icechunk repositories written through it have these)
+  if (is.list(m[["codecs"]]) && !length(m[["codecs"]]) && "codecs" %in% names(m))
+    m[["codecs"]] <- list(list(name = "bytes", configuration = list(endian = "little")))
   if (!length(m[["codecs"]])) bad("metadata has no codecs")
   check_engine_limits(shape, chunk, length(m[["codecs"]]), bad)
   codecs <- tryCatch(codec_chain(m[["codecs"]], data_type = dt, chunk_shape = chunk, array = path),

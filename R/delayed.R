@@ -138,6 +138,7 @@ reopen_store <- function(spec) {
     zip = zarr_zipstore$new(loc),
     http = zarr_httpstore$new(loc),
     reference = zarr_refstore$new(loc),
+    icechunk = do.call(zarr_icechunkstore$new, c(list(loc), spec$options)),
     s3 = {
       u <- s3_parse_url(loc)
       do.call(zarr_s3store$new, c(list(u$bucket, u$prefix), spec$options, list(read_only = TRUE)))

@@ -31,6 +31,7 @@ zarr_abort <- function(kind, message, array = NULL, key = NULL, call = NULL, int
     fields[[paste0(kind, "_message")]] <- if (length(m)) redact(m[3L]) else NA_character_
     fields$status <- if (length(m) && nzchar(m[5L])) as.integer(m[5L]) else NA_integer_
   }
+  if (kind == "icechunk_stale") extra <- "zarr_error_icechunk" # a stale virtual chunk is an Icechunk error
   cond <- structure(
     class = c(paste0("zarr_error_", kind), extra, "zarr_error", "error", if (interrupt) "interrupt", "condition"),
     fields

@@ -46,7 +46,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
         has2 <- !has3 && (file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray")) ||
           file.exists(file.path(root, ".zmetadata")))
         if (!has3 && !has2 && length(list.files(root, all.files = TRUE, no.. = TRUE)) &&
-            !has_nested_metadata(root))
+            !has_nested_metadata(root) && !ic_is_repository_dir(root))
           zarr_abort("store", sprintf("'%s' exists but is not a Zarr store", root))
         if (has3) version <- 3L
         if (!has3 && has2) version <- 2L

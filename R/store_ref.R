@@ -111,11 +111,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
         }
       }
       private$.format <- format
-      private$.base <- redact(base)
-      private$.build(parsed, base)
-      keys <- private$.keys
-      version <- if (!"zarr.json" %in% keys && any(grepl("(^|/)[.]z(group|array)$", keys))) 2L else 3L
-      super$initialize(read_only = TRUE, version = version)
+      private$.init_entries(parsed, base)
     },
 
     #' @description Print a summary of the store.
@@ -211,7 +207,22 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     .location = NULL, .secret = NULL, .format = "json", .base = NULL, .keys = character(), .sizes = numeric(),
     .targets = character(), .http = list(),
     check_writable = function() zarr_abort("read_only", "reference stores are read-only"),
-    .build = function(p, base) {
+    # The store from parsed entries (see ref_parse_doc()); `own` (see
+    # .build()) serves targets of a store that holds them (Icechunk).
+    .init_entries = function(parsed, base, own = NULL) {
+      private$.base <- redact(base)
+      private$.build(parsed, base, own)
+      keys <- private$.keys
+      version <- if (!"zarr.json" %in% keys && any(grepl("(^|/)[.]z(group|array)$", keys))) 2L else 3L
+      super$initialize(read_only = TRUE, version = version)
+    },
+    # `own`: NULL, or list(prefix, store, shown): target URLs starting with
+    # `prefix` are keys of `store` (a repository's own chunk objects).
+    # `p$last_modified` (optional): the time (seconds since 1970) after
+    # which a target must not have been modified (Icechunk's virtual chunks);
+    # `p$bad_prefix`, `p$bad_msg`: keys without an entry below a prefix fail
+    # with the message (an Icechunk array whose manifest is unreadable).
+    .build = function(p, base, own = NULL) {
       keys <- p$key
       bad <- !vapply(keys, function(k) .Call(ffi_key_is_safe, k), TRUE)
       if (any(bad))
@@ -219,23 +230,37 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       # targets: distinct URLs, each resolved to a sub-store and a key in it
       urls <- p$url
       has <- p$kind != 0L
-      tnames <- unique(urls[has])
+      since <- p$last_modified %||% rep(NA_real_, length(keys))
+      # a target is a URL and its condition
+      tid <- if (is.null(p$last_modified)) urls else paste(urls, since)
+      tids <- unique(tid[has])
       tix <- rep(NA_integer_, length(keys))
-      tix[has] <- match(urls[has], tnames) - 1L
-      # references fetched from a server may not reach into local files
-      local_ok <- !grepl("^https?://", private$.secret$location %||% "", ignore.case = TRUE) ||
-        isTRUE(getOption("zarr.reference_local_targets", FALSE))
-      res <- lapply(tnames, ref_resolve_target, base = base, local_ok = local_ok)
+      tix[has] <- match(tid[has], tids) - 1L
+      first <- which(has)[match(tids, tid[has])]
+      tnames <- urls[first]
+      # references (or a repository) fetched from elsewhere may not reach into local files
+      local_ok <- isTRUE(getOption("zarr.reference_local_targets", FALSE)) ||
+        if (is.null(own)) !grepl("^https?://", private$.secret$location %||% "", ignore.case = TRUE)
+        else inherits(own$store, "zarr_localstore")
+      res <- lapply(tnames, function(u) {
+        if (is.null(own) || !startsWith(u, own$prefix)) return(ref_resolve_target(u, base, local_ok = local_ok))
+        key <- substring(u, nchar(own$prefix) + 1L)
+        list(group = own$prefix, make = function() own$store$io_spec(), key = key, error = "",
+             shown = paste0(own$shown, "/", key))
+      })
       groups <- vapply(res, function(r) r$group, "")
       ugroups <- unique(groups[nzchar(groups)])
       stores <- lapply(ugroups, function(g) res[[match(g, groups)]]$make())
       t_store <- ifelse(nzchar(groups), match(groups, ugroups) - 1L, -1L)
       t_key <- vapply(res, function(r) r$key, "")
       t_err <- vapply(res, function(r) r$error, "")
+      t_check <- if (!is.null(own) || !is.null(p$last_modified))
+        list(as.numeric(since[first]), !is.null(own) & groups == (own$prefix %||% ""),
+             as.character(p$bad_prefix), as.character(p$bad_msg))
       o <- engine_opts()
       private$.io <- .Call(ffi_store_ref, keys, as.integer(p$kind), as.integer(tix),
                            as.numeric(p$offset), as.numeric(p$length), p$data,
-                           as.integer(t_store), t_key, t_err, stores, c(o$range_gap, o$range_max))
+                           as.integer(t_store), t_key, t_err, stores, c(o$range_gap, o$range_max), t_check)
       private$.http <- stores[vapply(ugroups, function(g) grepl("^https?://", g), TRUE)]
       private$.keys <- keys
       sizes <- ifelse(p$kind == 0L, lengths(p$data), ifelse(p$kind == 1L, p$length, NA_real_))

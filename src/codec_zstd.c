@@ -55,7 +55,7 @@ static void cctx_put(ZSTD_CCtx *c) {
 static int zstd_decode_to(const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n, size_t *got,
                           zerr *e);
 
-static int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
+int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e) {
   unsigned long long fsize = ZSTD_getFrameContentSize(src, n);
   if (fsize == ZSTD_CONTENTSIZE_ERROR)
     return zerr_set(e, ZE_CORRUPT, "zstd data is corrupt (not a zstd frame)");

@@ -55,6 +55,9 @@ typedef struct {
    * URLs): the decoded-chunk cache shares their chunks, and a write through
    * either drops them. Else each store is a cache identity of its own. */
   int shared_where;
+  /* When a value was last modified (seconds since 1970, -1 when the store
+   * cannot tell), *missing = 1 when it does not exist. NULL: not known. */
+  int (*stat)(zstore *s, const char *key, double *mtime, int *missing, zerr *e);
 } zstore_ops;
 
 struct zstore {
@@ -128,11 +131,15 @@ SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body
 SEXP ffi_store_s3_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_azure(SEXP cfg, SEXP opts);
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
-                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts);
+                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts, SEXP t_check);
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads);
 SEXP ffi_store_erase(SEXP ptr, SEXP keys);
 SEXP ffi_cache_drop(SEXP ptr, SEXP keys, SEXP prefix);
 SEXP ffi_cache_count(void);
+/* Icechunk objects (icechunk_r.c) */
+SEXP ffi_icechunk_repo(SEXP raw, SEXP key);
+SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key);
+SEXP ffi_icechunk_manifest(SEXP raw, SEXP key);
 
 #endif

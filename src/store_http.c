@@ -318,6 +318,7 @@ typedef struct {
   int at_bucket;            /* the key is below the bucket, not the store root */
   long status;              /* out: the final HTTP status */
   char etag[160];           /* out: the ETag header of the response */
+  double last_modified;     /* out: its Last-Modified (seconds since 1970), -1 if none */
 } hreq;
 
 static void share_lock(CURL *h, curl_lock_data d, curl_lock_access a, void *p) {
@@ -398,6 +399,7 @@ typedef struct xfer {
   hstore *hs;
   struct curl_slist *hdrs;
   char etag[160];
+  double last_modified;
   zerr_kind fail_kind;      /* the kind a failed response gives (ZE_HTTP, ZE_S3, ZE_AZURE) */
 } xfer;
 
@@ -548,6 +550,7 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     x->retry_after = -1;
     x->reason[0] = '\0';
     x->etag[0] = '\0';
+    x->last_modified = -1;
     x->hstatus = 0;
     const char *p = memchr(line, ' ', n), *end = line + n;
     if (p != NULL) {
@@ -573,6 +576,14 @@ static size_t on_header(char *line, size_t size, size_t nmemb, void *ud) {
     size_t k = (size_t)(vend - v) < sizeof x->etag - 1 ? (size_t)(vend - v) : sizeof x->etag - 1;
     memcpy(x->etag, v, k);
     x->etag[k] = '\0';
+  } else if ((v = header_value(line, n, "last-modified", &vend)) != NULL) {
+    if (vend - v < 64) {
+      char date[64];
+      memcpy(date, v, (size_t)(vend - v));
+      date[vend - v] = '\0';
+      time_t t = curl_getdate(date, NULL);
+      x->last_modified = t == (time_t)-1 ? -1 : (double)t;
+    }
   } else if ((v = header_value(line, n, "retry-after", &vend)) != NULL) {
     int64_t secs;
     const char *p = parse_i64(v, vend, &secs);
@@ -767,6 +778,7 @@ static int xfer_start(batch *b, xfer *x) {
   x->errbuf[0] = '\0';
   x->last[0] = '\0';
   x->etag[0] = '\0';
+  x->last_modified = -1;
   x->fail_kind = ZE_HTTP;
   if (x->presize && zbuf_reserve(&x->body, x->presize, b->e)) return -1;
   CURLMcode mc = curl_multi_add_handle(b->m, x->easy);
@@ -897,6 +909,7 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
   if (x->rq != NULL) {
     x->rq->status = status;
     memcpy(x->rq->etag, x->etag, sizeof x->etag);
+    x->rq->last_modified = x->last_modified;
   }
   if (x->rq != NULL && x->rq->method != NULL && strcmp(x->rq->method, "GET") != 0) {
     /* writes and deletes (and raw requests): the body is the answer */
@@ -1182,6 +1195,23 @@ static int http_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e
   return run_batch(s->impl, r, NULL, 1, one_sink, &c, NULL, e);
 }
 
+/* The first byte (a GET, which every server and signature scheme serves
+ * like any other read) for the Last-Modified of its answer. */
+static int http_stat(zstore *s, const char *key, double *mtime, int *missing, zerr *e) {
+  zrange r = {key, 0, 1};
+  hreq rq;
+  memset(&rq, 0, sizeof rq);
+  rq.method = "GET";
+  rq.last_modified = -1;
+  zbuf out = {NULL, 0, 0};
+  one_ctx c = {&out, missing};
+  *missing = 0;
+  int rc = run_batch(s->impl, &r, &rq, 1, one_sink, &c, NULL, e);
+  zbuf_free(&out);
+  *mtime = rq.last_modified;
+  return rc;
+}
+
 static void hstore_free(hstore *hs) {
   if (hs == NULL) return;
   for (int k = 0; k < hs->n_idle; k++) curl_multi_cleanup(hs->idle[k]);
@@ -1211,7 +1241,7 @@ static void http_destroy(zstore *s) {
 }
 
 static const zstore_ops http_ops = {
-  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL, 1,
+  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL, 1, http_stat,
 };
 
 static char *dup_str(const char *s, size_t n) {
@@ -1541,7 +1571,7 @@ static int s3_erase(zstore *s, const char *key, zerr *e) {
 static const zstore_ops az_ops; /* the Azure section, at the end */
 
 static const zstore_ops s3_ops = {
-  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL, 1,
+  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL, 1, http_stat,
 };
 
 /* bucket_base: the bucket's URL; base: the store root's URL in it; region
@@ -1959,7 +1989,7 @@ static int azure_set(zstore *s, const char *key, const uint8_t *p, size_t n, zer
 }
 
 static const zstore_ops az_ops = {
-  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL, 1,
+  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL, 1, http_stat,
 };
 
 /* cfg: list(container_url, url, account, key (base64, or NULL), sas (or

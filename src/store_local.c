@@ -192,8 +192,17 @@ static int local_erase(zstore *s, const char *key, zerr *e) {
 
 static void local_destroy(zstore *s) { free(s->impl); }
 
+static int local_stat(zstore *s, const char *key, double *mtime, int *missing, zerr *e) {
+  char path[8192];
+  struct stat st;
+  if (local_path(s, key, path, sizeof path, e)) return -1;
+  *missing = stat(path, &st) != 0 || !S_ISREG(st.st_mode);
+  *mtime = *missing ? -1 : (double)st.st_mtime;
+  return 0;
+}
+
 static const zstore_ops local_ops = {
-    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1};
+    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1, local_stat};
 
 zstore *local_store_new(const char *root, zerr *e) {
   char *r = strdup(root);

@@ -19,8 +19,10 @@
  *
  * Nothing but the constructor and the R entry points touches the R API.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include "refplan.h"
 #include "store.h"
@@ -43,6 +45,17 @@ typedef struct {
   int32_t *t_store; /* index into stores, or -1 */
   char **t_key;     /* the key in the sub-store */
   char **t_err;     /* why it cannot be read, when t_store is -1 */
+  /* Icechunk: a target's file must not have been modified after t_since
+   * (seconds since 1970; NaN: no condition), checked once before its first
+   * read (t_ok); a missing target of t_own (the repository's own chunk
+   * objects) is an Icechunk error rather than a store error */
+  double *t_since;
+  uint8_t *t_own;
+  int *t_ok;
+  /* Icechunk: keys below these prefixes without an entry fail with the
+   * message (their array's manifest could not be read) */
+  size_t nbad;
+  char **bad_prefix, **bad_msg;
   size_t nstores;
   zstore **stores; /* borrowed: R keeps their handles alive */
   int64_t gap, max;
@@ -82,7 +95,16 @@ static void refstore_free(refstore *rs) {
     if (rs->t_key) free(rs->t_key[t]);
     if (rs->t_err) free(rs->t_err[t]);
   }
+  for (size_t k = 0; k < rs->nbad; k++) {
+    free(rs->bad_prefix[k]);
+    free(rs->bad_msg[k]);
+  }
+  free(rs->bad_prefix);
+  free(rs->bad_msg);
   free(rs->t_store);
+  free(rs->t_since);
+  free(rs->t_own);
+  free(rs->t_ok);
   free(rs->t_key);
   free(rs->t_err);
   free(rs->stores);
@@ -132,6 +154,38 @@ static int deliver(cutctx *c, size_t req, zbuf *body) {
   return 0;
 }
 
+static int missing_target(const refstore *rs, int32_t t, const char *key, zerr *e) {
+  if (rs->t_own != NULL && rs->t_own[t])
+    return zerr_set(e, ZE_ICECHUNK, "the chunk object '%.300s' that key '%.200s' refers to is missing from the repository",
+                    rs->t_key[t], key);
+  return zerr_set(e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist", rs->t_key[t], key);
+}
+
+/* A target with a modification-time condition: once, before its first
+ * read, ask its store when it was last modified. */
+static int check_target(refstore *rs, int32_t t, const char *key, zerr *e) {
+  if (rs->t_since == NULL || isnan(rs->t_since[t]) || __atomic_load_n(&rs->t_ok[t], __ATOMIC_ACQUIRE)) return 0;
+  zstore *sub = rs->stores[rs->t_store[t]];
+  if (sub->ops->stat != NULL) {
+    double mtime = -1;
+    int missing = 0;
+    if (sub->ops->stat(sub, rs->t_key[t], &mtime, &missing, e)) return -1;
+    if (missing) return missing_target(rs, t, key, e);
+    if (mtime > rs->t_since[t]) {
+      char was[32], now[32];
+      time_t a = (time_t)rs->t_since[t], b = (time_t)mtime;
+      struct tm ta, tb;
+      strftime(was, sizeof was, "%Y-%m-%d %H:%M:%S", gmtime_r(&a, &ta));
+      strftime(now, sizeof now, "%Y-%m-%d %H:%M:%S", gmtime_r(&b, &tb));
+      return zerr_set(e, ZE_ICECHUNK_STALE,
+                      "virtual chunk of key '%.200s' is stale: '/%.300s' was modified at %s UTC, after its "
+                      "reference was recorded (%s UTC)", key, rs->t_key[t], now, was);
+    }
+  }
+  __atomic_store_n(&rs->t_ok[t], 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
 static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
   cutctx *c = ctx;
   refstore *rs = c->rs;
@@ -147,8 +201,7 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
     const zref_piece *first = &c->pieces[sp->first];
     const char *file = rs->t_key[sp->target];
     if (missing) {
-      zerr_set(c->e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist", file,
-               c->r[first->req].key);
+      missing_target(rs, sp->target, c->r[first->req].key, c->e);
       cut_fail(c);
       return 1;
     }
@@ -181,8 +234,7 @@ static int cut_sink(void *ctx, size_t j, zbuf *body, int missing) {
   }
   const passreq *q = &c->pass[c->sub_idx[j]];
   if (missing) {
-    zerr_set(c->e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist",
-             rs->t_key[q->target], c->r[q->req].key);
+    missing_target(rs, q->target, c->r[q->req].key, c->e);
     cut_fail(c);
     return 1;
   }
@@ -265,6 +317,11 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
     int64_t at = ref_find(rs, r[i].key);
     zbuf body = {NULL, 0, 0};
     if (at < 0) {
+      for (size_t k = 0; k < rs->nbad; k++)
+        if (strncmp(r[i].key, rs->bad_prefix[k], strlen(rs->bad_prefix[k])) == 0) {
+          zerr_set(e, ZE_ICECHUNK, "%.300s (key '%.200s')", rs->bad_msg[k], r[i].key);
+          goto out;
+        }
       if (sink(ctx, i, &body, 1)) goto stopped;
       continue;
     }
@@ -287,6 +344,7 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
       zerr_set(e, ZE_STORE, "%.300s (key '%.200s')", rs->t_err[t], r[i].key);
       goto out;
     }
+    if (check_target(rs, t, r[i].key, e)) goto out;
     if (kind == REF_WHOLE) {
       c.pass[nq].req = i;
       c.pass[nq].target = t;
@@ -425,7 +483,7 @@ out:
 }
 
 static const zstore_ops ref_ops = {
-    "reference", NULL, ref_get_many, NULL, NULL, ref_destroy, 0, NULL, 0,
+    "reference", NULL, ref_get_many, NULL, NULL, ref_destroy, 0, NULL, 0, NULL,
 };
 
 /* ---- construction from R ------------------------------------------------------- */
@@ -443,9 +501,11 @@ static void check_len(SEXP x, R_xlen_t n, const char *what) {
  * target: integer (0-based, NA for inline); off, len: double (range);
  * data: list of raw (inline) or NULL; t_store: integer (0-based index into
  * stores, or -1); t_key, t_err: character; stores: list of store handles;
- * opts: c(gap, max). */
+ * opts: c(gap, max); t_check: NULL, or list(since = double (NA: none),
+ * own = logical) per target, bad_prefix, bad_msg = character (Icechunk:
+ * see refstore). */
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
-                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts) {
+                   SEXP t_key, SEXP t_err, SEXP stores, SEXP opts, SEXP t_check) {
   if (TYPEOF(keys) != STRSXP || TYPEOF(kind) != INTSXP || TYPEOF(target) != INTSXP ||
       TYPEOF(off) != REALSXP || TYPEOF(len) != REALSXP || TYPEOF(data) != VECSXP ||
       TYPEOF(t_store) != INTSXP || TYPEOF(t_key) != STRSXP || TYPEOF(t_err) != STRSXP ||
@@ -459,6 +519,19 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
   check_len(data, n, "internal: data");
   check_len(t_key, nt, "internal: t_key");
   check_len(t_err, nt, "internal: t_err");
+  SEXP since = R_NilValue, own = R_NilValue, bad_prefix = R_NilValue, bad_msg = R_NilValue;
+  if (t_check != R_NilValue) {
+    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 4) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
+    since = VECTOR_ELT(t_check, 0);
+    own = VECTOR_ELT(t_check, 1);
+    bad_prefix = VECTOR_ELT(t_check, 2);
+    bad_msg = VECTOR_ELT(t_check, 3);
+    if (TYPEOF(since) != REALSXP || TYPEOF(own) != LGLSXP || TYPEOF(bad_prefix) != STRSXP ||
+        TYPEOF(bad_msg) != STRSXP || XLENGTH(bad_msg) != XLENGTH(bad_prefix))
+      zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
+    check_len(since, nt, "internal: since");
+    check_len(own, nt, "internal: own");
+  }
   /* validate everything before allocating C memory */
   size_t inl_total = 0;
   for (R_xlen_t i = 0; i < n; i++) {
@@ -547,6 +620,27 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
   rs->t_key = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_key);
   rs->t_err = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_err);
   if (!rs->t_store || !rs->t_key || !rs->t_err) goto nomem;
+  if (t_check != R_NilValue) {
+    rs->t_since = malloc((nt ? (size_t)nt : 1) * sizeof *rs->t_since);
+    rs->t_own = calloc(nt ? (size_t)nt : 1, 1);
+    rs->t_ok = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_ok);
+    if (!rs->t_since || !rs->t_own || !rs->t_ok) goto nomem;
+    for (R_xlen_t t = 0; t < nt; t++) {
+      double v = REAL(since)[t];
+      rs->t_since[t] = ISNAN(v) ? NAN : v;
+      rs->t_own[t] = LOGICAL(own)[t] == TRUE;
+    }
+    size_t nb = (size_t)XLENGTH(bad_prefix);
+    rs->bad_prefix = calloc(nb ? nb : 1, sizeof *rs->bad_prefix);
+    rs->bad_msg = calloc(nb ? nb : 1, sizeof *rs->bad_msg);
+    if (!rs->bad_prefix || !rs->bad_msg) goto nomem;
+    rs->nbad = nb;
+    for (size_t k = 0; k < nb; k++) {
+      rs->bad_prefix[k] = dup_utf8(STRING_ELT(bad_prefix, (R_xlen_t)k));
+      rs->bad_msg[k] = dup_utf8(STRING_ELT(bad_msg, (R_xlen_t)k));
+      if (!rs->bad_prefix[k] || !rs->bad_msg[k]) goto nomem;
+    }
+  }
   for (R_xlen_t t = 0; t < nt; t++) {
     rs->t_store[t] = INTEGER(t_store)[t];
     rs->t_key[t] = dup_utf8(STRING_ELT(t_key, t));

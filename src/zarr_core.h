@@ -30,7 +30,9 @@ typedef enum {
   ZE_READ_ONLY, /* the store cannot be written to */
   ZE_METADATA,  /* array metadata is invalid or beyond the engine's limits */
   ZE_S3,        /* an S3 request failed with an S3 error document (a kind of ZE_HTTP) */
-  ZE_AZURE      /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
+  ZE_AZURE,     /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
+  ZE_ICECHUNK,  /* an Icechunk repository object is malformed or missing */
+  ZE_ICECHUNK_STALE /* a virtual chunk's file changed since it was referenced */
 } zerr_kind;
 
 typedef struct {
@@ -60,6 +62,9 @@ typedef struct {
 
 int zbuf_reserve(zbuf *b, size_t cap, zerr *e);
 void zbuf_free(zbuf *b);
+
+/* A zstd frame into `out` (codec_zstd.c); `limit` (0: none) bounds the output. */
+int zstd_decode(const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 
 /* ---- data types ------------------------------------------------------------ */
 

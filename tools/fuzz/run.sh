@@ -3,7 +3,7 @@
 #
 # usage: bash tools/fuzz/run.sh [SECONDS] [TARGET...]
 #   SECONDS  how long to fuzz each target (default 60)
-#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact (default: all)
+#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk (default: all)
 #
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev or later) and
 # the codec libraries' headers (as the package does). Targets are built with
@@ -15,7 +15,7 @@ set -euo pipefail
 
 secs=${1:-60}
 shift || true
-targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact}
+targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../../src" && pwd)
@@ -51,6 +51,8 @@ build_one() {
     fuzz_zip) extra=(-I"$rinc" "$src/store_local.c" "$src/fileio.c" "$here/r_stubs.c") ;;
     # xml.c parses with libxml2
     fuzz_xml) extra=("$src/xml.c" $(pkg-config --cflags --libs libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2 -lxml2)) ;;
+    # Icechunk objects: the flatbuffer reader and the object parsers
+    fuzz_icechunk) extra=("$src/flatbuf.c" "$src/icechunk.c") ;;
   esac
   "$cc" "${flags[@]}" "${extra[@]}" "$here/$t.c" "${files[@]}" "${libs[@]}" -o "$build/$t"
 }
@@ -69,6 +71,8 @@ for t in $targets; do
   mkdir -p "$build/corpus-$t"
   seeds=()
   [ -d "$build/seeds/$t" ] && seeds=("$build/seeds/$t")
+  # seeds kept in git (inputs no fixture holds, such as Icechunk objects)
+  [ -d "$here/seeds/$t" ] && seeds+=("$here/seeds/$t")
   # inputs that once failed (kept in git), so that every run tries them again
   [ -d "$here/regressions/$t" ] && seeds+=("$here/regressions/$t")
   echo "fuzz: running $t for ${secs}s"

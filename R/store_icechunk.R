@@ -1,0 +1,355 @@
+#' Icechunk repository store
+#'
+#' A read-only store over one snapshot of an
+#' [Icechunk](https://icechunk.io) repository: a versioned, transactional
+#' layout of Zarr v3 data with branches, tags and a history of commits.
+#' Repositories of spec version 1 (Icechunk 1.x: `refs/branch.<name>/ref.json`
+#' files) and 2 (Icechunk 2.x: a `repo` object) are read. [open_zarr()]
+#' makes one when a location holds a repository, or when it is given a
+#' `branch`, `tag` or `snapshot`.
+#'
+#' The snapshot gives the groups and arrays and their metadata; its chunk
+#' manifests say where each chunk is: inline in the manifest, an object
+#' `chunks/<id>` of the repository ("native"), or a byte range of a file
+#' elsewhere ("virtual": local paths, `file://`, `http(s)://`, `s3://` and
+#' `gs://` URLs). The store is a [zarr_refstore] built from the manifests,
+#' so reads of nearby ranges are merged and run concurrently as for
+#' Kerchunk references. A virtual chunk whose file was modified after the
+#' time its reference records (the file's modification time, or the
+#' `Last-Modified` its server gives) is not read: the read fails with a
+#' condition of class `zarr_error_icechunk_stale`.
+#'
+#' A malformed, truncated or missing repository object (wrong magic bytes,
+#' an unknown spec version, a payload that does not decompress, flatbuffer
+#' offsets out of bounds, a missing snapshot or manifest) is an error of
+#' class `zarr_error_icechunk` naming the object; an unknown branch, tag or
+#' snapshot is a `zarr_error_not_found`.
+#'
+#' All manifests of the snapshot are read when it is opened; one that cannot
+#' be read fails the reads of its arrays' chunks only.
+#'
+#' Not supported: writing (commits, branches, tags; every writer raises
+#' `zarr_error_read_only`), comparing the ETags that virtual chunks may
+#' record (only modification times are checked), and the repository's
+#' configuration (virtual chunk containers and their credentials: every
+#' virtual location is read, `s3://` ones with the credentials found in the
+#' environment).
+#'
+#' @seealso [icechunk_history()], [open_zarr()], [zarr_refstore]
+#' @export
+zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
+  inherit = zarr_refstore,
+  cloneable = FALSE,
+  public = list(
+    #' @description How another R process opens this store again.
+    #' @return A list with `kind`, `location` and `options`.
+    reopen_spec = function() {
+      if (!is.character(private$.loc)) return(NULL)
+      list(kind = "icechunk", location = private$.loc, options = list(snapshot = private$.snap))
+    },
+
+    #' @description Open a snapshot of an Icechunk repository.
+    #' @param location The repository: a local path, or a `file://`,
+    #'   `http(s)://`, `s3://`, `gs://` or `az://` URL (or a [zarr_store]
+    #'   holding it).
+    #' @param branch,tag,snapshot Which snapshot: the head of a branch, a tag,
+    #'   or a snapshot id (20 characters of Crockford base 32, as Icechunk
+    #'   prints it). At most one; the default is the branch "main".
+    #' @param ... Passed to the store of the repository's storage (for S3:
+    #'   region, credentials, endpoint; see [zarr_s3store]).
+    #' @return An instance of this class.
+    initialize = function(location, branch = NULL, tag = NULL, snapshot = NULL, ...) {
+      given <- !vapply(list(branch, tag, snapshot), is.null, TRUE)
+      if (sum(given) > 1L) zarr_abort("argument", "give at most one of branch, tag and snapshot")
+      for (a in list(branch, tag, snapshot))
+        if (!is.null(a) && (!is.character(a) || length(a) != 1L || is.na(a) || !nzchar(a)))
+          zarr_abort("argument", "branch, tag and snapshot must be single strings")
+      if (inherits(location, "zarr_store")) {
+        private$.storage <- location
+        private$.loc <- location$reopen_spec()$location %||% location$root
+      } else {
+        private$.storage <- ic_storage(location, ...)
+        private$.loc <- location
+      }
+      private$.info <- ic_repo_info(private$.storage)
+      if (!given[2L] && !given[3L]) branch <- branch %||% "main"
+      private$.branch <- branch
+      private$.tag <- tag
+      id <- if (!is.null(snapshot)) ic_normalise_id(snapshot)
+            else if (!is.null(tag)) private$ref("tag", tag)
+            else private$ref("branch", branch)
+      private$.snap <- id
+      if (!is.null(snapshot) && !ic_has_snapshot(private$.storage, private$.info, id))
+        zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", snapshot))
+      snap <- ic_read_object(private$.storage, paste0("snapshots/", id), ffi_icechunk_snapshot, "snapshot")
+      entries <- ic_entries(private$.storage, snap)
+      private$.format <- "icechunk"
+      shown <- redact(if (is.character(private$.loc)) private$.loc else "(store)")
+      private$.location <- shown
+      private$.init_entries(entries, getwd(), own = list(prefix = "icechunk-repository:", store = private$.storage, shown = shown))
+    },
+
+    #' @description Print a summary of the store.
+    print = function() {
+      cat("<Zarr Icechunk store> (read-only)\n")
+      cat("Repository:", self$root, sprintf("(spec %d)", private$.info$spec_version), "\n")
+      at <- if (!is.null(private$.tag)) sprintf("tag '%s'", private$.tag)
+            else if (!is.null(private$.branch)) sprintf("branch '%s'", private$.branch) else "snapshot"
+      cat("Snapshot:", private$.snap, sprintf("(%s)", at), "\n")
+      invisible(self)
+    },
+
+    #' @description The history of a branch, or (by default) of the snapshot
+    #'   opened: its snapshots, newest first.
+    #' @param branch A branch name, or `NULL`.
+    #' @return A data.frame with columns `snapshot_id`, `time` (POSIXct, UTC)
+    #'   and `message`.
+    history = function(branch = NULL) {
+      id <- if (is.null(branch)) private$.snap else private$ref("branch", branch)
+      ic_history(private$.storage, private$.info, id)
+    },
+
+    #' @description The names of the repository's branches.
+    #' @return A sorted character vector.
+    branches = function() ic_ref_names(private$.storage, private$.info, "branch"),
+
+    #' @description The names of the repository's tags.
+    #' @return A sorted character vector.
+    tags = function() ic_ref_names(private$.storage, private$.info, "tag")
+  ),
+  active = list(
+    #' @field friendlyClassName (read-only) Name of the class for printing.
+    friendlyClassName = function(value) "Icechunk store",
+    #' @field uri (read-only) The repository's location (secrets shown as `***`).
+    uri = function(value) private$.location,
+    #' @field snapshot_id (read-only) The id of the snapshot opened.
+    snapshot_id = function(value) private$.snap,
+    #' @field spec_version (read-only) The repository's spec version (1 or 2).
+    spec_version = function(value) private$.info$spec_version
+  ),
+  private = list(
+    .storage = NULL, .loc = NULL, .info = NULL, .branch = NULL, .tag = NULL, .snap = NULL,
+    check_writable = function() zarr_abort("read_only", "Icechunk repositories are read-only here"),
+    ref = function(kind, name) ic_resolve_ref(private$.storage, private$.info, kind, name)
+  )
+)
+
+#' History of an Icechunk repository branch
+#'
+#' The snapshots of a branch, newest first, following each snapshot's
+#' parent back to the repository's first.
+#'
+#' @param location The repository (see [zarr_icechunkstore]).
+#' @param branch The branch.
+#' @param ... Passed to the store of the repository's storage.
+#' @return A data.frame with columns `snapshot_id` (character), `time`
+#'   (POSIXct, UTC) and `message`.
+#' @seealso [zarr_icechunkstore]
+#' @export
+icechunk_history <- function(location, branch = "main", ...) {
+  storage <- if (inherits(location, "zarr_store")) location else ic_storage(location, ...)
+  info <- ic_repo_info(storage)
+  ic_history(storage, info, ic_resolve_ref(storage, info, "branch", branch))
+}
+
+# ---- internals ------------------------------------------------------------------
+
+# The store holding a repository's objects.
+ic_storage <- function(location, ...) {
+  if (!is.character(location) || length(location) != 1L || is.na(location) || !nzchar(location))
+    zarr_abort("argument", "location must be a single path or URL")
+  if (grepl("^gs://", location, ignore.case = TRUE)) return(zarr_httpstore$new(gcs_url(location)))
+  if (grepl("^https?://", location, ignore.case = TRUE)) return(zarr_httpstore$new(location))
+  if (is_s3_url(location) || is_azure_url(location)) return(store_for_location(location, read_only = TRUE, ...))
+  p <- path.expand(sub("^file://", "", location))
+  if (!dir.exists(p)) zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+  if (!ic_is_repository_dir(p))
+    zarr_abort("not_found", sprintf("'%s' is not an Icechunk repository (no 'repo' object, no main branch)", location))
+  zarr_localstore$new(p, read_only = TRUE)
+}
+
+# Whether a store holds an Icechunk repository (spec 2: `repo`; spec 1:
+# the main branch's ref).
+ic_is_repository <- function(store) {
+  ok <- function(k) isTRUE(tryCatch(store$exists(k), zarr_error = function(e) FALSE))
+  ok("repo") || ok("refs/branch.main/ref.json")
+}
+
+# The same for a local folder, before a store is made for it.
+ic_is_repository_dir <- function(root) {
+  file.exists(file.path(root, "repo")) || file.exists(file.path(root, "refs", "branch.main", "ref.json"))
+}
+
+ic_get <- function(storage, key) {
+  tryCatch(storage$get(key), zarr_error_not_found = function(e) NULL)
+}
+
+ic_read_object <- function(storage, key, parser, what) {
+  raw <- ic_get(storage, key)
+  if (is.null(raw)) zarr_abort("icechunk", sprintf("the %s object is missing from the repository", what), key = key)
+  .Call(parser, raw, key)
+}
+
+# What the repository says of itself: list(spec_version, branches, tags,
+# snapshots) for spec 2; list(spec_version = 1) for spec 1 (refs are files).
+ic_repo_info <- function(storage) {
+  raw <- ic_get(storage, "repo")
+  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
+  if (is.null(ic_get(storage, "refs/branch.main/ref.json")))
+    zarr_abort("not_found", sprintf("'%s' is not an Icechunk repository (no 'repo' object, no main branch)",
+                                    redact(storage$root)))
+  list(spec_version = 1L)
+}
+
+ic_has_snapshot <- function(storage, info, id) {
+  if (info$spec_version >= 2L) return(id %in% info$snapshots$id)
+  isTRUE(tryCatch(storage$exists(paste0("snapshots/", id)), zarr_error = function(e) FALSE))
+}
+
+ic_normalise_id <- function(id) {
+  id <- chartr("ILO", "110", toupper(id))
+  if (!grepl("^[0-9A-HJKMNP-TV-Z]{20}$", id)) zarr_abort("not_found", sprintf("'%s' is not a snapshot id", id))
+  id
+}
+
+# The snapshot id a branch or tag points at.
+ic_resolve_ref <- function(storage, info, kind, name) {
+  if (info$spec_version >= 2L) {
+    refs <- info[[if (kind == "tag") "tags" else "branches"]]
+    i <- match(name, refs$name)
+    if (is.na(i)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
+    return(info$snapshots$id[refs$snapshot[i]])
+  }
+  if (grepl("/", name, fixed = TRUE)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
+  key <- sprintf("refs/%s.%s/ref.json", kind, name)
+  raw <- ic_get(storage, key)
+  if (is.null(raw) || (kind == "tag" && !is.null(ic_get(storage, paste0(key, ".deleted")))))
+    zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
+  doc <- tryCatch(json_parse(raw, key, key = key), zarr_error = function(e) NULL)
+  id <- if (is.list(doc)) doc[["snapshot"]]
+  if (!is.character(id) || length(id) != 1L || !grepl("^[0-9A-HJKMNP-TV-Z]{20}$", id))
+    zarr_abort("icechunk", sprintf("the %s '%s' is not a valid reference", kind, name), key = key)
+  id
+}
+
+ic_ref_names <- function(storage, info, kind) {
+  if (info$spec_version >= 2L) return(sort(info[[if (kind == "tag") "tags" else "branches"]]$name))
+  dirs <- storage$list_dir("refs/")
+  pre <- paste0(kind, ".")
+  names <- substring(dirs[startsWith(dirs, pre)], nchar(pre) + 1L)
+  if (kind == "tag" && length(names)) {
+    gone <- vapply(names, function(n) !is.null(ic_get(storage, sprintf("refs/tag.%s/ref.json.deleted", n))), TRUE)
+    names <- names[!gone]
+  }
+  sort(unname(names))
+}
+
+# The ancestry of a snapshot, newest first.
+ic_history <- function(storage, info, id) {
+  if (info$spec_version >= 2L) {
+    s <- info$snapshots
+    i <- match(id, s$id)
+    if (is.na(i)) zarr_abort("icechunk", sprintf("snapshot %s is not in the repository's list", id), key = "repo")
+    chain <- integer()
+    while (!is.na(i)) {
+      if (i %in% chain) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = "repo")
+      chain <- c(chain, i)
+      i <- s$parent[i]
+    }
+    ids <- s$id[chain]
+    time <- s$time[chain]
+    msg <- s$message[chain]
+  } else {
+    ids <- character()
+    time <- numeric()
+    msg <- character()
+    while (!is.na(id)) {
+      if (id %in% ids) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = paste0("snapshots/", id))
+      sn <- ic_read_object(storage, paste0("snapshots/", id), ffi_icechunk_snapshot, "snapshot")
+      ids <- c(ids, sn$id)
+      time <- c(time, sn$time)
+      msg <- c(msg, sn$message)
+      id <- sn$parent
+    }
+  }
+  data.frame(snapshot_id = ids, time = as.POSIXct(time, origin = "1970-01-01", tz = "UTC"), message = msg,
+             stringsAsFactors = FALSE)
+}
+
+# A snapshot as reference entries (see ref_parse_doc()): every node's
+# zarr.json inline, every chunk of every array from its manifests.
+ic_entries <- function(storage, snap) {
+  nodes <- snap$nodes
+  prefix <- ifelse(nodes$path == "/", "", paste0(sub("^/", "", nodes$path), "/"))
+  out <- list(key = paste0(prefix, "zarr.json"), kind = integer(length(prefix)), url = character(length(prefix)),
+              offset = numeric(length(prefix)), length = numeric(length(prefix)),
+              data = lapply(nodes$user_data, function(u) charToRaw(enc2utf8(u))))
+  arrays <- which(nodes$is_array)
+  manifests <- list()
+  parts <- list(out)
+  bad_prefix <- bad_msg <- character()
+  for (i in arrays) {
+    m <- nodes$manifests[[i]]
+    if (!length(m$id)) next
+    meta <- json_parse(charToRaw(enc2utf8(nodes$user_data[i])), "metadata", key = paste0(prefix[i], "zarr.json"))
+    enc <- meta[["chunk_key_encoding"]]
+    sep <- enc[["configuration"]][["separator"]] %||% if (identical(enc[["name"]], "v2")) "." else "/"
+    v2 <- identical(enc[["name"]], "v2")
+    for (j in seq_along(m$id)) {
+      mid <- m$id[j]
+      if (is.null(manifests[[mid]]))
+        manifests[[mid]] <- tryCatch(ic_read_object(storage, paste0("manifests/", mid), ffi_icechunk_manifest, "manifest"),
+                                     zarr_error_icechunk = function(e) e)
+      if (inherits(manifests[[mid]], "error")) {
+        # the array's groups and metadata still open; reading its chunks fails
+        bad_prefix <- c(bad_prefix, paste0(prefix[i], if (!v2) "c"))
+        bad_msg <- c(bad_msg, conditionMessage(manifests[[mid]]))
+        break
+      }
+      parts[[length(parts) + 1L]] <- ic_manifest_entries(manifests[[mid]], nodes$node_id[i], prefix[i], sep, v2,
+                                                         m$from[j, ], m$to[j, ], paste0("manifests/", mid))
+    }
+  }
+  out <- ref_bind_all(parts)
+  out$bad_prefix <- bad_prefix
+  out$bad_msg <- bad_msg
+  out
+}
+
+# The entries of one array from one manifest, within the extents its
+# snapshot gives that manifest.
+ic_manifest_entries <- function(man, node_id, prefix, sep, v2, from, to, key) {
+  a <- match(node_id, man$arrays$node_id)
+  if (is.na(a) || man$arrays$count[a] == 0L) return(NULL)
+  rows <- man$arrays$first[a] - 1L + seq_len(man$arrays$count[a])
+  nd <- man$arrays$ndim[a]
+  if (length(from) != nd)
+    zarr_abort("icechunk", sprintf("the manifest's chunk indexes of node %s have %d dimensions, its extents %d",
+                                   node_id, nd, length(from)), key = key)
+  before <- seq_len(a - 1L)
+  ci <- sum(man$arrays$count[before] * man$arrays$ndim[before])
+  idx <- matrix(man$coords[ci + seq_len(length(rows) * nd)], ncol = nd, byrow = TRUE)
+  if (nd) {
+    inside <- rowSums(idx >= rep(from, each = nrow(idx)) & idx < rep(to, each = nrow(idx))) == nd
+    rows <- rows[inside]
+    idx <- idx[inside, , drop = FALSE]
+  }
+  if (!length(rows)) return(NULL)
+  ck <- if (nd) do.call(paste, c(lapply(seq_len(nd), function(d) idx[, d]), sep = sep)) else rep(if (v2) "0" else "", length(rows))
+  keys <- paste0(prefix, if (v2) ck else if (nd) paste0("c", sep, ck) else "c")
+  kind <- man$kind[rows]
+  url <- ifelse(kind == 1L, paste0("icechunk-repository:chunks/", man$chunk_id[rows]),
+                ifelse(kind == 2L, man$location[rows], ""))
+  data <- man$inline[rows]
+  data[kind != 0L] <- list(raw())
+  list(key = keys, kind = ifelse(kind == 0L, 0L, 1L), url = url, offset = man$offset[rows],
+       length = man$length[rows], data = data, last_modified = man$last_modified[rows])
+}
+
+ref_bind_all <- function(parts) {
+  parts <- parts[!vapply(parts, is.null, TRUE)]
+  cols <- c("key", "kind", "url", "offset", "length", "data")
+  out <- lapply(stats::setNames(nm = cols), function(k) do.call(c, lapply(parts, `[[`, k)))
+  out$last_modified <- unlist(lapply(parts, function(p) p$last_modified %||% rep(NA_real_, length(p$key))))
+  out
+}
