@@ -689,8 +689,10 @@ parse_array_metadata <- function(m, path = NULL) {
   bad <- function(msg) zarr_abort("metadata", msg, array = path)
   if (!is.list(m) || !identical(m[["node_type"]], "array")) bad("metadata does not describe an array")
   check_array_metadata(m, path)
-  # v3 drafts (GDAL 3.6 wrote them) could leave out "codecs": the bytes codec, little endian
-  if (!"codecs" %in% names(m)) m[["codecs"]] <- list(list(name = "bytes", configuration = list(endian = "little")))
+  # No codecs: v3 drafts (GDAL 3.6) left the list out, zarrita writes it empty
+  # (Icechunk repositories written through it have these); both read the
+  # bytes codec, little endian
+  if (!length(m[["codecs"]])) m[["codecs"]] <- list(list(name = "bytes", configuration = list(endian = "little")))
   fmt <- as.integer(m[["zarr_format"]] %||% 3L)
   shape <- check_shape(m[["shape"]], "shape")
   if (length(m[["storage_transformers"]]))
@@ -725,11 +727,6 @@ parse_array_metadata <- function(m, path = NULL) {
     chunk <- check_shape(grid[["configuration"]][["chunk_shape"]], "chunk shape")
   }
   if (length(chunk) != length(shape) || any(chunk < 1)) bad("the chunk shape does not match the shape")
-  # zarrita writes an empty list and reads it as the bytes codec (little
-  # endian): so do we (Icechunk repositories written through it have these)
-  if (is.list(m[["codecs"]]) && !length(m[["codecs"]]) && "codecs" %in% names(m))
-    m[["codecs"]] <- list(list(name = "bytes", configuration = list(endian = "little")))
-  if (!length(m[["codecs"]])) bad("metadata has no codecs")
   check_engine_limits(shape, chunk, length(m[["codecs"]]), bad)
   codecs <- tryCatch(codec_chain(m[["codecs"]], data_type = dt, chunk_shape = chunk, array = path),
                      zarr_error = function(e) {
