@@ -1,0 +1,281 @@
+# Icechunk repositories (spec 1 and 2) written by the official implementation
+# (tools/icechunk, @earthmover/icechunk 2.2.2 with zarrita 0.7.5) must read
+# equal to what that implementation reads back (expected.json, see
+# helper-icechunk.R): every array and group at every branch, tag and
+# snapshot; the history, branches and tags; locally, over HTTP and from S3.
+# Corrupted copies and stale virtual chunks must give classed errors.
+
+ice_store <- function(location, ...) zarr_icechunkstore$new(location, ...)
+
+# The snapshot a zarr object on a repository reads: the newest of its history.
+ice_head <- function(z) z$store$history()$snapshot_id[1]
+
+# The ref of kind/name in a list of refs of expected.json.
+ice_find_ref <- function(refs, kind, name) {
+  Filter(function(r) r$kind == kind && r$name == name, refs)[[1]]
+}
+
+ice_open <- function(location, ref = NULL, ...) {
+  zarr$new(do.call(ice_store, c(list(location), if (!is.null(ref)) icechunk_ref_args(ref), list(...))))
+}
+
+# Compare what `z` (a zarr object on the repository) holds with one ref of
+# expected.json. `what` names the case in failure messages.
+ice_expect_ref <- function(z, ref, what) {
+  for (p in names(ref$nodes)) {
+    node <- ref$nodes[[p]]
+    label <- sprintf("%s, %s %s, node %s", what, ref$kind, ref$name, p)
+    if (!is.null(node$error) && is.null(node$type)) next # the oracle could not open it: corrupted copies only
+    n <- z[[p]]
+    expect_false(is.null(n), info = label)
+    attrs <- node$attributes %||% list()
+    expect_equal(n$attributes %||% list(), attrs, info = label)
+    if (identical(node$type, "group")) {
+      expect_s3_class(n, "zarr_group")
+      next
+    }
+    expect_s3_class(n, "zarr_array")
+    expect_identical(as.integer(n$shape), as.integer(unlist(node$shape)), info = label)
+    expect_identical(n$data_type, node$dtype, info = label)
+    expect_equal(n$metadata$fill_value, node$fill_value, info = label)
+    if (!is.null(node$error)) next
+    x <- n$read(fill_as_na = FALSE)
+    want <- icechunk_expected_array(node)
+    expect_identical(dim(x) %||% length(x), dim(want) %||% length(want), info = label)
+    expect_equal(as.vector(x), as.vector(want), tolerance = 0, info = label)
+  }
+}
+
+# Every ref of repository `name` of expected.json, opened through `location`.
+ice_expect_repo <- function(ice, name, location, what = name, kinds = c("branch", "tag", "snapshot")) {
+  rep <- ice$expected$repos[[name]]
+  for (ref in rep$refs) {
+    if (!ref$kind %in% kinds) next
+    z <- ice_open(location, ref)
+    expect_identical(ice_head(z), ref$snapshot, info = sprintf("%s %s %s", what, ref$kind, ref$name))
+    ice_expect_ref(z, ref, what)
+  }
+}
+
+test_that("Icechunk repositories read equal to the official implementation at every ref (spec 1 and 2)", {
+  ice <- icechunk_oracle()
+  for (name in c("v1", "v2")) {
+    rep <- ice$expected$repos[[name]]
+    expect_setequal(vapply(rep$refs, `[[`, "", "kind"), c("branch", "tag", "snapshot"))
+    ice_expect_repo(ice, name, file.path(ice$dir, name))
+  }
+})
+
+test_that("inline, native, virtual (file:// and http://) and sharded chunks read equal to the official implementation", {
+  ice <- icechunk_oracle()
+  for (name in c("virtual_v1", "virtual_v2")) {
+    main <- ice_find_ref(ice$expected$repos[[name]]$refs, "branch", "main")
+    # the oracle read every array: nothing here is an expected failure
+    expect_true(all(vapply(main$nodes, function(n) is.null(n$error), TRUE)))
+    expect_setequal(names(main$nodes), c("/", "/mixed", "/vfile", "/vhttp"))
+    ice_expect_repo(ice, name, file.path(ice$dir, name))
+  }
+  # partial reads of a sharded array stored as native chunks, and of a
+  # virtual one: only some inner chunks / byte ranges
+  v2 <- ice_find_ref(ice$expected$repos$v2$refs, "branch", "main")
+  z <- ice_open(file.path(ice$dir, "v2"))
+  want <- icechunk_expected_array(v2$nodes[["/sharded"]])
+  expect_identical(z[["/sharded"]]$read(list(30:45, c(1, 64)), fill_as_na = FALSE), want[30:45, c(1, 64)])
+  expect_identical(z[["/sharded"]]$read(list(41:48, 9:16), fill_as_na = FALSE), matrix(-1L, 8, 8))
+  expect_true(all(is.na(z[["/sharded"]]$read(list(41:48, 9:16)))))
+  vz <- ice_open(file.path(ice$dir, "virtual_v2"))
+  vwant <- icechunk_expected_array(ice_find_ref(ice$expected$repos$virtual_v2$refs, "branch", "main")$nodes[["/vhttp"]])
+  expect_identical(vz[["/vhttp"]]$read(list(2:3, 3:6), fill_as_na = FALSE), vwant[2:3, 3:6])
+  # the missing chunk (1, 1) of vfile reads as the fill value -7
+  expect_identical(vz[["/vfile"]]$read(list(3:4, 5:8), fill_as_na = FALSE), matrix(-7L, 2, 4))
+})
+
+test_that("open_zarr() recognises an Icechunk repository and takes branch, tag and snapshot", {
+  ice <- icechunk_oracle()
+  path <- file.path(ice$dir, "v2")
+  rep <- ice$expected$repos$v2
+  for (ref in rep$refs) {
+    z <- do.call(open_zarr, c(list(path), icechunk_ref_args(ref)))
+    expect_s3_class(z$store, "zarr_icechunkstore")
+    ice_expect_ref(z, ref, "open_zarr")
+  }
+  # no ref: the main branch
+  main <- ice_find_ref(rep$refs, "branch", "main")
+  z <- open_zarr(path)
+  expect_identical(ice_head(z), main$snapshot)
+  expect_identical(z$root$attributes$title, "icechunk oracle, third commit")
+  expect_false("/bool" %in% z$arrays) # deleted by main's last commit, still in tag v1
+  expect_true("/bool" %in% open_zarr(path, tag = "v1")$arrays)
+  expect_true("/dev_only" %in% open_zarr(path, branch = "dev")$arrays)
+  expect_identical(ice_head(open_zarr(paste0("file://", path), branch = "dev")),
+                   ice_find_ref(rep$refs, "branch", "dev")$snapshot)
+})
+
+test_that("history, branches and tags equal the official implementation's", {
+  ice <- icechunk_oracle()
+  for (name in c("v1", "v2", "virtual_v2")) {
+    rep <- ice$expected$repos[[name]]
+    path <- file.path(ice$dir, name)
+    st <- ice_store(path)
+    expect_identical(st$branches(), unlist(rep$branches))
+    expect_identical(st$tags(), as.character(unlist(rep$tags)))
+    for (b in unlist(rep$branches)) {
+      want <- rep$history[[b]]
+      for (h in list(icechunk_history(path, branch = b), ice_store(path, branch = b)$history())) {
+        expect_s3_class(h, "data.frame")
+        expect_identical(h$snapshot_id, vapply(want, `[[`, "", "id"), info = paste(name, b))
+        expect_identical(h$message, vapply(want, `[[`, "", "message"), info = paste(name, b))
+        expect_s3_class(h$time, "POSIXct")
+        expect_identical(attr(h$time, "tzone"), "UTC")
+        expect_equal(as.numeric(h$time), vapply(want, `[[`, 0, "epoch"), tolerance = 0, scale = 1, info = paste(name, b))
+        # newest first
+        expect_true(all(diff(as.numeric(h$time)) <= 0))
+      }
+    }
+  }
+  # the default branch is main; a tag's history starts at its snapshot
+  path <- file.path(ice$dir, "v2")
+  rep <- ice$expected$repos$v2
+  expect_identical(icechunk_history(path)$snapshot_id, vapply(rep$history$main, `[[`, "", "id"))
+  expect_identical(ice_store(path, tag = "v1")$history()$snapshot_id,
+                   vapply(rep$history[["tag:v1"]], `[[`, "", "id"))
+  expect_identical(tail(icechunk_history(path)$message, 1), "Repository initialized")
+})
+
+test_that("Icechunk stores are read-only", {
+  ice <- icechunk_oracle()
+  path <- file.path(ice$dir, "v2")
+  st <- ice_store(path)
+  expect_true(st$read_only)
+  expect_false(st$supports_writes)
+  expect_error(st$set("x/zarr.json", charToRaw("{}")), class = "zarr_error_read_only")
+  expect_error(st$erase("float64/zarr.json"), class = "zarr_error")
+  z <- open_zarr(path)
+  expect_error(z[["/float64"]]$write(matrix(0, 2, 2), list(1:2, 1:2)), class = "zarr_error_read_only")
+  expect_error(z[["/grp"]]$set_attribute("x", 1), class = "zarr_error_read_only")
+  # nothing was written into the repository
+  before <- tools::md5sum(list.files(path, recursive = TRUE, full.names = TRUE))
+  try(st$set("a", as.raw(1)), silent = TRUE)
+  expect_identical(tools::md5sum(list.files(path, recursive = TRUE, full.names = TRUE)), before)
+})
+
+test_that("unknown branches, tags and snapshots are zarr_error_not_found", {
+  ice <- icechunk_oracle()
+  path <- file.path(ice$dir, "v2")
+  expect_error(ice_store(path, branch = "nope"), class = "zarr_error_not_found")
+  expect_error(ice_store(path, tag = "nope"), class = "zarr_error_not_found")
+  expect_error(ice_store(path, snapshot = "AAAAAAAAAAAAAAAAAAAA"), class = "zarr_error_not_found")
+  expect_error(open_zarr(path, branch = "nope"), class = "zarr_error_not_found")
+  expect_error(icechunk_history(path, branch = "nope"), class = "zarr_error_not_found")
+  # spec 1 keeps refs as objects of their own
+  expect_error(ice_store(file.path(ice$dir, "v1"), tag = "nope"), class = "zarr_error_not_found")
+  expect_error(ice_store(file.path(ice$dir, "v1"), branch = "nope"), class = "zarr_error_not_found")
+})
+
+test_that("virtual chunks whose target changed after the commit are zarr_error_icechunk_stale", {
+  ice <- icechunk_oracle()
+  rep <- ice$expected$repos$stale
+  main <- ice_find_ref(rep$refs, "branch", "main")
+  # the official implementation refuses the file:// one; its http:// check is
+  # If-Unmodified-Since, which the test server ignores (it reads the new
+  # bytes), but the server's Last-Modified says the file changed
+  expect_match(main$nodes[["/vfile"]]$error, "checksum")
+  z <- ice_open(file.path(ice$dir, "stale"))
+  for (p in c("/vfile", "/vhttp")) {
+    e <- expect_error(z[[p]]$read(), class = "zarr_error_icechunk_stale", info = p)
+    expect_s3_class(e, "zarr_error_icechunk")
+    expect_match(conditionMessage(e), "stale[.]bin", info = p)
+  }
+})
+
+test_that("an Icechunk repository served over HTTP reads the same", {
+  ice <- icechunk_oracle()
+  for (name in c("v2", "virtual_v2")) ice_expect_repo(ice, name, paste0(ice$url, "/", name), paste(name, "over HTTP"))
+  # spec 1 over HTTP: refs are found by name (no listing)
+  ice_expect_repo(ice, "v1", paste0(ice$url, "/v1"), "v1 over HTTP")
+  expect_identical(ice_store(paste0(ice$url, "/v2"))$branches(), c("dev", "main"))
+  expect_identical(ice_store(paste0(ice$url, "/v2"))$history()$snapshot_id,
+                   vapply(ice$expected$repos$v2$history$main, `[[`, "", "id"))
+  z <- open_zarr(paste0(ice$url, "/v2"), tag = "v1")
+  expect_s3_class(z$store, "zarr_icechunkstore")
+})
+
+test_that("an Icechunk repository in S3 reads the same", {
+  ice <- icechunk_oracle()
+  s3 <- s3_server()
+  for (name in c("v1", "v2", "virtual_v2")) s3_upload_dir(s3$store("private", paste0("ice/", name)), file.path(ice$dir, name))
+  withr::local_envvar(c(AWS_ENDPOINT_URL = s3$endpoint, AWS_ACCESS_KEY_ID = s3$key, AWS_SECRET_ACCESS_KEY = s3$secret,
+                        AWS_REGION = "us-east-1"))
+  for (name in c("v1", "v2", "virtual_v2")) {
+    loc <- paste0("s3://private/ice/", name)
+    ice_expect_repo(ice, name, loc, paste(name, "in S3"))
+    rep <- ice$expected$repos[[name]]
+    st <- ice_store(loc)
+    expect_identical(st$branches(), unlist(rep$branches))
+    expect_identical(st$tags(), as.character(unlist(rep$tags)))
+    expect_identical(st$history()$snapshot_id, vapply(rep$history$main, `[[`, "", "id"))
+  }
+  expect_s3_class(open_zarr("s3://private/ice/v2", branch = "dev")$store, "zarr_icechunkstore")
+})
+
+# Open the ref and read every node the oracle lists (values too): the
+# first error, or NULL.
+ice_read_all <- function(location, ref) {
+  tryCatch({
+    z <- ice_open(location, ref)
+    for (p in names(ref$nodes)) {
+      n <- z[[p]]
+      if (inherits(n, "zarr_array")) n$read()
+    }
+    NULL
+  }, error = function(e) e)
+}
+
+test_that("corrupted repositories give zarr_error_icechunk (and whatever is intact still reads)", {
+  ice <- icechunk_oracle()
+  corrupt <- Filter(function(r) isTRUE(r$corrupted), ice$expected$repos)
+  expect_gte(length(corrupt), 12L)
+  for (name in names(corrupt)) {
+    rep <- corrupt[[name]]
+    path <- file.path(ice$dir, name)
+    must <- unlist(rep$must_fail)
+    for (ref in rep$refs) {
+      tag <- paste0(ref$kind, ":", ref$name)
+      label <- paste(name, tag)
+      if (tag %in% must) {
+        # every node of the intact repository at this ref, values included
+        intact <- ice_find_ref(ice$expected$repos[[paste0("v", rep$spec)]]$refs, ref$kind, ref$name)
+        expect_s3_class(ice_read_all(path, intact), "zarr_error_icechunk")
+        next
+      }
+      if (!is.null(ref$error)) {
+        # the oracle failed where a reader need not: if this one fails, classed
+        e <- ice_read_all(path, list(kind = ref$kind, name = ref$name, nodes = list()))
+        if (!is.null(e)) expect_s3_class(e, "zarr_error_icechunk")
+        next
+      }
+      z <- tryCatch(ice_open(path, ref), error = function(e) e)
+      if (inherits(z, "error")) {
+        # the oracle opened this ref lazily; every node then failed for it
+        expect_true(all(vapply(ref$nodes, function(n) !is.null(n$error), TRUE)), info = label)
+        expect_s3_class(z, "zarr_error_icechunk")
+        next
+      }
+      for (p in names(ref$nodes)) {
+        node <- ref$nodes[[p]]
+        if (is.null(node$error)) next
+        e <- tryCatch({
+          n <- z[[p]]
+          if (inherits(n, "zarr_array")) n$read()
+          NULL
+        }, error = function(e) e)
+        expect_s3_class(e, "zarr_error_icechunk")
+        if (inherits(e, "error")) expect_false(inherits(e, "zarr_error_icechunk_stale"), info = paste(label, p))
+      }
+      # the nodes the oracle read are read equal
+      ok <- ref
+      ok$nodes <- Filter(function(n) is.null(n$error), ref$nodes)
+      ice_expect_ref(z, ok, name)
+    }
+  }
+})
