@@ -129,11 +129,15 @@ const containers = {
 };
 const authorize = { [fileRoot]: null, [`${httpUrl}/`]: { type: "HttpAccess" } };
 
-async function createRepo(name, spec, virtual = false) {
+// Manifests of arrays named "split..." hold at most 3 chunks along any
+// dimension, so that one array's chunk refs spread over several manifests.
+const splitting = { splitting: { split_sizes: [[{ path_matches: { regex: "split" } }, [{ condition: "Any", num_chunks: 3 }]]] } };
+
+async function createRepo(name, spec, { virtual = false, manifest = splitting } = {}) {
 	fs.rmSync(path.join(outdir, name), { recursive: true, force: true });
-	const repo = await Repository.create(await storageAt(name), virtual ? { virtualChunkContainers: containers } : null,
-		spec, virtual ? authorize : null);
-	if (virtual) await repo.saveConfig();
+	const config = { manifest, ...(virtual ? { virtualChunkContainers: containers } : {}) };
+	const repo = await Repository.create(await storageAt(name), config, spec, virtual ? authorize : null);
+	await repo.saveConfig();
 	return repo;
 }
 
@@ -178,6 +182,9 @@ async function writeMain(name, spec) {
 	const fill = await zarr.create(root.resolve("fill"), { shape: [6, 6], chunkShape: [3, 3], dtype: "int32", fillValue: 42 });
 	await setAll(fill, values("int32", 9, () => randInt(-100, 100)), [zarr.slice(0, 3), zarr.slice(0, 3)], [3, 3]);
 	await writeSharded(s.store, "sharded");
+	// 25 chunks, manifests split 3 x 3
+	const split = await zarr.create(root.resolve("split"), { shape: [10, 10], chunkShape: [2, 2], dtype: "int32", fillValue: 0 });
+	await setAll(split, values("int32", 100, () => randInt(-99999, 99999)));
 	const c1 = await s.commit("create groups and arrays");
 
 	s = await repo.writableSession("main");
@@ -204,7 +211,16 @@ async function writeMain(name, spec) {
 	const only = await zarr.create(root.resolve("dev_only"), { shape: [3], chunkShape: [3], dtype: "float64", fillValue: 0 });
 	await setAll(only, Float64Array.from([0.5, -1.25, 1e10]));
 	await s.commit("dev: new uint16 values and dev_only");
-	return { repo, first: c1 };
+
+	// spec 2 only: move a node (it keeps its id and chunks)
+	let moved = false;
+	if (spec >= 2) {
+		s = await repo.rearrangeSession("dev");
+		await s.moveNode("/dev_only", "/grp/dev_only_moved");
+		await s.commit("dev: move dev_only to grp/dev_only_moved");
+		moved = true;
+	}
+	return { repo, first: c1, moved };
 }
 
 // zarrita cannot write sharded arrays: write the metadata with zarrita and
@@ -246,7 +262,7 @@ async function writeSharded(store, key) {
 // through file:// and http:// URLs, with and without a recorded
 // modification time; one array mixes virtual, inline and native chunks.
 async function writeVirtual(name, spec) {
-	const repo = await createRepo(name, spec, true);
+	const repo = await createRepo(name, spec, { virtual: true });
 	const s = await repo.writableSession("main");
 	const root = zarr.root(s.store);
 	await zarr.create(root, { attributes: { kind: "virtual" } });
@@ -270,6 +286,24 @@ async function writeVirtual(name, spec) {
 	return { repo };
 }
 
+// Many virtual chunks with the manifest's virtual locations compressed
+// (a zstd dictionary trained on the URLs; spec 2).
+async function writeVirtualCompressed(name) {
+	const repo = await createRepo(name, 2, { virtual: true,
+		manifest: { virtual_chunk_location_compression: { min_num_chunks: 4 } } });
+	const s = await repo.writableSession("main");
+	const root = zarr.root(s.store);
+	await zarr.create(root, { attributes: { kind: "virtual, compressed locations" } });
+	await zarr.create(root.resolve("vmany"), { shape: [96, 4], chunkShape: [2, 4], dtype: "uint8", fillValue: 0 });
+	for (let i = 0; i < 48; i++) {
+		const r = place(Uint8Array.from({ length: 8 }, () => randInt(0, 255)));
+		await s.store.setVirtualRef(`vmany/c/${i}/0`, `${i % 3 === 2 ? httpRoot : fileRoot}target.bin`, r.offset, r.length,
+			null, i % 2 ? new Date(VIRTUAL_MTIME * 1000) : null, true);
+	}
+	await s.commit("48 virtual chunks");
+	return { repo };
+}
+
 function writeTargets() {
 	for (const d of [virtDir, httpDir]) {
 		const f = path.join(d, "target.bin");
@@ -281,7 +315,7 @@ function writeTargets() {
 // A virtual chunk whose target changes after the commit: the recorded
 // modification time no longer matches (file:// and http://).
 async function writeStale(name) {
-	const repo = await createRepo(name, 2, true);
+	const repo = await createRepo(name, 2, { virtual: true });
 	const s = await repo.writableSession("main");
 	const root = zarr.root(s.store);
 	await zarr.create(root, { attributes: { kind: "stale" } });
@@ -293,6 +327,8 @@ async function writeStale(name) {
 		await s.store.setVirtualRef(`${arr}/c/0`, `${base}stale.bin`, 8, 4, null, new Date(VIRTUAL_MTIME * 1000), true);
 		await s.store.setVirtualRef(`${arr}/c/1`, `${base}stale.bin`, 16, 4, null, new Date(VIRTUAL_MTIME * 1000), true);
 	}
+	await zarr.create(root.resolve("vmissing"), { shape: [4], chunkShape: [4], dtype: "uint8", fillValue: 0 });
+	await s.store.setVirtualRef("vmissing/c/0", `${fileRoot}no-such-file.bin`, 0, 4, null, null, true);
 	await s.commit("virtual chunks, targets modified afterwards");
 	for (const dir of [virtDir, httpDir]) {
 		const f = path.join(dir, "stale.bin");
@@ -444,6 +480,7 @@ try {
 	made.v2 = await writeMain("v2", 2);
 	made.virtual_v1 = await writeVirtual("virtual_v1", 1);
 	made.virtual_v2 = await writeVirtual("virtual_v2", 2);
+	made.virtual_compressed = await writeVirtualCompressed("virtual_compressed");
 	writeTargets();
 	made.stale = await writeStale("stale");
 
@@ -498,11 +535,13 @@ try {
 		corrupt.push(["v2_truncated_repo_object", 2, "the repo object cut in half", ["branch:main", "branch:dev", "tag:v1"]]);
 	}
 
-	expected.repos.v1 = await describe("v1", 1, "spec 1: three commits on main, tag v1, branch dev", { snapshots: [made.v1.first] });
-	expected.repos.v2 = await describe("v2", 2, "spec 2: three commits on main, tag v1, branch dev", { snapshots: [made.v2.first] });
+	expected.repos.v1 = await describe("v1", 1, "spec 1: three commits on main, tag v1, branch dev; split manifests", { snapshots: [made.v1.first] });
+	expected.repos.v2 = await describe("v2", 2, "spec 2: three commits on main, tag v1, branch dev with a moved node; split manifests", { snapshots: [made.v2.first] });
 	expected.repos.virtual_v1 = await describe("virtual_v1", 1, "spec 1: virtual chunks (file:// and http://), mixed array");
 	expected.repos.virtual_v2 = await describe("virtual_v2", 2, "spec 2: virtual chunks (file:// and http://), mixed array");
-	expected.repos.stale = await describe("stale", 2, "virtual targets modified after the commit (recorded mtime older)");
+	expected.repos.virtual_compressed = await describe("virtual_compressed", 2,
+		"spec 2: 48 virtual chunks, virtual locations compressed in the manifest");
+	expected.repos.stale = await describe("stale", 2, "virtual targets modified after the commit (recorded mtime older); one target missing");
 	for (const [name, spec, what, mustFail] of corrupt) {
 		const source = expected.repos[`v${spec}`];
 		expected.repos[name] = { ...(await describe(name, spec, what, { source })), corrupted: true, must_fail: mustFail };
