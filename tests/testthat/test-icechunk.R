@@ -161,6 +161,13 @@ test_that("history, branches and tags equal the official implementation's", {
   expect_identical(ice_store(path, snapshot = first$name)$history()$snapshot_id,
                    vapply(rep$history$main[3:4], `[[`, "", "id"))
   expect_identical(tail(icechunk_history(path)$message, 1), "Repository initialized")
+  # main's last commit was amended: the snapshot it replaced is out of the
+  # history, yet opens by its id (and reads as the oracle read it)
+  snaps <- Filter(function(r) r$kind == "snapshot", rep$refs)
+  expect_length(snaps, 2L)
+  expect_false(snaps[[2]]$name %in% icechunk_history(path)$snapshot_id)
+  expect_match(rep$history$main[[1]]$message, "amended")
+  expect_identical(ice_head(ice_open(path, snaps[[2]])), snaps[[2]]$name)
 })
 
 test_that("Icechunk stores are read-only", {

@@ -202,7 +202,16 @@ async function writeMain(name, spec) {
 	await s.store.set("zarr.json", Buffer.from(JSON.stringify({ zarr_format: 3, node_type: "group",
 		attributes: { title: "icechunk oracle, third commit", spec, seed: 20261126 } })));
 	await s.store.deleteDir("bool");
-	await s.commit("new root attributes; delete bool");
+	const c3 = await s.commit("new root attributes; delete bool");
+
+	// spec 2 only: amend that commit; main's history skips the replaced
+	// snapshot, which can still be opened by its id
+	if (spec >= 2) {
+		s = await repo.writableSession("main");
+		await s.store.set("grp/sub/zarr.json", Buffer.from(JSON.stringify({ zarr_format: 3, node_type: "group",
+			attributes: { level: 2, amended: true } })));
+		await s.amend("new root attributes; delete bool; grp/sub attributes (amended)");
+	}
 
 	s = await repo.writableSession("dev");
 	root = zarr.root(s.store);
@@ -220,7 +229,7 @@ async function writeMain(name, spec) {
 		await s.commit("dev: move dev_only to grp/dev_only_moved");
 		moved = true;
 	}
-	return { repo, first: c1, moved };
+	return { repo, first: c1, amended: c3, moved };
 }
 
 // zarrita cannot write sharded arrays: write the metadata with zarrita and
@@ -536,7 +545,7 @@ try {
 	}
 
 	expected.repos.v1 = await describe("v1", 1, "spec 1: three commits on main, tag v1, branch dev; split manifests", { snapshots: [made.v1.first] });
-	expected.repos.v2 = await describe("v2", 2, "spec 2: three commits on main, tag v1, branch dev with a moved node; split manifests", { snapshots: [made.v2.first] });
+	expected.repos.v2 = await describe("v2", 2, "spec 2: three commits on main (the last amended), tag v1, branch dev with a moved node; split manifests", { snapshots: [made.v2.first, made.v2.amended] });
 	expected.repos.virtual_v1 = await describe("virtual_v1", 1, "spec 1: virtual chunks (file:// and http://), mixed array");
 	expected.repos.virtual_v2 = await describe("virtual_v2", 2, "spec 2: virtual chunks (file:// and http://), mixed array");
 	expected.repos.virtual_compressed = await describe("virtual_compressed", 2,
