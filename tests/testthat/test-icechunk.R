@@ -232,6 +232,12 @@ test_that("an Icechunk repository served over HTTP reads the same", {
                    vapply(ice$expected$repos$v2$history$main, `[[`, "", "id"))
   z <- open_zarr(paste0(ice$url, "/v2"), tag = "v1")
   expect_s3_class(z$store, "zarr_icechunkstore")
+  # recognised without a ref too (spec 2: the repo object; spec 1: main's ref)
+  for (name in c("v1", "v2")) {
+    z <- open_zarr(paste0(ice$url, "/", name))
+    expect_s3_class(z$store, "zarr_icechunkstore")
+    expect_identical(ice_head(z), ice_find_ref(ice$expected$repos[[name]]$refs, "branch", "main")$snapshot)
+  }
 })
 
 test_that("an Icechunk repository in S3 reads the same", {
@@ -250,6 +256,7 @@ test_that("an Icechunk repository in S3 reads the same", {
     expect_identical(st$history()$snapshot_id, vapply(rep$history$main, `[[`, "", "id"))
   }
   expect_s3_class(open_zarr("s3://private/ice/v2", branch = "dev")$store, "zarr_icechunkstore")
+  expect_s3_class(open_zarr("s3://private/ice/v1")$store, "zarr_icechunkstore")
 })
 
 # Open the ref and read every node the oracle lists (values too): the
