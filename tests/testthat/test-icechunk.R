@@ -259,6 +259,22 @@ test_that("an Icechunk repository in S3 reads the same", {
   expect_s3_class(open_zarr("s3://private/ice/v1")$store, "zarr_icechunkstore")
 })
 
+test_that("an Icechunk repository in Azure Blob storage (Azurite) reads the same", {
+  ice <- icechunk_oracle()
+  az <- azure_server()
+  for (name in c("v1", "v2")) s3_upload_dir(az$store("private", paste0("ice/", name)), file.path(ice$dir, name))
+  withr::local_envvar(AZURE_STORAGE_CONNECTION_STRING = paste0("DefaultEndpointsProtocol=http;AccountName=", az$account,
+                                                               ";BlobEndpoint=", az$endpoint, ";AccountKey=", az$key))
+  for (name in c("v1", "v2")) {
+    loc <- paste0("az://private/ice/", name)
+    ice_expect_repo(ice, name, loc, paste(name, "in Azure"))
+    rep <- ice$expected$repos[[name]]
+    expect_identical(ice_store(loc)$branches(), unlist(rep$branches))
+    expect_identical(ice_store(loc)$tags(), unlist(rep$tags))
+    expect_s3_class(open_zarr(loc)$store, "zarr_icechunkstore")
+  }
+})
+
 # Open the ref and read every node the oracle lists (values too): the
 # first error, or NULL.
 ice_read_all <- function(location, ref) {
