@@ -98,6 +98,17 @@ test_that("inline, native, virtual (file:// and http://) and sharded chunks read
   vz <- ice_open(file.path(ice$dir, "virtual_v2"))
   vwant <- icechunk_expected_array(ice_find_ref(ice$expected$repos$virtual_v2$refs, "branch", "main")$nodes[["/vhttp"]])
   expect_identical(vz[["/vhttp"]]$read(list(c(2, 3), c(3, 6)), fill_as_na = FALSE), vwant[2:3, 3:6])
+  # neighbouring virtual ranges of one file are fetched in one request
+  # (vhttp: 3 adjacent chunks; vmany: 16 chunks 16 bytes apart)
+  for (case in list(c("virtual_v2", "/vhttp", "1"), c("virtual_compressed", "/vmany", "2"))) {
+    a <- ice_open(file.path(ice$dir, case[1]))[[case[2]]]
+    ice$server$reset()
+    a$read()
+    log <- ice$server$stats()$log
+    n <- sum(log$path == "/http/target.bin")
+    expect_gte(n, 1L)
+    expect_lte(n, as.integer(case[3]), label = paste(case[2], "requests"))
+  }
   # the missing chunk (1, 1) of vfile reads as the fill value -7
   expect_identical(vz[["/vfile"]]$read(list(c(3, 4), c(5, 8)), fill_as_na = FALSE), matrix(-7L, 2, 4))
 })
