@@ -2,8 +2,9 @@
 # (tools/icechunk, @earthmover/icechunk 2.2.2 with zarrita 0.7.5) must read
 # equal to what that implementation reads back (expected.json, see
 # helper-icechunk.R): every array and group at every branch, tag and
-# snapshot; the history, branches and tags; locally, over HTTP and from S3.
-# Corrupted copies and stale virtual chunks must give classed errors.
+# snapshot; the history, branches and tags; locally, over HTTP, from S3 and
+# from Azure Blob storage. Corrupted copies and stale virtual chunks must
+# give classed errors naming the object.
 
 ice_store <- function(location, ...) zarr_icechunkstore$new(location, ...)
 
@@ -287,6 +288,12 @@ test_that("an Icechunk repository in Azure Blob storage (Azurite) reads the same
   }
 })
 
+# An error about a damaged repository names the object.
+ice_expect_names_object <- function(e, label) {
+  if (inherits(e, "error"))
+    expect_match(conditionMessage(e), "snapshots/|manifests/|chunks/|'repo'|refs/", info = label)
+}
+
 # Open the ref and read every node the oracle lists (values too): the
 # first error, or NULL.
 ice_read_all <- function(location, ref) {
@@ -317,6 +324,7 @@ test_that("corrupted repositories give zarr_error_icechunk (and whatever is inta
         e <- ice_read_all(path, intact)
         expect_true(inherits(e, "zarr_error_icechunk"),
                     info = paste(label, if (inherits(e, "error")) conditionMessage(e) else "(no error)"))
+        ice_expect_names_object(e, label)
         next
       }
       if (!is.null(ref$error)) {
@@ -331,6 +339,7 @@ test_that("corrupted repositories give zarr_error_icechunk (and whatever is inta
         # manifest, say); something it could not read must be broken
         expect_true(any(vapply(ref$nodes, function(n) !is.null(n$error), TRUE)), info = label)
         expect_s3_class(z, "zarr_error_icechunk")
+        ice_expect_names_object(z, label)
         next
       }
       for (p in names(ref$nodes)) {
@@ -343,6 +352,7 @@ test_that("corrupted repositories give zarr_error_icechunk (and whatever is inta
         }, error = function(e) e)
         expect_true(inherits(e, "zarr_error_icechunk") && !inherits(e, "zarr_error_icechunk_stale"),
                     info = paste(label, p, if (inherits(e, "error")) conditionMessage(e) else "(no error)"))
+        ice_expect_names_object(e, paste(label, p))
       }
       # the nodes the oracle read are read equal
       ok <- ref
