@@ -19,7 +19,11 @@
 #    netCDF-4 variable read through Kerchunk references beside ncdf4 and
 #    RNetCDF (bench/results/references.csv; needs Debian's python3-h5py and
 #    python3-netcdf4, skipped without them).
-# 9. unless ZARR_BENCH_MAPBLOCKS=false: Rscript bench/mapblocks.R,
+# 9. unless ZARR_BENCH_ICECHUNK=false: Rscript bench/icechunk.R, a sharded
+#    array read through an Icechunk repository (written by the official
+#    implementation, tools/icechunk) beside the same plain store, local and
+#    over HTTP (bench/results/icechunk.csv; skipped without tools/icechunk).
+# 10. unless ZARR_BENCH_MAPBLOCKS=false: Rscript bench/mapblocks.R,
 #    zarr_map_blocks() of a CPU-bound function with 1 and 2 mirai daemons
 #    beside base R (bench/results/mapblocks.csv; skipped without mirai).
 # The ZARR_BENCH_* variables of bench/run.R pass through (see bench/README.md).
@@ -74,7 +78,7 @@ say "Rscript bench/run.R"
 status=0
 Rscript bench/run.R || status=$?
 
-# ---- 5-9. the other benchmarks, each skipped with ZARR_BENCH_<NAME>=false
+# ---- 5-10. the other benchmarks, each skipped with ZARR_BENCH_<NAME>=false
 # bench_step NAME SCRIPT WHAT: run bench/SCRIPT unless ZARR_BENCH_NAME is false
 bench_step() {
   local var="ZARR_BENCH_$1"
@@ -89,6 +93,7 @@ bench_step REMOTE remote.R "the remote benchmarks"           # HTTP
 bench_step PEER peer.R "the peer benchmark"                  # zarr-python 2 on the same stores
 bench_step S3 s3.R "the S3 benchmark"                        # s3rver behind the signature-checking proxy
 bench_step REFERENCES references.R "the reference benchmarks" # Kerchunk beside the netCDF readers
+bench_step ICECHUNK icechunk.R "the Icechunk benchmark"      # repository vs plain store, local and HTTP
 # zarr_map_blocks() on mirai daemons
 if Rscript -e 'quit(status = !requireNamespace("mirai", quietly = TRUE))' >/dev/null 2>&1; then
   bench_step MAPBLOCKS mapblocks.R "the map_blocks benchmark"

@@ -3,7 +3,8 @@
 # Debian/Ubuntu machine: system libraries and tools (apt; devscripts for
 # checkbashisms, used by R CMD check --as-cran), R packages (apt,
 # then install.packages() for anything still missing), zarrita.js for the
-# interop tests (npm, into tools/interop/node_modules) and the Python clients
+# interop tests (npm, into tools/interop/node_modules), the official Icechunk
+# implementation (npm, tools/icechunk) and the Python clients
 # of the interop tests (zarr-python 2, numcodecs, xarray, GDAL; Debian
 # packages). node also runs the HTTP test server (tools/testserver/server.js,
 # no npm packages), started by the tests with processx.
@@ -263,6 +264,25 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
       say "azurite: installed"
     else
       warn "npm install failed in tools/azurite: Azure tests will skip"
+    fi
+  fi
+fi
+
+# ---- the official Icechunk implementation (native module) with zarrita: the
+# oracle of the Icechunk tests and bench (tools/icechunk/run.sh builds the
+# glibc shim it needs on Debian 12 when it runs)
+icdir="$repo/tools/icechunk"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  if [ -f "$icdir/node_modules/@earthmover/icechunk/index.js" ] &&
+     [ ! "$icdir/package.json" -nt "$icdir/node_modules/.package-lock.json" ] &&
+     [ ! "$icdir/package-lock.json" -nt "$icdir/node_modules/.package-lock.json" ]; then
+    say "icechunk: up to date in tools/icechunk/node_modules"
+  else
+    say "npm install in tools/icechunk"
+    if npm install --no-audit --no-fund --prefix "$icdir" </dev/null; then
+      say "icechunk: installed"
+    else
+      warn "npm install failed in tools/icechunk: Icechunk tests will skip"
     fi
   fi
 fi
