@@ -129,6 +129,7 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
 # open_zarr() opens a store that holds a hierarchy: one without a root node
 # is an error (zarr$new() gives an object to start one in).
 open_existing <- function(store) {
+  force(store) # a store that fails to build fails here, not again in the handler below
   z <- tryCatch(zarr$new(store), zarr_error_not_found = function(e) e)
   if (inherits(z, "error") || is.null(z$root)) {
     # a location without root metadata may hold an Icechunk repository
