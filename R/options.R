@@ -80,12 +80,13 @@
 #'   accept at most the bytes asked for. Bodies are taken as the server
 #'   stores them: a `Content-Encoding` such as gzip is never inflated.
 #' * `zarr.reference_local_targets`: Whether references read from a
-#'   remote location (a Kerchunk file or Parquet folder on a web server) may
-#'   name local files as targets (default `FALSE`). References that someone
-#'   else wrote could otherwise read any file this process can read and hand
-#'   its bytes back as array data; reading such a target fails with a
-#'   `zarr_error_store` naming it. References read from a local
-#'   file or a list may always name local files.
+#'   remote location (a Kerchunk file or Parquet folder on a web server, an
+#'   Icechunk repository on a server or in a bucket) may name local files as
+#'   targets (default `FALSE`). References that someone else wrote could
+#'   otherwise read any file this process can read and hand its bytes back
+#'   as array data; reading such a target fails with a `zarr_error_store`
+#'   naming it. References read from a local file, a list or a repository
+#'   on local disk may always name local files.
 #' * `zarr.s3_multipart_size`: Values larger than this many bytes
 #'   (default 64 MiB, at least 5 MiB) are written to S3 in parts of this
 #'   size, uploaded concurrently (a multipart upload).

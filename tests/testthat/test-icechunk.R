@@ -237,6 +237,10 @@ test_that("virtual chunks whose target changed after the commit are zarr_error_i
 
 test_that("an Icechunk repository served over HTTP reads the same", {
   ice <- icechunk_oracle()
+  # a repository on a server reads local files (file:// virtual chunks) only when allowed
+  zv <- open_zarr(paste0(ice$url, "/virtual_v2"))
+  expect_error(zv[["/mixed"]]$read(), class = "zarr_error_store", regexp = "local file")
+  withr::local_options(zarr.reference_local_targets = TRUE)
   for (name in c("v2", "virtual_v2")) ice_expect_repo(ice, name, paste0(ice$url, "/", name), paste(name, "over HTTP"))
   # spec 1 over HTTP: refs are found by name (no listing)
   ice_expect_repo(ice, "v1", paste0(ice$url, "/v1"), "v1 over HTTP")
@@ -259,6 +263,8 @@ test_that("an Icechunk repository in S3 reads the same", {
   for (name in c("v1", "v2", "virtual_v2")) s3_upload_dir(s3$store("private", paste0("ice/", name)), file.path(ice$dir, name))
   withr::local_envvar(c(AWS_ENDPOINT_URL = s3$endpoint, AWS_ACCESS_KEY_ID = s3$key, AWS_SECRET_ACCESS_KEY = s3$secret,
                         AWS_REGION = "us-east-1"))
+  expect_error(open_zarr("s3://private/ice/virtual_v2")[["/mixed"]]$read(), class = "zarr_error_store", regexp = "local file")
+  withr::local_options(zarr.reference_local_targets = TRUE)
   for (name in c("v1", "v2", "virtual_v2")) {
     loc <- paste0("s3://private/ice/", name)
     ice_expect_repo(ice, name, loc, paste(name, "in S3"))
