@@ -22,6 +22,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_METADATA: return "metadata";
   case ZE_S3: return "s3";
   case ZE_AZURE: return "azure";
+  case ZE_ZV: return "zv";
   default: return "internal";
   }
 }

@@ -30,7 +30,8 @@ typedef enum {
   ZE_READ_ONLY, /* the store cannot be written to */
   ZE_METADATA,  /* array metadata is invalid or beyond the engine's limits */
   ZE_S3,        /* an S3 request failed with an S3 error document (a kind of ZE_HTTP) */
-  ZE_AZURE      /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
+  ZE_AZURE,     /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
+  ZE_ZV         /* a Zarr Vectors blob breaks its byte layout (src/zv_layout.c) */
 } zerr_kind;
 
 typedef struct {
