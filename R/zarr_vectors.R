@@ -376,6 +376,7 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
 }
 
 zv_write_objects_extra <- function(lvl, object_attributes, groups) {
+  if (length(object_attributes)) zv_add_group(lvl, "object_attributes", list(names = as.list(names(object_attributes))))
   for (nm in names(object_attributes)) {
     col <- object_attributes[[nm]]
     dt <- zv_dtype_of(col)
@@ -604,7 +605,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       rows <- unlist(vrows)
       obj <- rep(m$object, lengths(vrows))
       v <- got$vertices[rows, , drop = FALSE]
-      v$object <- obj
+      v$object <- as.integer(obj)
       rownames(v) <- NULL
       links <- private$read_links(lv, ukeys, got)
       if (!is.null(links)) {
@@ -641,7 +642,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
         if (identical(aa$dtype, "int32")) as.integer(v) else v
       })
       names(cols) <- nms
-      as.data.frame(cols)
+      as.data.frame(cols)[intersect(self$get_node(paste0(lv, "/object_attributes"))$attributes$names %||% nms, nms)]
     },
     object_groups = function(level = 0) {
       lv <- private$level_path(level)

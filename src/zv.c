@@ -8,7 +8,7 @@
 static void zv_fail(const zerr *e, const char *what) { zarr_raise_err(e, what, NULL); }
 
 static void zv_abort(const char *what, const char *msg) {
-  zerr e;
+  zerr e = {ZE_OK, {0}};
   zerr_set(&e, ZE_ZV, "%s", msg);
   zv_fail(&e, what);
 }
@@ -57,7 +57,7 @@ SEXP ffi_zv_frag_parse(SEXP blob, SEXP nrows, SEXP what) {
   size_t n;
   const uint8_t *p = blob_bytes(blob, &n, w);
   zv_frag f;
-  zerr e;
+  zerr e = {ZE_OK, {0}};
   double nr = asReal(nrows);
   if (zv_frag_parse(p, n, ISNAN(nr) ? -1 : (int64_t)nr, &f, &e)) zv_fail(&e, w);
   uint64_t total = zv_frag_total(&f);
@@ -149,7 +149,7 @@ SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what) {
     lo[i] = (size_t)sv[j];
     hi[i] = j + 1 < B ? (size_t)sv[j + 1] : n;
   }
-  zerr e;
+  zerr e = {ZE_OK, {0}};
   int64_t nb = 0, nx = 0;
   for (R_xlen_t i = 0; i < k; i++)
     if (zv_manifest_scan(p + lo[i], hi[i] - lo[i], nd, (int64_t)REAL(ids)[i], NULL, NULL, NULL, &nb, &nx, &e)) zv_fail(&e, w);
@@ -288,7 +288,7 @@ SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP what) {
     SEXP b = VECTOR_ELT(blobs, i);
     R_xlen_t len = XLENGTH(b);
     if (len % (R_xlen_t)rs) {
-      zerr e;
+      zerr e = {ZE_OK, {0}};
       zerr_set(&e, ZE_ZV, "a blob of %lld bytes is not a whole number of %d-column rows of %zu bytes",
                (long long)len, nc, zv_type_size(t) * 1);
       zv_fail(&e, w);
@@ -298,7 +298,7 @@ SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP what) {
   }
   SEXP out = PROTECT(allocMatrix(REALSXP, (int)total, nc));
   int64_t at = 0;
-  zerr e;
+  zerr e = {ZE_OK, {0}};
   for (R_xlen_t i = 0; i < k; i++) {
     size_t n;
     const uint8_t *p = blob_bytes(VECTOR_ELT(blobs, i), &n, w);
@@ -330,7 +330,7 @@ SEXP ffi_zv_rows_encode(SEXP x, SEXP dtype, SEXP breaks, SEXP raw) {
   size_t rs = zv_type_size(t) * (size_t)nc;
   uint8_t *tmp = NULL;
   size_t tmpn = 0;
-  zerr e;
+  zerr e = {ZE_OK, {0}};
   for (R_xlen_t i = 0; i < k; i++) {
     int64_t a = (int64_t)br[i], m = (int64_t)br[i + 1] - a;
     size_t n = (size_t)m * rs;
