@@ -110,7 +110,7 @@ zv_blob_metadata <- function(n, shuffle, typesize) {
 
 zv_write_blob <- function(group, name, bytes, shuffle = "shuffle", typesize = 8L) {
   a <- group$add_array(name, zv_blob_metadata(length(bytes), shuffle, typesize))
-  if (length(bytes)) a[] <- if (is.raw(bytes)) as.integer(bytes) else bytes
+  if (length(bytes)) a[] <- bytes
   invisible(a)
 }
 
@@ -122,14 +122,14 @@ zv_add_group <- function(parent, path, attributes = NULL) {
   g
 }
 
-# The bytes of a blob (integers 0-255, as the engine reads uint8), NULL when
-# there is no such blob.
+# The bytes of a blob (a raw vector, read by the C engine), NULL when there
+# is no such blob.
 zv_blob <- function(root, path) {
   a <- root$get_node(path)
   if (is.null(a)) return(NULL)
   if (!inherits(a, "zarr_array") || !identical(a$data_type$data_type, "uint8") || length(a$shape) != 1L)
     zv_error("a ZV blob must be a 1-D uint8 array", path)
-  a$read(fill_as_na = FALSE, decode = FALSE)
+  a$read_bytes()
 }
 
 zv_rows <- function(blobs, dtype, ncol, where)
@@ -308,7 +308,7 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
 
   vg <- zv_add_group(lvl, "vertices", list(zv_array = "vertices", dtype = dtype, encoding = "raw"))
   fg <- zv_add_group(lvl, "vertex_fragments", list(zv_array = "vertex_fragments", encoding = "fragment_index_v1"))
-  blobs <- .Call(ffi_zv_rows_encode, V, dtype, breaks, FALSE)
+  blobs <- .Call(ffi_zv_rows_encode, V, dtype, breaks)
   esize <- if (dtype == "float32") 4L else 8L
   for (k in seq_len(nk)) {
     zv_write_blob(vg, ukeys[k], blobs[[k]], "shuffle", esize)
@@ -322,7 +322,7 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
     dt <- zv_dtype_of(col)
     ag <- zv_add_group(lvl, paste0("vertex_attributes/", nm),
                        list(zv_array = "attribute", name = nm, dtype = dt, shape = list(n)))
-    ab <- .Call(ffi_zv_rows_encode, matrix(as.numeric(col[ord]), ncol = 1L), dt, breaks, FALSE)
+    ab <- .Call(ffi_zv_rows_encode, matrix(as.numeric(col[ord]), ncol = 1L), dt, breaks)
     for (k in seq_len(nk)) zv_write_blob(ag, ukeys[k], ab[[k]], "shuffle", if (dt == "int32") 4L else 8L)
   }
 
@@ -340,7 +340,7 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
     owner <- owner[io]
     lchunk <- ci[ie[, 1L]]
     lbreaks <- c(0, cumsum(tabulate(lchunk, nk)))
-    lblobs <- .Call(ffi_zv_rows_encode, matrix(as.numeric(local[ie]), ncol = L), "int64", lbreaks, FALSE)
+    lblobs <- .Call(ffi_zv_rows_encode, matrix(as.numeric(local[ie]), ncol = L), "int64", lbreaks)
     lcount <- tabulate(owner, length(fchunk)) # link rows per fragment
     lg <- zv_add_group(lvl, "links/0", list(zv_array = "links", level_delta = 0L, link_width = L,
                                             num_links = nrow(ie), dtype = "int64"))
@@ -356,7 +356,7 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
     if (nrow(xe)) {
       rec <- do.call(cbind, lapply(seq_len(L), function(j) cbind(ck[xe[, j], , drop = FALSE], local[xe[, j]])))
       storage.mode(rec) <- "double"
-      blob <- .Call(ffi_zv_rows_encode, rec, "int64", c(0, nrow(rec)), FALSE)[[1L]]
+      blob <- .Call(ffi_zv_rows_encode, rec, "int64", c(0, nrow(rec)))[[1L]]
       cg <- zv_add_group(lvl, "cross_chunk_links/0", list(zv_array = "cross_chunk_links", level_delta = 0L,
                                                           link_width = L, num_links = nrow(xe), sid_ndim = d))
       zv_write_blob(cg, "data", blob)
@@ -370,7 +370,7 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
     og <- zv_add_group(lvl, "object_index", list(zv_array = "object_index", num_objects = nobj, sid_ndim = d,
                                                  layout = "data_offsets"))
     zv_write_blob(og, "data", enc$data)
-    zv_write_blob(og, "offsets", .Call(ffi_zv_rows_encode, matrix(enc$starts, ncol = 1L), "int64", c(0, nobj), FALSE)[[1L]])
+    zv_write_blob(og, "offsets", .Call(ffi_zv_rows_encode, matrix(enc$starts, ncol = 1L), "int64", c(0, nobj))[[1L]])
   }
   n
 }
@@ -382,15 +382,15 @@ zv_write_objects_extra <- function(lvl, object_attributes, groups) {
     dt <- zv_dtype_of(col)
     g <- zv_add_group(lvl, paste0("object_attributes/", nm),
                       list(zv_array = "object_attribute", name = nm, dtype = dt, shape = list(length(col))))
-    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(as.numeric(col), ncol = 1L), dt, c(0, length(col)), FALSE)[[1L]],
+    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(as.numeric(col), ncol = 1L), dt, c(0, length(col)))[[1L]],
                   "shuffle", if (dt == "int32") 4L else 8L)
   }
   if (length(groups)) {
     ids <- as.numeric(unlist(groups))
     starts <- c(0, cumsum(lengths(groups)))[seq_along(groups)] * 8
     g <- zv_add_group(lvl, "groups", list(zv_array = "groups", num_groups = length(groups)))
-    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(ids, ncol = 1L), "int64", c(0, length(ids)), FALSE)[[1L]])
-    zv_write_blob(g, "offsets", .Call(ffi_zv_rows_encode, matrix(starts, ncol = 1L), "int64", c(0, length(starts)), FALSE)[[1L]])
+    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(ids, ncol = 1L), "int64", c(0, length(ids)))[[1L]])
+    zv_write_blob(g, "offsets", .Call(ffi_zv_rows_encode, matrix(starts, ncol = 1L), "int64", c(0, length(starts)))[[1L]])
   }
 }
 
@@ -448,8 +448,8 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
           zv_error(sprintf("vertex attribute '%s' is not row-aligned with the vertices", nm), paste0(lv, "/vertex_attributes/", nm))
         df[[nm]] <- if (identical(aa$dtype, "int32")) as.integer(A[, 1L]) else A[, 1L]
       }
-      df$chunk <- rep(keys, rows)
-      df$row <- sequence(rows) - 1
+      df$chunk <- structure(rep.int(seq_along(keys), rows), levels = keys, class = "factor")
+      df$row <- sequence(rows) - 1L
       list(vertices = df, rows = rows, offsets = c(0, cumsum(rows)))
     },
     # Links of chunks `keys` (intra-chunk and cross-chunk) as 1-based rows of
@@ -504,8 +504,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
     }
   ),
   public = list(
-    #' @description Create the object of a ZV root (called by the domain).
-    #' @param name,metadata,parent As for [zarr_group].
+    # called by the domain, with what zarr_group$new() takes
     initialize = function(name, metadata, parent) {
       super$initialize(name, metadata, parent)
       private$.domain <- "Zarr Vectors"

@@ -310,10 +310,9 @@ SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP what) {
   return out;
 }
 
-/* Rows breaks[i]..breaks[i+1]-1 of a double matrix, each run as one blob of
- * element type dtype; as integers (bytes 0-255), what a uint8 array takes,
- * or raw when `raw` is TRUE. */
-SEXP ffi_zv_rows_encode(SEXP x, SEXP dtype, SEXP breaks, SEXP raw) {
+/* Rows breaks[i]..breaks[i+1]-1 of a double matrix, each run as one raw
+ * blob of element type dtype. */
+SEXP ffi_zv_rows_encode(SEXP x, SEXP dtype, SEXP breaks) {
   zv_type t = type_of(dtype, NULL);
   SEXP dim = getAttrib(x, R_DimSymbol);
   if (TYPEOF(x) != REALSXP || TYPEOF(breaks) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2)
@@ -325,31 +324,14 @@ SEXP ffi_zv_rows_encode(SEXP x, SEXP dtype, SEXP breaks, SEXP raw) {
   const double *br = REAL(breaks);
   for (R_xlen_t i = 0; i < k; i++)
     if (!(br[i] >= 0 && br[i + 1] >= br[i] && br[i + 1] <= (double)nr)) zv_abort(NULL, "row breaks must not decrease");
-  int as_raw = asLogical(raw) == TRUE;
   SEXP out = PROTECT(allocVector(VECSXP, k));
   size_t rs = zv_type_size(t) * (size_t)nc;
-  uint8_t *tmp = NULL;
-  size_t tmpn = 0;
   zerr e = {ZE_OK, {0}};
   for (R_xlen_t i = 0; i < k; i++) {
     int64_t a = (int64_t)br[i], m = (int64_t)br[i + 1] - a;
-    size_t n = (size_t)m * rs;
-    SEXP b = allocVector(as_raw ? RAWSXP : INTSXP, (R_xlen_t)n);
+    SEXP b = allocVector(RAWSXP, (R_xlen_t)((size_t)m * rs));
     SET_VECTOR_ELT(out, i, b);
-    uint8_t *q;
-    if (as_raw) q = RAW(b);
-    else {
-      if (n > tmpn) {
-        tmp = (uint8_t *)R_alloc(n, 1);
-        tmpn = n;
-      }
-      q = tmp;
-    }
-    if (zv_rows_encode(REAL(x), nr, a, m, nc, t, q, &e)) zv_fail(&e, NULL);
-    if (!as_raw) {
-      int *v = INTEGER(b);
-      for (size_t j = 0; j < n; j++) v[j] = q[j];
-    }
+    if (zv_rows_encode(REAL(x), nr, a, m, nc, t, RAW(b), &e)) zv_fail(&e, NULL);
   }
   UNPROTECT(1);
   return out;

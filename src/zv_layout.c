@@ -302,7 +302,9 @@ int zv_rows_encode(const double *x, int64_t ldx, int64_t at, int64_t m, int ncol
         st64(q, u);
         continue;
       }
-      if (isnan(v) || v != floor(v) || fabs(v) > 9007199254740992.0)
+      int is_unsigned = t >= ZV_U8;
+      double top = es >= 8 ? 9007199254740992.0 : ldexp(1.0, (int)(8 * es) - (is_unsigned ? 0 : 1));
+      if (isnan(v) || v != floor(v) || v >= top || v < (is_unsigned ? 0 : -top))
         return zerr_set(e, ZE_VALUE, "the value %g cannot be stored as %s", v, zv_types[t].name);
       int64_t w = (int64_t)v;
       uint8_t b[8];

@@ -119,18 +119,31 @@ test_that("hostile manifests are zarr_error_zv errors", {
 
 test_that("vertex, attribute and link rows are little-endian, row after row", {
   x <- rbind(c(1.5, -2, 3), c(4, 5.25, -6))
-  b <- .Call(zarr:::ffi_zv_rows_encode, x, "float32", c(0, 2), TRUE)[[1L]]
+  b <- .Call(zarr:::ffi_zv_rows_encode, x, "float32", c(0, 2))[[1L]]
   expect_identical(b, f32(c(1.5, -2, 3, 4, 5.25, -6)))
-  expect_identical(.Call(zarr:::ffi_zv_rows_encode, x, "float64", c(0, 1, 2), TRUE),
+  expect_identical(.Call(zarr:::ffi_zv_rows_encode, x, "float64", c(0, 1, 2)),
                    list(f64(c(1.5, -2, 3)), f64(c(4, 5.25, -6))))
   links <- rbind(c(0, 1), c(1, 2))
-  expect_identical(.Call(zarr:::ffi_zv_rows_encode, links, "int64", c(0, 2), TRUE)[[1L]], le64(c(0, 1, 1, 2)))
+  expect_identical(.Call(zarr:::ffi_zv_rows_encode, links, "int64", c(0, 2))[[1L]], le64(c(0, 1, 1, 2)))
   m <- .Call(zarr:::ffi_zv_rows_decode, list(f32(c(1.5, -2, 3)), as.integer(f32(c(4, 5.25, -6)))), "float32", 3L, "t")
   expect_equal(unclass(m)[, ], x, ignore_attr = TRUE)
   expect_equal(as.numeric(attr(m, "rows")), c(1, 1))
   expect_error(.Call(zarr:::ffi_zv_rows_decode, list(f32(1:4)), "float32", 3L, "t"), class = "zarr_error_zv")
   expect_error(.Call(zarr:::ffi_zv_rows_decode, list(c(1L, 300L, 0L, 0L)), "float32", 1L, "t"), class = "zarr_error_zv")
   expect_error(.Call(zarr:::ffi_zv_rows_decode, list(raw(4)), "float128", 1L, "t"), class = "zarr_error_zv")
+  expect_error(.Call(zarr:::ffi_zv_rows_encode, matrix(3e9), "int32", c(0, 1)), class = "zarr_error_value")
+  expect_error(.Call(zarr:::ffi_zv_rows_encode, matrix(-1), "uint8", c(0, 1)), class = "zarr_error_value")
+  expect_identical(.Call(zarr:::ffi_zv_rows_encode, matrix(c(-128, 255)), "int16", c(0, 2))[[1L]], le16(c(-128, 255)))
+})
+
+test_that("uint8 arrays read and write raw vectors (read_bytes())", {
+  a <- create_zarr()$add_array("/", "b", define_array("uint8", 6))
+  a[] <- as.raw(c(0, 1, 127, 128, 254, 255))
+  expect_identical(a$read_bytes(), as.raw(c(0, 1, 127, 128, 254, 255)))
+  expect_identical(a$read(fill_as_na = FALSE), c(0L, 1L, 127L, 128L, 254L, 255L))
+  expect_identical(a$read_bytes(list(c(2, 3))), as.raw(c(1, 127)))
+  expect_error(create_zarr()$add_array("/", "i", define_array("int16", 2))$read_bytes(), class = "zarr_error_value")
+  expect_error(create_zarr()$add_array("/", "i", define_array("int16", 2))$write(raw(2), NULL), class = "zarr_error_value")
 })
 
 test_that("random damage to valid blobs gives zarr_error_zv or a valid parse, never a crash", {
