@@ -36,7 +36,10 @@
 #'   (`is_range`, `start`, `count`, and the `rows` of each fragment).
 #' * `$manifests(ids, level = 0)`: the manifest blocks of objects.
 #' * `$cross_chunk_links(level = 0, delta = 0)`: the cross-chunk records, a
-#'   list with `coords` (chunk coordinates per endpoint) and `rows`.
+#'   list with `coords` (chunk coordinates per endpoint) and `rows`;
+#'   `$level_links(level = 0, delta = 1)`: the same for the links from
+#'   `level` to `level + delta` (`links/+1`), whose first endpoint is at
+#'   `level` and the others at `level + delta`.
 #' * `$object_attributes(level = 0)`: a data frame, one row per object;
 #'   `$object_groups(level = 0)`: a list of object ids (from 0) per group.
 #'
@@ -132,10 +135,12 @@ zv_blob <- function(root, path) {
   a$read_bytes()
 }
 
-zv_rows <- function(blobs, dtype, ncol, where)
-  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), where)
+zv_rows <- function(blobs, dtype, ncol, where, columns = FALSE)
+  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where)
 
 zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), function(j) format(coords[, j], scientific = FALSE, trim = TRUE)), sep = "."))
+
+zv_delta <- function(delta) if (delta > 0) paste0("+", delta) else as.character(delta)
 
 zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "int32" else "float64"
 
@@ -174,13 +179,16 @@ zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "
 #'   level 1 uses bins twice as large. `NULL` (default) for a quarter of the
 #'   chunk shape.
 #' @param levels 1 (full resolution only) or 2 (with the coarser level).
+#' @param level_links Whether to write, with two levels, the links from each
+#'   vertex of level 0 to the vertex of level 1 it was merged into
+#'   (`links/+1`, read by `$level_links()`).
 #' @return The store opened, a `zarr_vectors_store` (see [zarr-vectors]).
 #' @seealso [zarr-vectors]
 #' @export
 write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NULL, links = NULL,
                                objects = NULL, object_attributes = NULL, groups = NULL,
                                geometry = NULL, axes = NULL, dtype = "float32", bin_shape = NULL,
-                               levels = 2L) {
+                               levels = 2L, level_links = FALSE) {
   if (!is.matrix(vertices) || !is.numeric(vertices) || !nrow(vertices) || anyNA(vertices) || any(!is.finite(vertices)))
     zarr_abort("argument", "vertices must be a numeric matrix of finite values, one row per vertex")
   storage.mode(vertices) <- "double"
@@ -221,7 +229,8 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   z <- create_zarr(location)
   root <- z$root
   lvl <- root$add_group("0")
-  n0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype, axes)
+  at0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype, axes)
+  n0 <- nrow(vertices)
   zv_write_objects_extra(lvl, object_attributes, groups)
   lvl$set_attribute("zarr_vectors_level", list(
     level = 0L, vertex_count = n0, bin_shape = as.list(bin_shape), bin_ratio = as.list(rep(1L, d)),
@@ -232,7 +241,9 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   if (levels == 2L) {
     coarse <- zv_coarsen(vertices, attributes, objects, 2 * bin_shape)
     lvl1 <- root$add_group("1")
-    n1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, NULL, coarse$objects, nobj, chunk_shape, dtype, axes)
+    at1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, NULL, coarse$objects, nobj, chunk_shape, dtype, axes)
+    n1 <- nrow(coarse$vertices)
+    if (isTRUE(level_links)) zv_write_level_links(lvl, at0, at1, coarse$parent)
     lvl1$set_attribute("zarr_vectors_level", list(
       level = 1L, vertex_count = n1, bin_shape = as.list(2 * bin_shape), bin_ratio = as.list(rep(2L, d)),
       object_sparsity = 1, coarsening_method = "grid_centroid", parent_level = 0L,
@@ -247,9 +258,10 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
     bounds = list(as.list(apply(vertices, 2L, min)), as.list(apply(vertices, 2L, max))),
     geometry_types = list(geometry), crs = NULL,
     links_convention = "explicit", object_index_convention = "standard",
-    cross_chunk_strategy = "explicit_links", cross_level_depth = 0L, cross_level_storage = "none",
+    cross_chunk_strategy = "explicit_links", cross_level_depth = if (level_links && levels == 2L) 1L else 0L,
+    cross_level_storage = if (level_links && levels == 2L) "explicit" else "none",
     reduction_factor = 2L, base_bin_shape = as.list(bin_shape),
-    format_capabilities = list("fragment_index")))
+    format_capabilities = as.list(c("fragment_index", if (level_links && levels == 2L) "multiscale_links"))))
   open_zarr(location)$root
 }
 
@@ -275,7 +287,7 @@ zv_coarsen <- function(vertices, attributes, objects, bin) {
     a
   }
   obj <- if (!is.null(objects)) objects[!duplicated(g)]
-  list(vertices = v, attributes = att, objects = obj)
+  list(vertices = v, attributes = att, objects = obj, parent = g)
 }
 
 # Write one level's chunked arrays; returns the number of vertices.
@@ -372,7 +384,28 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, 
     zv_write_blob(og, "data", enc$data)
     zv_write_blob(og, "offsets", .Call(ffi_zv_rows_encode, matrix(enc$starts, ncol = 1L), "int64", c(0, nobj))[[1L]])
   }
-  n
+  # where each vertex (in the order given) went: its chunk and row
+  inv <- integer(n)
+  inv[ord] <- seq_len(n)
+  list(chunk = ck[inv, , drop = FALSE], key = key[inv], row = local[inv])
+}
+
+# Links from each vertex of a level to the coarser vertex it was merged into
+# (links/+1, link_width 2): per chunk of the finer level, records of
+# (chunk coordinates, row) for both ends, the first at the finer level.
+zv_write_level_links <- function(lvl, fine, coarse, parent) {
+  d <- ncol(fine$chunk)
+  rec <- cbind(fine$chunk, fine$row, coarse$chunk[parent, , drop = FALSE], coarse$row[parent])
+  storage.mode(rec) <- "double"
+  o <- order(match(fine$key, unique(fine$key)), fine$row)
+  keys <- fine$key[o]
+  rec <- rec[o, , drop = FALSE]
+  first <- !duplicated(keys)
+  breaks <- c(which(first) - 1, length(keys))
+  blobs <- .Call(ffi_zv_rows_encode, rec, "int64", breaks)
+  g <- zv_add_group(lvl, "links/+1", list(zv_array = "links", level_delta = 1L, link_width = 2L,
+                                          num_links = nrow(rec), dtype = "int64", sid_ndim = d))
+  for (k in seq_along(blobs)) zv_write_blob(g, keys[first][k], blobs[[k]], "bitshuffle", 8L)
 }
 
 zv_write_objects_extra <- function(lvl, object_attributes, groups) {
@@ -435,11 +468,11 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       d <- private$ndim()
       blobs <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertices/", k)) %||%
                         zv_error(sprintf("chunk '%s' has no vertices", k), paste0(lv, "/vertices")))
-      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"))
+      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"), columns = TRUE)
       rows <- attr(X, "rows")
-      attr(X, "rows") <- NULL
-      colnames(X) <- self$axes
-      df <- as.data.frame(X)
+      total <- sum(rows)
+      # the decoded columns become the data frame as they are
+      df <- structure(X, names = self$axes, rows = NULL, class = "data.frame", row.names = c(NA_integer_, -total))
       for (nm in private$list_dir(paste0(lv, "/vertex_attributes"))) {
         aa <- private$array_attributes(paste0(lv, "/vertex_attributes/", nm))
         ab <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertex_attributes/", nm, "/", k)) %||% integer())
@@ -470,26 +503,37 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
           zv_error("a link names a vertex outside its chunk", paste0(self$path, lv, "/links/0"))
         out <- M + got$offsets[owner] + 1
       }
-      if (!is.null(ca)) {
-        d <- private$ndim()
-        blob <- zv_blob(self, paste0(lv, "/cross_chunk_links/0/data")) %||% integer()
-        R <- zv_rows(list(blob), "int64", L * (d + 1L), paste0(lv, "/cross_chunk_links/0"))
-        if (!is.null(ca$num_links) && nrow(R) != ca$num_links)
-          zv_error(sprintf("cross_chunk_links holds %d records, its num_links says %s", nrow(R), format(ca$num_links)),
-                   paste0(self$path, lv, "/cross_chunk_links/0"))
-        G <- matrix(NA_real_, nrow(R), L)
-        for (j in seq_len(L)) {
-          cols <- (j - 1L) * (d + 1L) + seq_len(d)
-          kj <- match(zv_chunk_key(R[, cols, drop = FALSE]), keys)
-          loc <- R[, (j - 1L) * (d + 1L) + d + 1L]
-          bad <- !is.na(kj) & (loc < 0 | loc >= got$rows[kj])
-          if (any(bad)) zv_error("a cross-chunk link names a vertex outside its chunk", paste0(self$path, lv, "/cross_chunk_links/0"))
-          G[, j] <- got$offsets[kj] + loc + 1
-        }
+      rec <- private$records(paste0(lv, "/cross_chunk_links/0"), "data")
+      if (!is.null(rec)) {
+        if (ncol(rec$rows) != L) zv_error("links/0 and cross_chunk_links/0 differ in link_width", paste0(self$path, lv))
+        G <- vapply(seq_len(L), function(j) {
+          kj <- match(zv_chunk_key(rec$coords[[j]]), keys)
+          loc <- rec$rows[, j]
+          if (any(!is.na(kj) & (loc < 0 | loc >= got$rows[kj])))
+            zv_error("a cross-chunk link names a vertex outside its chunk", paste0(self$path, lv, "/cross_chunk_links/0"))
+          got$offsets[kj] + loc + 1
+        }, numeric(nrow(rec$rows)))
+        G <- matrix(G, ncol = L)
         out <- rbind(out, G[stats::complete.cases(G), , drop = FALSE])
       }
       storage.mode(out) <- "integer"
       out
+    },
+    # Link records (link_width endpoints, each chunk coordinates and a row)
+    # of the blobs `keys` under `path` (all of them when NULL): cross-chunk
+    # links (one "data" blob) and cross-level links (one blob per chunk).
+    records = function(path, keys) {
+      la <- private$array_attributes(path)
+      if (is.null(la)) return(NULL)
+      d <- private$ndim()
+      L <- as.integer(la$link_width)
+      if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, path))
+      keys <- keys %||% private$list_dir(path)
+      R <- zv_rows(lapply(keys, function(k) zv_blob(self, paste0(path, "/", k)) %||% raw()), "int64", L * (d + 1L), path)
+      if (!is.null(la$num_links) && nrow(R) != la$num_links)
+        zv_error(sprintf("%d link records, but num_links says %s", nrow(R), format(la$num_links)), paste0(self$path, path))
+      list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
+           rows = R[, (seq_len(L) - 1L) * (d + 1L) + d + 1L, drop = FALSE])
     },
     index_blobs = function(lv) {
       ck <- paste0("oi", lv)
@@ -619,18 +663,10 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       }
       list(vertices = v, links = links)
     },
-    cross_chunk_links = function(level = 0, delta = 0) {
-      lv <- private$level_path(level)
-      dp <- if (delta > 0) paste0("+", delta) else as.character(delta)
-      ca <- private$array_attributes(paste0(lv, "/cross_chunk_links/", dp))
-      if (is.null(ca)) return(NULL)
-      d <- private$ndim()
-      L <- as.integer(ca$link_width)
-      R <- zv_rows(list(zv_blob(self, paste0(lv, "/cross_chunk_links/", dp, "/data")) %||% integer()), "int64",
-                   L * (d + 1L), paste0(lv, "/cross_chunk_links/", dp))
-      list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
-           rows = R[, (seq_len(L) - 1L) * (d + 1L) + d + 1L, drop = FALSE])
-    },
+    cross_chunk_links = function(level = 0, delta = 0)
+      private$records(paste0(private$level_path(level), "/cross_chunk_links/", zv_delta(delta)), "data"),
+    level_links = function(level = 0, delta = 1)
+      private$records(paste0(private$level_path(level), "/links/", zv_delta(delta)), NULL),
     object_attributes = function(level = 0) {
       lv <- private$level_path(level)
       nms <- private$list_dir(paste0(lv, "/object_attributes"))

@@ -19,7 +19,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_zv_frag_encode, 5),
     CALLDEF(ffi_zv_manifests, 5),
     CALLDEF(ffi_zv_manifest_encode, 4),
-    CALLDEF(ffi_zv_rows_decode, 4),
+    CALLDEF(ffi_zv_rows_decode, 5),
     CALLDEF(ffi_zv_rows_encode, 3),
     CALLDEF(ffi_file_read, 2),
     CALLDEF(ffi_file_write, 2),

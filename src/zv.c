@@ -274,35 +274,47 @@ SEXP ffi_zv_manifest_encode(SEXP object, SEXP coords, SEXP fragment, SEXP nobj) 
 }
 
 /* The rows of a list of blobs, one after the other, as a double matrix of
- * ncol columns; attribute "rows" gives the rows of each blob. */
-SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP what) {
+ * ncol columns, or (columns TRUE) a list of ncol double vectors, which a data
+ * frame takes without a copy; attribute "rows" gives the rows of each blob. */
+SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what) {
   const char *w = what_of(what);
   zv_type t = type_of(dtype, w);
-  int nc = asInteger(ncol);
-  if (TYPEOF(blobs) != VECSXP || nc < 1) zv_abort(w, "bad arguments to the row decoder");
+  int nc = asInteger(ncol), as_cols = asLogical(columns) == TRUE;
+  if (TYPEOF(blobs) != VECSXP || nc < 1 || nc > ZARR_MAX_DIMS * 4) zv_abort(w, "bad arguments to the row decoder");
   R_xlen_t k = XLENGTH(blobs);
   size_t rs = zv_type_size(t) * (size_t)nc;
   SEXP rows = PROTECT(allocVector(REALSXP, k));
   int64_t total = 0;
   for (R_xlen_t i = 0; i < k; i++) {
     SEXP b = VECTOR_ELT(blobs, i);
-    R_xlen_t len = XLENGTH(b);
-    if (len % (R_xlen_t)rs) {
+    R_xlen_t len = (TYPEOF(b) == RAWSXP || TYPEOF(b) == INTSXP || TYPEOF(b) == REALSXP) ? XLENGTH(b) : -1;
+    if (len < 0 || len % (R_xlen_t)rs) {
       zerr e = {ZE_OK, {0}};
       zerr_set(&e, ZE_ZV, "a blob of %lld bytes is not a whole number of %d-column rows of %zu bytes",
-               (long long)len, nc, zv_type_size(t) * 1);
+               (long long)len, nc, rs);
       zv_fail(&e, w);
     }
     REAL(rows)[i] = (double)(len / (R_xlen_t)rs);
     total += len / (R_xlen_t)rs;
   }
-  SEXP out = PROTECT(allocMatrix(REALSXP, (int)total, nc));
+  SEXP out;
+  double *cols[ZARR_MAX_DIMS * 4];
+  if (as_cols) {
+    out = PROTECT(allocVector(VECSXP, nc));
+    for (int c = 0; c < nc; c++) {
+      SET_VECTOR_ELT(out, c, allocVector(REALSXP, (R_xlen_t)total));
+      cols[c] = REAL(VECTOR_ELT(out, c));
+    }
+  } else {
+    out = PROTECT(allocMatrix(REALSXP, (int)total, nc));
+    for (int c = 0; c < nc; c++) cols[c] = REAL(out) + (R_xlen_t)c * total;
+  }
   int64_t at = 0;
   zerr e = {ZE_OK, {0}};
   for (R_xlen_t i = 0; i < k; i++) {
     size_t n;
     const uint8_t *p = blob_bytes(VECTOR_ELT(blobs, i), &n, w);
-    if (zv_rows_decode(p, n, t, nc, REAL(out), total, at, &e)) zv_fail(&e, w);
+    if (zv_rows_decode(p, n, t, nc, cols, at, (int64_t)REAL(rows)[i], &e)) zv_fail(&e, w);
     at += (int64_t)REAL(rows)[i];
   }
   setAttrib(out, install("rows"), rows);

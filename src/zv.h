@@ -63,10 +63,10 @@ int zv_manifest_scan(const uint8_t *p, size_t n, int ndim, int64_t object, zv_bl
 typedef enum { ZV_F32, ZV_F64, ZV_I8, ZV_I16, ZV_I32, ZV_I64, ZV_U8, ZV_U16, ZV_U32, ZV_U64 } zv_type;
 int zv_type_parse(const char *name, zv_type *t);
 size_t zv_type_size(zv_type t);
-/* Rows of ncol elements (row-major bytes) to doubles in column-major order:
- * out has ldo rows; the blob's rows go to rows [at, at + n / (size * ncol)). */
-int zv_rows_decode(const uint8_t *p, size_t n, zv_type t, int ncol, double *out, int64_t ldo,
-                   int64_t at, zerr *e);
+/* Rows of ncol elements (row-major bytes) to doubles: column c of the
+ * blob's rows goes to cols[c][at ...]; room bounds the rows. */
+int zv_rows_decode(const uint8_t *p, size_t n, zv_type t, int ncol, double **cols, int64_t at,
+                   int64_t room, zerr *e);
 /* The reverse: rows [at, at + m) of a column-major double matrix with ldx rows. */
 int zv_rows_encode(const double *x, int64_t ldx, int64_t at, int64_t m, int ncol, zv_type t,
                    uint8_t *out, zerr *e);

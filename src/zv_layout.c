@@ -260,25 +260,26 @@ static double load_one(const uint8_t *p, zv_type t) {
   return NAN;
 }
 
-int zv_rows_decode(const uint8_t *p, size_t n, zv_type t, int ncol, double *out, int64_t ldo,
-                   int64_t at, zerr *e) {
+int zv_rows_decode(const uint8_t *p, size_t n, zv_type t, int ncol, double **cols, int64_t at,
+                   int64_t room, zerr *e) {
   size_t es = zv_type_size(t), rs = es * (size_t)ncol;
   if (ncol < 1 || n % rs)
     return zerr_set(e, ZE_ZV, "a blob of %zu bytes is not a whole number of %d-column %s rows", n, ncol, zv_types[t].name);
   int64_t m = (int64_t)(n / rs);
-  if (m > ldo - at) return zerr_set(e, ZE_ZV, "a blob holds %lld rows, more than expected", (long long)m);
-  if (t == ZV_F32 && ncol <= 4) { /* the common vertex case, unrolled by column */
-    for (int64_t i = 0; i < m; i++)
-      for (int c = 0; c < ncol; c++) {
-        uint32_t u = ld32(p + (size_t)i * rs + 4 * (size_t)c);
+  if (m > room) return zerr_set(e, ZE_ZV, "a blob holds %lld rows, more than expected", (long long)m);
+  for (int c = 0; c < ncol; c++) {
+    double *o = cols[c] + at;
+    const uint8_t *q = p + es * (size_t)c;
+    if (t == ZV_F32) /* the common vertex case */
+      for (int64_t i = 0; i < m; i++, q += rs) {
+        uint32_t u = ld32(q);
         float v;
         memcpy(&v, &u, 4);
-        out[(int64_t)c * ldo + at + i] = v;
+        o[i] = v;
       }
-    return 0;
+    else
+      for (int64_t i = 0; i < m; i++, q += rs) o[i] = load_one(q, t);
   }
-  for (int64_t i = 0; i < m; i++)
-    for (int c = 0; c < ncol; c++) out[(int64_t)c * ldo + at + i] = load_one(p + (size_t)i * rs + es * (size_t)c, t);
   return 0;
 }
 

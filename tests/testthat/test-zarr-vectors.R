@@ -179,3 +179,32 @@ test_that("damaged ZV stores give zarr_error_zv errors", {
   ln[] <- c(9L, rep(0L, 15))
   expect_error(open_zarr(path)$root$read_level(), class = "zarr_error_zv")
 })
+
+test_that("links from level 0 to level 1 lead each vertex to the centroid it was merged into", {
+  set.seed(6)
+  n <- 1500
+  xyz <- matrix(runif(3 * n, 0, 100), ncol = 3)
+  obj <- sample(0:2, n, TRUE)
+  zv <- write_zarr_vectors(zv_tmp(), xyz, chunk_shape = c(50, 50, 50), objects = obj, dtype = "float64",
+                           attributes = data.frame(id = seq_len(n)), level_links = TRUE)
+  expect_identical(zv$info$cross_level_storage, "explicit")
+  expect_true("multiscale_links" %in% unlist(zv$info$format_capabilities))
+  ll <- zv$level_links()
+  expect_identical(nrow(ll$rows), as.integer(n))
+  l0 <- zv$read_level(0)$vertices
+  l1 <- zv$read_level(1)$vertices
+  key0 <- paste(zarr:::zv_chunk_key(ll$coords[[1]]), ll$rows[, 1])
+  key1 <- paste(zarr:::zv_chunk_key(ll$coords[[2]]), ll$rows[, 2])
+  from <- match(key0, paste(l0$chunk, l0$row))
+  to <- match(key1, paste(l1$chunk, l1$row))
+  expect_false(anyNA(from))
+  expect_false(anyNA(to))
+  cen <- rowsum(as.matrix(l0[from, c("x", "y", "z")]), to) / tabulate(to)[sort(unique(to))]
+  expect_equal(unname(cen), unname(as.matrix(l1[sort(unique(to)), c("x", "y", "z")])))
+  expect_null(zv$level_links(1))
+  # a vertex and its centroid belong to the same object
+  expect_identical(obj[l0$id[from]], zv$read_objects(0:2, level = 1)$vertices$object[match(key1, {
+    o <- zv$read_objects(0:2, level = 1)$vertices
+    paste(o$chunk, o$row)
+  })])
+})

@@ -97,8 +97,10 @@ static void check_rows(const uint8_t *p, size_t n, int sel) {
   size_t rs = zv_type_size(t) * (size_t)ncol;
   int64_t m = (int64_t)(n / rs);
   double *out = malloc(((size_t)m * (size_t)ncol + 1) * sizeof(double));
+  double *cols[4];
+  for (int c = 0; c < ncol; c++) cols[c] = out + (size_t)c * (size_t)m;
   zerr e = {ZE_OK, ""};
-  int rc = zv_rows_decode(p, n, t, ncol, out, m, 0, &e);
+  int rc = zv_rows_decode(p, n, t, ncol, cols, 0, m, &e);
   if ((rc == 0) != (n % rs == 0)) abort();
   if (rc && e.kind != ZE_ZV) abort();
   free(out);
