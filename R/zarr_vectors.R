@@ -457,7 +457,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       if (is.null(g)) NULL else g$attributes
     },
     list_dir = function(path) {
-      kids <- tryCatch(private$.store$list_dir(paste0(self$prefix, path, "/")), zarr_error = function(e) character())
+      kids <- tryCatch(self$store$list_dir(paste0(self$prefix, path, "/")), zarr_error = function(e) character())
       setdiff(kids, node_documents)
     },
     # Vertices (and attributes) of chunks `keys` of a level: the decoded rows
