@@ -156,7 +156,9 @@ zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "
 #' whose endpoints lie in different chunks become cross-chunk link records.
 #' Objects get manifests in the object index. A coarser level 1 holds, per
 #' object, the centroid of the vertices in each bin of twice the base bin
-#' shape (with the mean of the numeric attributes; it has no links).
+#' shape (with the mean of the numeric attributes), and the links between
+#' them: each link's ends moved to their centroids, without the links that
+#' collapse to one vertex and without repeats.
 #'
 #' @param location A directory path (or a store) for the new store.
 #' @param vertices A numeric matrix, one row per vertex and one column per
@@ -241,7 +243,8 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   if (levels == 2L) {
     coarse <- zv_coarsen(vertices, attributes, objects, 2 * bin_shape)
     lvl1 <- root$add_group("1")
-    at1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, NULL, coarse$objects, nobj, chunk_shape, dtype, axes)
+    at1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, zv_coarse_links(links, coarse$parent),
+                          coarse$objects, nobj, chunk_shape, dtype, axes)
     n1 <- nrow(coarse$vertices)
     if (isTRUE(level_links)) zv_write_level_links(lvl, at0, at1, coarse$parent)
     lvl1$set_attribute("zarr_vectors_level", list(
@@ -290,7 +293,21 @@ zv_coarsen <- function(vertices, attributes, objects, bin) {
   list(vertices = v, attributes = att, objects = obj, parent = g)
 }
 
-# Write one level's chunked arrays; returns the number of vertices.
+# The links of a coarser level: each end moved to the vertex it was merged
+# into; links that collapse (two ends on one vertex) and repeats are dropped.
+zv_coarse_links <- function(links, parent) {
+  if (is.null(links)) return(NULL)
+  m <- matrix(parent[links], ncol = ncol(links))
+  if (ncol(m) == 1L) return(unique(m))
+  # each row's ends in increasing order, without sorting row by row
+  lo <- do.call(pmin, unname(as.data.frame(m)))
+  hi <- do.call(pmax, unname(as.data.frame(m)))
+  s <- if (ncol(m) == 2L) cbind(lo, hi) else cbind(lo, rowSums(m) - lo - hi, hi)
+  keep <- rowSums(s[, -1L, drop = FALSE] == s[, -ncol(s), drop = FALSE]) == 0 & !duplicated(s)
+  m[keep, , drop = FALSE]
+}
+
+# Write one level's chunked arrays; returns where each vertex went.
 zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, axes) {
   n <- nrow(V)
   d <- ncol(V)

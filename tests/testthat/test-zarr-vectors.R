@@ -208,3 +208,35 @@ test_that("links from level 0 to level 1 lead each vertex to the centroid it was
     paste(o$chunk, o$row)
   })])
 })
+
+test_that("level 1 of a graph links the centroids its edges lead to", {
+  set.seed(7)
+  n <- 600
+  xyz <- matrix(runif(3 * n, 0, 100), ncol = 3)
+  edges <- cbind(1:(n - 1), 2:n)
+  zv <- write_zarr_vectors(zv_tmp(), xyz, chunk_shape = c(50, 50, 50), links = edges, level_links = TRUE,
+                           attributes = data.frame(id = seq_len(n)), dtype = "float64")
+  l0 <- zv$read_level(0)$vertices
+  l1 <- zv$read_level(1)
+  ll <- zv$level_links()
+  # the level-1 vertex of each original vertex, through the level links
+  to <- match(paste(zarr:::zv_chunk_key(ll$coords[[2]]), ll$rows[, 2]), paste(l1$vertices$chunk, l1$vertices$row))
+  from <- match(paste(zarr:::zv_chunk_key(ll$coords[[1]]), ll$rows[, 1]), paste(l0$chunk, l0$row))
+  parent <- integer(n)
+  parent[l0$id[from]] <- to
+  want <- matrix(parent[edges], ncol = 2)
+  want <- want[want[, 1] != want[, 2], ]
+  key <- function(m) sort(unique(apply(m, 1, function(r) paste(sort(r), collapse = "-"))))
+  expect_identical(key(l1$links), key(want))
+  expect_identical(nrow(l1$links), length(key(want)))
+})
+
+test_that("a skeleton keeps its parent references (link_width 1)", {
+  set.seed(8)
+  xyz <- matrix(runif(90, 0, 10), ncol = 3)
+  zv <- write_zarr_vectors(zv_tmp(), xyz, chunk_shape = c(5, 5, 5), links = matrix(c(1, 5, 9)), levels = 1L,
+                           attributes = data.frame(id = 1:30), dtype = "float64")
+  expect_identical(unlist(zv$info$geometry_types), "skeleton")
+  got <- zv$read_level()
+  expect_identical(sort(got$vertices$id[got$links[, 1]]), c(1L, 5L, 9L))
+})
