@@ -54,7 +54,9 @@
 #' the reference does: each ZV array is a group holding one single-chunk 1-D
 #' uint8 array per chunk key; `object_index` and `groups` hold `data` (the
 #' concatenated records) and `offsets` (the int64 byte offset at which each
-#' object's or group's records start); fragment indexes are compressed with
+#' object's or group's records start); an `object_index/manifests` array of
+#' variable-length bytes (one manifest per object, the newest reference's
+#' layout) is read too; fragment indexes are compressed with
 #' Blosc + Zstd and byte shuffle (the codec map of the reference and
 #' section 5.2, where section 11.3 lists no compression). The `ZVFG` magic
 #' is the little-endian uint32 0x5A564647, so the blob's first bytes are
@@ -556,9 +558,20 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       ck <- paste0("oi", lv)
       if (is.null(private$.cache[[ck]])) {
         data <- zv_blob(self, paste0(lv, "/object_index/data"))
-        if (is.null(data)) zv_error(sprintf("level '%s' has no object index", lv), self$path)
-        off <- zv_rows(list(zv_blob(self, paste0(lv, "/object_index/offsets")) %||% integer()), "int64", 1L,
-                       paste0(lv, "/object_index/offsets"))[, 1L]
+        if (!is.null(data)) {
+          off <- zv_rows(list(zv_blob(self, paste0(lv, "/object_index/offsets")) %||% raw()), "int64", 1L,
+                         paste0(lv, "/object_index/offsets"))[, 1L]
+        } else {
+          # the newer reference layout: one variable-length bytes element
+          # (a manifest) per object
+          m <- self$get_node(paste0(lv, "/object_index/manifests"))
+          if (is.null(m)) zv_error(sprintf("level '%s' has no object index", lv), self$path)
+          man <- m$read(fill_as_na = FALSE)
+          if (!is.list(man) || !all(vapply(man, is.raw, TRUE)))
+            zv_error("object_index/manifests must hold variable-length bytes", paste0(self$path, lv, "/object_index"))
+          data <- unlist(man, use.names = FALSE) %||% raw()
+          off <- c(0, cumsum(as.numeric(lengths(man))))[seq_along(man)]
+        }
         private$.cache[[ck]] <- list(data = data, starts = off)
       }
       private$.cache[[ck]]

@@ -240,3 +240,24 @@ test_that("a skeleton keeps its parent references (link_width 1)", {
   got <- zv$read_level()
   expect_identical(sort(got$vertices$id[got$links[, 1]]), c(1L, 5L, 9L))
 })
+
+test_that("an object index stored as one manifest per variable-length bytes element reads the same", {
+  path <- zv_tmp()
+  set.seed(9)
+  xyz <- matrix(runif(300, 0, 20), ncol = 3)
+  obj <- sample(0:3, 100, TRUE)
+  zv <- write_zarr_vectors(path, xyz, chunk_shape = c(10, 10, 10), objects = obj, levels = 1L,
+                           attributes = data.frame(id = 1:100))
+  want <- zv$read_objects(0:3)$vertices
+  m <- zv$manifests(0:3)
+  bytes <- as.raw(zv$get_node("0/object_index/data")$read_bytes())
+  starts <- c(zarr:::zv_rows(list(zv$get_node("0/object_index/offsets")$read_bytes()), "int64", 1L, "t")[, 1L], length(bytes))
+  oi <- zv$get_node("0/object_index")
+  oi$delete("data")
+  oi$delete("offsets")
+  a <- oi$add_array("manifests", define_array("variable_length_bytes", 4))
+  a[] <- lapply(1:4, function(i) bytes[seq.int(starts[i] + 1, length.out = starts[i + 1] - starts[i])])
+  again <- open_zarr(path)$root
+  expect_equal(again$manifests(0:3), m)
+  expect_equal(again$read_objects(0:3)$vertices, want)
+})
