@@ -233,7 +233,7 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   z <- create_zarr(location)
   root <- z$root
   lvl <- root$add_group("0")
-  at0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype, axes)
+  at0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype)
   n0 <- nrow(vertices)
   zv_write_objects_extra(lvl, object_attributes, groups)
   lvl$set_attribute("zarr_vectors_level", list(
@@ -246,7 +246,7 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
     coarse <- zv_coarsen(vertices, attributes, objects, 2 * bin_shape)
     lvl1 <- root$add_group("1")
     at1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, zv_coarse_links(links, coarse$parent),
-                          coarse$objects, nobj, chunk_shape, dtype, axes)
+                          coarse$objects, nobj, chunk_shape, dtype)
     n1 <- nrow(coarse$vertices)
     if (isTRUE(level_links)) zv_write_level_links(lvl, at0, at1, coarse$parent)
     lvl1$set_attribute("zarr_vectors_level", list(
@@ -310,7 +310,7 @@ zv_coarse_links <- function(links, parent) {
 }
 
 # Write one level's chunked arrays; returns where each vertex went.
-zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, axes) {
+zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype) {
   n <- nrow(V)
   d <- ncol(V)
   ck <- floor(V / rep(cs, each = n))
