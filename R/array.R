@@ -172,6 +172,20 @@ zarr_array <- R6::R6Class("zarr_array",
       if (inherits(out, "CFTime")) out else private$decorate(out)
     },
 
+    #' @description The elements of a uint8 array as a raw vector: the bytes
+    #'   as stored, a quarter of the memory of the integers that `read()`
+    #'   gives, with no conversion. For arrays that hold byte blobs (see
+    #'   [zarr-vectors]); `write()` takes a raw vector for such arrays too.
+    #' @param selection As for `read()`.
+    #' @return A raw vector (0-d and 1-d arrays), matrix or array.
+    read_bytes = function(selection = NULL) {
+      private$check_usable()
+      if (!identical(private$.dt$data_type, "uint8"))
+        zarr_abort("value", sprintf("read_bytes() reads uint8 arrays, not %s", private$.dt$data_type), array = self$path)
+      out <- private$.grid$read_selection(private$normalize_selection(selection), FALSE, rtype = "raw")
+      private$decorate(out)
+    },
+
     #' @description The coordinate values of each dimension, decoded: for an
     #'   array in a group, the 1-d array of the group named as a dimension
     #'   (by `dimension_names`, or xarray's `_ARRAY_DIMENSIONS` in Zarr v2)

@@ -69,11 +69,13 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     #' @param fill_as_na Whether to read the fill value as `NA` where it marks
     #'   missing values (not when it is zero; see `zarr.fill_as_na` in
     #'   [zarr-options]).
+    #' @param rtype The R type of the result; `NULL` (default) for the data
+    #'   type's own, "raw" for the bytes of a uint8 array.
     #' @return A vector (0-d and 1-d) or array.
-    read_selection = function(sel, fill_as_na = zarr_fill_as_na()) {
+    read_selection = function(sel, fill_as_na = zarr_fill_as_na(), rtype = NULL) {
       private$check_ready()
       spec <- private$c_spec()
-      spec$rtype <- engine_rtype(private$.dt) # options such as zarr.int64 apply at once
+      spec$rtype <- rtype %||% engine_rtype(private$.dt) # options such as zarr.int64 apply at once
       lens <- sel_lengths(sel)
       n <- prod(lens)
       bytes <- n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8)
@@ -108,7 +110,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.null(lost) && lost > 0)
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
-      if (spec$rtype == "raw") out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
+      if (spec$rtype == "raw" && is.null(rtype)) out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
       if (identical(dtype_kind(private$.dt$data_type), "t"))
         return(struct_read_frame(private$.dt, out, private$.codecs, sel_lengths(sel)))
       out <- finish_rtype(out, spec$rtype)

@@ -743,6 +743,7 @@ coerce_for_dtype <- function(data, dtype, array = NULL) {
     return(as.complex(data))
   }
   if (is.logical(data) || is.integer(data) || is.double(data)) return(data)
+  if (is.raw(data) && dtype == "uint8") return(data) # bytes as they are
   zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
 }
 

@@ -66,14 +66,22 @@ domain_registry$domains <- list()
 
 #' Register a Zarr domain for this session
 #'
+#' Nodes are offered to the registered domains in turn, and the first domain
+#' that claims a node builds it. A domain whose conventions overlap another's
+#' (a Zarr Vectors root carries a `multiscales` attribute, as an OME-NGFF
+#' image does) can ask to be asked first.
+#'
 #' @param domain An object of a class descending from [zarr_domain].
+#' @param first Whether the domain is offered nodes before the domains
+#'   registered already (`FALSE`: after them).
 #' @return Nothing, invisibly.
 #' @export
-zarr_register_domain <- function(domain) {
+zarr_register_domain <- function(domain, first = FALSE) {
   if (!inherits(domain, "zarr_domain")) zarr_abort("argument", "domain must be a zarr_domain")
   if (domain$name %in% names(domain_registry$domains))
     zarr_abort("argument", sprintf("a domain named '%s' is already registered", domain$name))
-  domain_registry$domains[[domain$name]] <- domain
+  entry <- stats::setNames(list(domain), domain$name)
+  domain_registry$domains <- if (isTRUE(first)) c(entry, domain_registry$domains) else c(domain_registry$domains, entry)
   invisible(NULL)
 }
 

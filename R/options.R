@@ -374,6 +374,9 @@ load_saved_options <- function(file = options_file()) {
   cf_register_converters()
   # OME-NGFF images (R/ome.R), a domain like any other package's
   if (is.null(zarr_domains()[[ome_domain_name]])) zarr_register_domain(zarr_ome_domain$new())
+  # Zarr Vectors stores (R/zarr_vectors.R): asked first, as their roots carry
+  # `multiscales` too
+  if (is.null(zarr_domains()[[zv_domain_name]])) zarr_register_domain(zarr_vectors_domain$new(), first = TRUE)
   # as(<zarr_anndata>, "SingleCellExperiment"/"SummarizedExperiment") (R/anndata.R)
   for (p in anndata_targets)
     if (isNamespaceLoaded(p)) register_anndata_as(p)

@@ -643,8 +643,10 @@ static const zdtype_def dtypes[DT_COUNT] = {
                    [RT_DOUBLE] = enc_dbl_i32, [RT_INT64] = enc_i64_i32}},
     [DT_INT64] = {"int64", 8, 8, 'i', -1, RT_INT64, {[RT_DOUBLE] = dec_i64_dbl, [RT_INT64] = dec_i64_i64},
                   INT_ENC(i64)},
-    [DT_UINT8] = {"uint8", 1, 0, 'u', -1, -1, {[RT_INTEGER] = dec_u8_int, [RT_DOUBLE] = dec_u8_dbl},
-                  INT_ENC(u8)},
+    [DT_UINT8] = {"uint8", 1, 0, 'u', -1, -1,
+                  {[RT_INTEGER] = dec_u8_int, [RT_DOUBLE] = dec_u8_dbl, [RT_RAW] = copy_r8}, /* bytes as raw */
+                  {[RT_INTEGER] = enc_int_u8, [RT_LOGICAL] = enc_int_u8, [RT_DOUBLE] = enc_dbl_u8,
+                   [RT_INT64] = enc_i64_u8, [RT_RAW] = copy_r8}},
     [DT_UINT16] = {"uint16", 2, 2, 'u', -1, -1,
                    {[RT_INTEGER] = dec_u16_int, [RT_DOUBLE] = dec_u16_dbl}, INT_ENC(u16)},
     [DT_UINT32] = {"uint32", 4, 4, 'u', -1, -1, {[RT_DOUBLE] = dec_u32_dbl}, INT_ENC(u32)},

@@ -24,6 +24,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_AZURE: return "azure";
   case ZE_ICECHUNK: return "icechunk";
   case ZE_ICECHUNK_STALE: return "icechunk_stale";
+  case ZE_ZV: return "zv";
   default: return "internal";
   }
 }

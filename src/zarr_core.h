@@ -32,7 +32,8 @@ typedef enum {
   ZE_S3,        /* an S3 request failed with an S3 error document (a kind of ZE_HTTP) */
   ZE_AZURE,     /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
   ZE_ICECHUNK,  /* an Icechunk repository object is malformed or missing */
-  ZE_ICECHUNK_STALE /* a virtual chunk's file changed since it was referenced */
+  ZE_ICECHUNK_STALE, /* a virtual chunk's file changed since it was referenced */
+  ZE_ZV         /* a Zarr Vectors blob breaks its byte layout (src/zv_layout.c) */
 } zerr_kind;
 
 typedef struct {

@@ -1,0 +1,740 @@
+#' Zarr Vectors: point clouds, graphs and meshes
+#'
+#' A Zarr Vectors (ZV) store keeps vector geometry (points, edges, triangle
+#' faces, and objects made of them) in a Zarr v3 hierarchy: a root group with
+#' a `zarr_vectors` attribute and an NGFF-style `multiscales` attribute, one
+#' group per resolution level (`0`, `1`, ...), and in each level the ZV arrays
+#' (`vertices`, `vertex_fragments`, `links/0`, `link_fragments`,
+#' `vertex_attributes/<name>`, `object_index`, `object_attributes/<name>`,
+#' `groups`, `cross_chunk_links/0`). Space is cut into chunks of
+#' `chunk_shape`; the vertices of chunk `(i, j, k)` (those with
+#' `floor(position / chunk_shape)` equal to it) are one byte blob named
+#' `"i.j.k"`. An object is a set of fragments, each a run of vertices in one
+#' chunk, and the object index lists each object's fragments chunk by chunk.
+#'
+#' Stores open as `zarr_vectors_store` objects (a [zarr_group]) through the
+#' "ZarrVectors" [zarr_domain], registered when the package is loaded
+#' (ahead of the OME-NGFF domain: a ZV root has `multiscales` too).
+#'
+#' @section Reading:
+#' * `$info`: the `zarr_vectors` attribute of the root; `$levels`: a data
+#'   frame of the levels (path, vertex count, bin shape, scale);
+#'   `$level_metadata(level)`: the `zarr_vectors_level` attribute.
+#' * `$chunks(level = 0)`: the occupied chunks, a matrix of chunk coordinates
+#'   with the chunk keys as row names.
+#' * `$read_chunk(chunk, level = 0)`, `$read_box(lower, upper, level = 0)`,
+#'   `$read_objects(ids, level = 0)`, `$read_level(level = 0)`: vertices and
+#'   links in one call. The result is a list with `vertices`, a data frame of
+#'   the coordinates (named by the axes), the vertex attributes, the `chunk`
+#'   key and the `row` in that chunk (from 0), plus `object` for
+#'   `read_objects()`; and `links`, an integer matrix of `link_width`
+#'   columns whose values are row numbers of `vertices` (links inside a chunk
+#'   and cross-chunk links whose endpoints are all in the result). A box
+#'   holds the vertices with `lower <= position <= upper` in every
+#'   dimension.
+#' * `$fragments(chunk, level = 0, links = FALSE)`: a chunk's fragment index
+#'   (`is_range`, `start`, `count`, and the `rows` of each fragment).
+#' * `$manifests(ids, level = 0)`: the manifest blocks of objects.
+#' * `$cross_chunk_links(level = 0, delta = 0)`: the cross-chunk records, a
+#'   list with `coords` (chunk coordinates per endpoint) and `rows`;
+#'   `$level_links(level = 0, delta = 1)`: the same for the links from
+#'   `level` to `level + delta` (`links/+1`), whose first endpoint is at
+#'   `level` and the others at `level + delta`.
+#' * `$object_attributes(level = 0)`: a data frame, one row per object;
+#'   `$object_groups(level = 0)`: a list of object ids (from 0) per group.
+#'
+#' Byte layouts are checked as they are read (the fragment index's magic,
+#' version, bitmap popcount and lengths; manifest blocks; row counts; link
+#' indices inside their chunk): a violation is an error of class
+#' `zarr_error_zv`.
+#'
+#' @section Differences from the specification:
+#' Where the ZV specification and its Python reference implementation
+#' (format 0.7) differ, or the specification is silent, this package does as
+#' the reference does: each ZV array is a group holding one single-chunk 1-D
+#' uint8 array per chunk key; `object_index` and `groups` hold `data` (the
+#' concatenated records) and `offsets` (the int64 byte offset at which each
+#' object's or group's records start); an `object_index/manifests` array of
+#' variable-length bytes (one manifest per object, the newest reference's
+#' layout) is read too; fragment indexes are compressed with
+#' Blosc + Zstd and byte shuffle (the codec map of the reference and
+#' section 5.2, where section 11.3 lists no compression). The `ZVFG` magic
+#' is the little-endian uint32 0x5A564647, so the blob's first bytes are
+#' "GFVZ". Blosc shuffles use the element size of the payload (4 or 8 for
+#' positions, 8 for int64 indexes), not the uint8 of the array.
+#'
+#' @seealso [write_zarr_vectors()], [zarr_domain]
+#' @name zarr-vectors
+#' @aliases zarr_vectors_store
+#' @examples
+#' set.seed(1)
+#' xyz <- matrix(runif(3000, 0, 100), ncol = 3)
+#' path <- tempfile(fileext = ".zarr")
+#' zv <- write_zarr_vectors(path, xyz, chunk_shape = c(50, 50, 50),
+#'                          attributes = data.frame(intensity = runif(1000)))
+#' zv$levels
+#' box <- zv$read_box(c(0, 0, 0), c(20, 20, 20))
+#' head(box$vertices)
+#' unlink(path, recursive = TRUE)
+NULL
+
+zv_domain_name <- "ZarrVectors"
+zv_format_version <- "0.7.0"
+
+zarr_vectors_domain <- R6::R6Class("zarr_vectors_domain",
+  inherit = zarr_domain,
+  cloneable = FALSE,
+  public = list(
+    initialize = function() super$initialize(zv_domain_name),
+    # A ZV root declares itself by its attribute; nothing else is read.
+    build = function(name, metadata, parent) {
+      if (identical(metadata[["node_type"]], "group") && is.list(metadata[["attributes"]][["zarr_vectors"]]))
+        return(zarr_vectors_store$new(name, metadata, parent))
+      FALSE
+    }
+  ),
+  active = list(open_hierarchy = function(value) FALSE)
+)
+
+zv_error <- function(message, where = NULL) zarr_abort("zv", message, array = where)
+
+# ---- byte blobs ---------------------------------------------------------------
+
+# The metadata of the single-chunk uint8 array that holds one blob; Blosc +
+# Zstd at level 5 with the shuffle and element size of the payload.
+zv_blob_metadata <- function(n, shuffle, typesize) {
+  list(zarr_format = 3L, node_type = "array", shape = list(n), data_type = "uint8",
+       chunk_grid = list(name = "regular", configuration = list(chunk_shape = list(max(n, 1)))),
+       chunk_key_encoding = list(name = "default", configuration = list(separator = "/")),
+       fill_value = 0L,
+       codecs = list(list(name = "bytes"),
+                     list(name = "blosc", configuration = list(cname = "zstd", clevel = 5L, shuffle = shuffle,
+                                                               typesize = as.integer(typesize), blocksize = 0L))),
+       attributes = named_list())
+}
+
+zv_write_blob <- function(group, name, bytes, shuffle = "shuffle", typesize = 8L) {
+  a <- group$add_array(name, zv_blob_metadata(length(bytes), shuffle, typesize))
+  if (length(bytes)) a[] <- bytes
+  invisible(a)
+}
+
+# A ZV array: a group whose attributes say what it holds.
+zv_add_group <- function(parent, path, attributes = NULL) {
+  g <- parent
+  for (p in strsplit(path, "/", fixed = TRUE)[[1L]]) g <- g$open_child(p) %||% g$add_group(p)
+  for (nm in names(attributes)) g$set_attribute(nm, attributes[[nm]])
+  g
+}
+
+# The bytes of a blob (a raw vector, read by the C engine), NULL when there
+# is no such blob.
+zv_blob <- function(root, path) {
+  a <- root$get_node(path)
+  if (is.null(a)) return(NULL)
+  if (!inherits(a, "zarr_array") || !identical(a$data_type$data_type, "uint8") || length(a$shape) != 1L)
+    zv_error("a ZV blob must be a 1-D uint8 array", path)
+  a$read_bytes()
+}
+
+zv_rows <- function(blobs, dtype, ncol, where, columns = FALSE)
+  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where)
+
+zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), function(j) format(coords[, j], scientific = FALSE, trim = TRUE)), sep = "."))
+
+zv_delta <- function(delta) if (delta > 0) paste0("+", delta) else as.character(delta)
+
+zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "int32" else "float64"
+
+# ---- writing ------------------------------------------------------------------
+
+#' Write a Zarr Vectors store
+#'
+#' Writes points, a graph (vertices and edges) or a triangle mesh (vertices
+#' and faces) as a Zarr Vectors store: vertices are sorted into chunks of
+#' `chunk_shape` and, inside a chunk, by object; each chunk gets its vertex
+#' blob, its fragment index (one range fragment per object in the chunk),
+#' its links with their fragment index, and its vertex attributes. Links
+#' whose endpoints lie in different chunks become cross-chunk link records.
+#' Objects get manifests in the object index. A coarser level 1 holds, per
+#' object, the centroid of the vertices in each bin of twice the base bin
+#' shape (with the mean of the numeric attributes), and the links between
+#' them: each link's ends moved to their centroids, without the links that
+#' collapse to one vertex and without repeats.
+#'
+#' @param location A directory path (or a store) for the new store.
+#' @param vertices A numeric matrix, one row per vertex and one column per
+#'   spatial dimension.
+#' @param chunk_shape The size of a chunk in each dimension.
+#' @param attributes Optional data frame (or matrix) of vertex attributes,
+#'   one row per vertex; numeric, integer or logical columns.
+#' @param links Optional integer matrix of 1, 2 (edges) or 3 (triangles)
+#'   columns of vertex row numbers (from 1).
+#' @param objects Optional object id (from 0) of each vertex; by default
+#'   every vertex belongs to object 0 when there are links, and there is no
+#'   object index for a plain point cloud.
+#' @param object_attributes Optional data frame, one row per object.
+#' @param groups Optional list of integer vectors of object ids.
+#' @param geometry The geometry type: "point_cloud", "graph" or "mesh";
+#'   by default from the width of `links`.
+#' @param axes Names of the dimensions.
+#' @param dtype Element type of the positions: "float32" or "float64".
+#' @param bin_shape The base bin shape (of level 0) in each dimension;
+#'   level 1 uses bins twice as large. `NULL` (default) for a quarter of the
+#'   chunk shape.
+#' @param levels 1 (full resolution only) or 2 (with the coarser level).
+#' @param level_links Whether to write, with two levels, the links from each
+#'   vertex of level 0 to the vertex of level 1 it was merged into
+#'   (`links/+1`, read by `$level_links()`).
+#' @return The store opened, a `zarr_vectors_store` (see [zarr-vectors]).
+#' @seealso [zarr-vectors]
+#' @export
+write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NULL, links = NULL,
+                               objects = NULL, object_attributes = NULL, groups = NULL,
+                               geometry = NULL, axes = NULL, dtype = "float32", bin_shape = NULL,
+                               levels = 2L, level_links = FALSE) {
+  if (!is.matrix(vertices) || !is.numeric(vertices) || !nrow(vertices) || anyNA(vertices) || any(!is.finite(vertices)))
+    zarr_abort("argument", "vertices must be a numeric matrix of finite values, one row per vertex")
+  storage.mode(vertices) <- "double"
+  d <- ncol(vertices)
+  n <- nrow(vertices)
+  chunk_shape <- as.numeric(chunk_shape)
+  if (length(chunk_shape) != d || any(!is.finite(chunk_shape) | chunk_shape <= 0))
+    zarr_abort("argument", "chunk_shape needs one positive size per column of vertices")
+  if (!dtype %in% c("float32", "float64")) zarr_abort("argument", "dtype must be \"float32\" or \"float64\"")
+  axes <- axes %||% c("x", "y", "z", "t")[seq_len(d)] %||% paste0("dim", seq_len(d))
+  if (length(axes) != d || anyNA(axes)) axes <- paste0("dim", seq_len(d))
+  if (!is.null(attributes)) {
+    attributes <- as.data.frame(attributes)
+    if (nrow(attributes) != n) zarr_abort("argument", "attributes need one row per vertex")
+  }
+  if (!is.null(links)) {
+    links <- as.matrix(links)
+    if (!is.numeric(links) || !ncol(links) %in% 1:3 || anyNA(links) || any(links < 1 | links > n | links != floor(links)))
+      zarr_abort("argument", "links must be a matrix of 1 to 3 columns of vertex rows (1 to the number of vertices)")
+    storage.mode(links) <- "integer"
+  }
+  if (is.null(objects) && (!is.null(links) || !is.null(object_attributes) || !is.null(groups))) objects <- integer(n)
+  if (!is.null(objects)) {
+    objects <- as.numeric(objects)
+    if (length(objects) != n || anyNA(objects) || any(objects < 0 | objects != floor(objects)))
+      zarr_abort("argument", "objects must give a whole non-negative object id per vertex")
+  }
+  nobj <- if (is.null(objects)) 0 else max(objects) + 1
+  if (!is.null(object_attributes)) {
+    object_attributes <- as.data.frame(object_attributes)
+    if (nrow(object_attributes) != nobj) zarr_abort("argument", "object_attributes need one row per object")
+  }
+  geometry <- geometry %||% if (is.null(links)) "point_cloud" else c("skeleton", "graph", "mesh")[ncol(links)]
+  bin_shape <- as.numeric(bin_shape %||% (chunk_shape / 4))
+  levels <- as.integer(levels)
+  if (!levels %in% 1:2) zarr_abort("argument", "levels must be 1 or 2")
+
+  z <- create_zarr(location)
+  root <- z$root
+  lvl <- root$add_group("0")
+  at0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype)
+  n0 <- nrow(vertices)
+  zv_write_objects_extra(lvl, object_attributes, groups)
+  lvl$set_attribute("zarr_vectors_level", list(
+    level = 0L, vertex_count = n0, bin_shape = as.list(bin_shape), bin_ratio = as.list(rep(1L, d)),
+    object_sparsity = 1, coarsening_method = "none", parent_level = NULL,
+    arrays_present = as.list(zv_arrays_present(lvl))))
+  datasets <- list(list(path = "0", coordinateTransformations = list(
+    list(type = "scale", scale = as.list(rep(1, d))), list(type = "translation", translation = as.list(bin_shape / 2)))))
+  if (levels == 2L) {
+    coarse <- zv_coarsen(vertices, attributes, objects, 2 * bin_shape)
+    lvl1 <- root$add_group("1")
+    at1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, zv_coarse_links(links, coarse$parent),
+                          coarse$objects, nobj, chunk_shape, dtype)
+    n1 <- nrow(coarse$vertices)
+    if (isTRUE(level_links)) zv_write_level_links(lvl, at0, at1, coarse$parent)
+    lvl1$set_attribute("zarr_vectors_level", list(
+      level = 1L, vertex_count = n1, bin_shape = as.list(2 * bin_shape), bin_ratio = as.list(rep(2L, d)),
+      object_sparsity = 1, coarsening_method = "grid_centroid", parent_level = 0L,
+      arrays_present = as.list(zv_arrays_present(lvl1))))
+    datasets[[2L]] <- list(path = "1", coordinateTransformations = list(
+      list(type = "scale", scale = as.list(rep(2, d))), list(type = "translation", translation = as.list(bin_shape))))
+  }
+  root$set_attribute("multiscales", list(list(
+    axes = lapply(axes, function(a) list(name = a, type = "space")), datasets = datasets)))
+  root$set_attribute("zarr_vectors", list(
+    zv_version = zv_format_version, chunk_shape = as.list(chunk_shape),
+    bounds = list(as.list(apply(vertices, 2L, min)), as.list(apply(vertices, 2L, max))),
+    geometry_types = list(geometry), crs = NULL,
+    links_convention = "explicit", object_index_convention = "standard",
+    cross_chunk_strategy = "explicit_links", cross_level_depth = if (level_links && levels == 2L) 1L else 0L,
+    cross_level_storage = if (level_links && levels == 2L) "explicit" else "none",
+    reduction_factor = 2L, base_bin_shape = as.list(bin_shape),
+    format_capabilities = as.list(c("fragment_index", if (level_links && levels == 2L) "multiscale_links"))))
+  open_zarr(location)$root
+}
+
+zv_arrays_present <- function(lvl) {
+  kids <- setdiff(lvl$store$list_dir(paste0(lvl$prefix)), node_documents)
+  sort(kids)
+}
+
+# Per object, the centroid of its vertices in each bin (and the mean of the
+# attributes): one vertex per occupied (bin, object).
+zv_coarsen <- function(vertices, attributes, objects, bin) {
+  n <- nrow(vertices)
+  cell <- floor(vertices / rep(bin, each = n))
+  key <- do.call(paste, c(as.data.frame(cell), list(if (is.null(objects)) 0 else objects), sep = "\r"))
+  g <- match(key, unique(key))
+  cnt <- tabulate(g)
+  v <- rowsum(vertices, g, reorder = FALSE) / cnt
+  dimnames(v) <- NULL
+  att <- if (!is.null(attributes)) {
+    num <- vapply(attributes, is.numeric, TRUE) | vapply(attributes, is.logical, TRUE)
+    a <- as.data.frame(rowsum(as.matrix(attributes[num] * 1), g, reorder = FALSE) / cnt)
+    rownames(a) <- NULL
+    a
+  }
+  obj <- if (!is.null(objects)) objects[!duplicated(g)]
+  list(vertices = v, attributes = att, objects = obj, parent = g)
+}
+
+# The links of a coarser level: each end moved to the vertex it was merged
+# into; links that collapse (two ends on one vertex) and repeats are dropped.
+zv_coarse_links <- function(links, parent) {
+  if (is.null(links)) return(NULL)
+  m <- matrix(parent[links], ncol = ncol(links))
+  if (ncol(m) == 1L) return(unique(m))
+  # each row's ends in increasing order, without sorting row by row
+  lo <- do.call(pmin, unname(as.data.frame(m)))
+  hi <- do.call(pmax, unname(as.data.frame(m)))
+  s <- if (ncol(m) == 2L) cbind(lo, hi) else cbind(lo, rowSums(m) - lo - hi, hi)
+  keep <- rowSums(s[, -1L, drop = FALSE] == s[, -ncol(s), drop = FALSE]) == 0 & !duplicated(s)
+  m[keep, , drop = FALSE]
+}
+
+# Write one level's chunked arrays; returns where each vertex went.
+zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype) {
+  n <- nrow(V)
+  d <- ncol(V)
+  ck <- floor(V / rep(cs, each = n))
+  obj <- if (is.null(objects)) numeric(n) else objects
+  ord <- do.call(order, c(unname(as.data.frame(ck)), list(obj)))
+  V <- V[ord, , drop = FALSE]
+  ck <- ck[ord, , drop = FALSE]
+  obj <- obj[ord]
+  key <- zv_chunk_key(ck)
+  first_row <- !duplicated(key)
+  ukeys <- key[first_row]
+  ucoords <- ck[first_row, , drop = FALSE]
+  ci <- cumsum(first_row) # chunk of each (sorted) vertex
+  nk <- length(ukeys)
+  breaks <- c(0, cumsum(tabulate(ci, nk)))
+  local <- seq_len(n) - 1 - breaks[ci]
+  # fragments: runs of one object in one chunk, numbered from 0 in their chunk
+  fstart <- first_row | c(TRUE, obj[-1L] != obj[-n])
+  fid <- cumsum(fstart)                     # fragment of each vertex, over the level
+  fchunk <- ci[fstart]
+  ffirst <- match(seq_len(nk), fchunk)      # first fragment of each chunk
+  fnum <- seq_along(fchunk) - ffirst[fchunk] # number inside the chunk
+  fcount <- tabulate(fid, length(fchunk))
+  flocal <- local[fstart]
+  nfrag <- tabulate(fchunk, nk)
+
+  vg <- zv_add_group(lvl, "vertices", list(zv_array = "vertices", dtype = dtype, encoding = "raw"))
+  fg <- zv_add_group(lvl, "vertex_fragments", list(zv_array = "vertex_fragments", encoding = "fragment_index_v1"))
+  blobs <- .Call(ffi_zv_rows_encode, V, dtype, breaks)
+  esize <- if (dtype == "float32") 4L else 8L
+  for (k in seq_len(nk)) {
+    zv_write_blob(vg, ukeys[k], blobs[[k]], "shuffle", esize)
+    fr <- ffirst[k] - 1L + seq_len(nfrag[k])
+    zv_write_blob(fg, ukeys[k], .Call(ffi_zv_frag_encode, rep(TRUE, nfrag[k]), as.numeric(flocal[fr]),
+                                      as.numeric(fcount[fr]), 0, numeric()))
+  }
+  rm(blobs)
+  for (nm in names(attributes)) {
+    col <- attributes[[nm]]
+    dt <- zv_dtype_of(col)
+    ag <- zv_add_group(lvl, paste0("vertex_attributes/", nm),
+                       list(zv_array = "attribute", name = nm, dtype = dt, shape = list(n)))
+    ab <- .Call(ffi_zv_rows_encode, matrix(as.numeric(col[ord]), ncol = 1L), dt, breaks)
+    for (k in seq_len(nk)) zv_write_blob(ag, ukeys[k], ab[[k]], "shuffle", if (dt == "int32") 4L else 8L)
+  }
+
+  if (!is.null(links)) {
+    L <- ncol(links)
+    inv <- integer(n)
+    inv[ord] <- seq_len(n)
+    e <- matrix(inv[links], ncol = L)
+    ce <- matrix(ci[e], ncol = L)
+    intra <- rowSums(ce == ce[, 1L]) == L
+    ie <- e[intra, , drop = FALSE]
+    owner <- fid[ie[, 1L]]
+    io <- order(owner)
+    ie <- ie[io, , drop = FALSE]
+    owner <- owner[io]
+    lchunk <- ci[ie[, 1L]]
+    lbreaks <- c(0, cumsum(tabulate(lchunk, nk)))
+    lblobs <- .Call(ffi_zv_rows_encode, matrix(as.numeric(local[ie]), ncol = L), "int64", lbreaks)
+    lcount <- tabulate(owner, length(fchunk)) # link rows per fragment
+    lg <- zv_add_group(lvl, "links/0", list(zv_array = "links", level_delta = 0L, link_width = L,
+                                            num_links = nrow(ie), dtype = "int64"))
+    lfg <- zv_add_group(lvl, "link_fragments", list(zv_array = "link_fragments", encoding = "fragment_index_v1"))
+    for (k in seq_len(nk)) {
+      zv_write_blob(lg, ukeys[k], lblobs[[k]], "bitshuffle", 8L)
+      fr <- ffirst[k] - 1L + seq_len(nfrag[k])
+      cnt <- lcount[fr]
+      zv_write_blob(lfg, ukeys[k], .Call(ffi_zv_frag_encode, rep(TRUE, nfrag[k]), as.numeric(c(0, cumsum(cnt))[seq_along(cnt)]),
+                                         as.numeric(cnt), 0, numeric()))
+    }
+    xe <- e[!intra, , drop = FALSE]
+    if (nrow(xe)) {
+      rec <- do.call(cbind, lapply(seq_len(L), function(j) cbind(ck[xe[, j], , drop = FALSE], local[xe[, j]])))
+      storage.mode(rec) <- "double"
+      blob <- .Call(ffi_zv_rows_encode, rec, "int64", c(0, nrow(rec)))[[1L]]
+      cg <- zv_add_group(lvl, "cross_chunk_links/0", list(zv_array = "cross_chunk_links", level_delta = 0L,
+                                                          link_width = L, num_links = nrow(xe), sid_ndim = d))
+      zv_write_blob(cg, "data", blob)
+    }
+  }
+
+  if (nobj > 0) {
+    mo <- order(obj[fstart], fchunk)
+    enc <- .Call(ffi_zv_manifest_encode, as.numeric(obj[fstart][mo]), ucoords[fchunk[mo], , drop = FALSE] * 1,
+                 as.numeric(fnum[mo]), nobj)
+    og <- zv_add_group(lvl, "object_index", list(zv_array = "object_index", num_objects = nobj, sid_ndim = d,
+                                                 layout = "data_offsets"))
+    zv_write_blob(og, "data", enc$data)
+    zv_write_blob(og, "offsets", .Call(ffi_zv_rows_encode, matrix(enc$starts, ncol = 1L), "int64", c(0, nobj))[[1L]])
+  }
+  # where each vertex (in the order given) went: its chunk and row
+  inv <- integer(n)
+  inv[ord] <- seq_len(n)
+  list(chunk = ck[inv, , drop = FALSE], key = key[inv], row = local[inv])
+}
+
+# Links from each vertex of a level to the coarser vertex it was merged into
+# (links/+1, link_width 2): per chunk of the finer level, records of
+# (chunk coordinates, row) for both ends, the first at the finer level.
+zv_write_level_links <- function(lvl, fine, coarse, parent) {
+  d <- ncol(fine$chunk)
+  rec <- cbind(fine$chunk, fine$row, coarse$chunk[parent, , drop = FALSE], coarse$row[parent])
+  storage.mode(rec) <- "double"
+  o <- order(match(fine$key, unique(fine$key)), fine$row)
+  keys <- fine$key[o]
+  rec <- rec[o, , drop = FALSE]
+  first <- !duplicated(keys)
+  breaks <- c(which(first) - 1, length(keys))
+  blobs <- .Call(ffi_zv_rows_encode, rec, "int64", breaks)
+  g <- zv_add_group(lvl, "links/+1", list(zv_array = "links", level_delta = 1L, link_width = 2L,
+                                          num_links = nrow(rec), dtype = "int64", sid_ndim = d))
+  for (k in seq_along(blobs)) zv_write_blob(g, keys[first][k], blobs[[k]], "bitshuffle", 8L)
+}
+
+zv_write_objects_extra <- function(lvl, object_attributes, groups) {
+  if (length(object_attributes)) zv_add_group(lvl, "object_attributes", list(names = as.list(names(object_attributes))))
+  for (nm in names(object_attributes)) {
+    col <- object_attributes[[nm]]
+    dt <- zv_dtype_of(col)
+    g <- zv_add_group(lvl, paste0("object_attributes/", nm),
+                      list(zv_array = "object_attribute", name = nm, dtype = dt, shape = list(length(col))))
+    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(as.numeric(col), ncol = 1L), dt, c(0, length(col)))[[1L]],
+                  "shuffle", if (dt == "int32") 4L else 8L)
+  }
+  if (length(groups)) {
+    ids <- as.numeric(unlist(groups))
+    starts <- c(0, cumsum(lengths(groups)))[seq_along(groups)] * 8
+    g <- zv_add_group(lvl, "groups", list(zv_array = "groups", num_groups = length(groups)))
+    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(ids, ncol = 1L), "int64", c(0, length(ids)))[[1L]])
+    zv_write_blob(g, "offsets", .Call(ffi_zv_rows_encode, matrix(starts, ncol = 1L), "int64", c(0, length(starts)))[[1L]])
+  }
+}
+
+# ---- reading ------------------------------------------------------------------
+
+zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
+  inherit = zarr_group,
+  cloneable = FALSE,
+  private = list(
+    .cache = NULL,
+    print_details = function() {
+      i <- self$info
+      cat("Zarr Vectors:", paste(unlist(i$geometry_types), collapse = ", "), " version", format(i$zv_version %||% "?"),
+          "\nChunk shape :", paste(unlist(i$chunk_shape), collapse = " x "),
+          "\nLevels      :", paste(self$levels$path, collapse = ", "), "\n")
+    },
+    display_attributes = function() {
+      a <- private$.metadata[["attributes"]]
+      a[!names(a) %in% c("zarr_vectors", "multiscales")]
+    },
+    level_path = function(level) {
+      lv <- self$levels
+      p <- as.character(level)
+      if (!p %in% lv$path) zv_error(sprintf("there is no level '%s'", p), self$path)
+      p
+    },
+    ndim = function() length(unlist(self$info$chunk_shape)),
+    # attributes of a ZV array group, NULL when there is none
+    array_attributes = function(path) {
+      g <- self$get_node(path)
+      if (is.null(g)) NULL else g$attributes
+    },
+    list_dir = function(path) {
+      kids <- tryCatch(self$store$list_dir(paste0(self$prefix, path, "/")), zarr_error = function(e) character())
+      setdiff(kids, node_documents)
+    },
+    # Vertices (and attributes) of chunks `keys` of a level: the decoded rows
+    # one chunk after the other, with the row count of each chunk.
+    read_vertices = function(lv, keys) {
+      va <- private$array_attributes(paste0(lv, "/vertices"))
+      if (is.null(va)) zv_error(sprintf("level '%s' has no vertices", lv), self$path)
+      d <- private$ndim()
+      blobs <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertices/", k)) %||%
+                        zv_error(sprintf("chunk '%s' has no vertices", k), paste0(lv, "/vertices")))
+      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"), columns = TRUE)
+      rows <- attr(X, "rows")
+      total <- sum(rows)
+      # the decoded columns become the data frame as they are
+      df <- structure(X, names = self$axes, rows = NULL, class = "data.frame", row.names = c(NA_integer_, -total))
+      for (nm in private$list_dir(paste0(lv, "/vertex_attributes"))) {
+        aa <- private$array_attributes(paste0(lv, "/vertex_attributes/", nm))
+        ab <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertex_attributes/", nm, "/", k)) %||% integer())
+        A <- zv_rows(ab, aa$dtype %||% "float32", 1L, paste0(lv, "/vertex_attributes/", nm))
+        if (!identical(as.numeric(attr(A, "rows")), as.numeric(rows)))
+          zv_error(sprintf("vertex attribute '%s' is not row-aligned with the vertices", nm), paste0(lv, "/vertex_attributes/", nm))
+        df[[nm]] <- if (identical(aa$dtype, "int32")) as.integer(A[, 1L]) else A[, 1L]
+      }
+      df$chunk <- structure(rep.int(seq_along(keys), rows), levels = keys, class = "factor")
+      df$row <- sequence(rows) - 1L
+      list(vertices = df, rows = rows, offsets = c(0, cumsum(rows)))
+    },
+    # Links of chunks `keys` (intra-chunk and cross-chunk) as 1-based rows of
+    # the vertices read by read_vertices().
+    read_links = function(lv, keys, got) {
+      la <- private$array_attributes(paste0(lv, "/links/0"))
+      ca <- private$array_attributes(paste0(lv, "/cross_chunk_links/0"))
+      if (is.null(la) && is.null(ca)) return(NULL)
+      L <- as.integer((la %||% ca)$link_width)
+      if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, lv, "/links/0"))
+      out <- matrix(integer(), 0, L)
+      if (!is.null(la)) {
+        lb <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/links/0/", k)) %||% integer())
+        M <- zv_rows(lb, "int64", L, paste0(lv, "/links/0"))
+        nl <- attr(M, "rows")
+        owner <- rep(seq_along(keys), nl)
+        if (any(M < 0 | M >= got$rows[owner]))
+          zv_error("a link names a vertex outside its chunk", paste0(self$path, lv, "/links/0"))
+        out <- M + got$offsets[owner] + 1
+      }
+      rec <- private$records(paste0(lv, "/cross_chunk_links/0"), "data")
+      if (!is.null(rec)) {
+        if (ncol(rec$rows) != L) zv_error("links/0 and cross_chunk_links/0 differ in link_width", paste0(self$path, lv))
+        G <- vapply(seq_len(L), function(j) {
+          kj <- match(zv_chunk_key(rec$coords[[j]]), keys)
+          loc <- rec$rows[, j]
+          if (any(!is.na(kj) & (loc < 0 | loc >= got$rows[kj])))
+            zv_error("a cross-chunk link names a vertex outside its chunk", paste0(self$path, lv, "/cross_chunk_links/0"))
+          got$offsets[kj] + loc + 1
+        }, numeric(nrow(rec$rows)))
+        G <- matrix(G, ncol = L)
+        out <- rbind(out, G[stats::complete.cases(G), , drop = FALSE])
+      }
+      storage.mode(out) <- "integer"
+      out
+    },
+    # Link records (link_width endpoints, each chunk coordinates and a row)
+    # of the blobs `keys` under `path` (all of them when NULL): cross-chunk
+    # links (one "data" blob) and cross-level links (one blob per chunk).
+    records = function(path, keys) {
+      la <- private$array_attributes(path)
+      if (is.null(la)) return(NULL)
+      d <- private$ndim()
+      L <- as.integer(la$link_width)
+      if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, path))
+      keys <- keys %||% private$list_dir(path)
+      R <- zv_rows(lapply(keys, function(k) zv_blob(self, paste0(path, "/", k)) %||% raw()), "int64", L * (d + 1L), path)
+      if (!is.null(la$num_links) && nrow(R) != la$num_links)
+        zv_error(sprintf("%d link records, but num_links says %s", nrow(R), format(la$num_links)), paste0(self$path, path))
+      list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
+           rows = R[, (seq_len(L) - 1L) * (d + 1L) + d + 1L, drop = FALSE])
+    },
+    index_blobs = function(lv) {
+      ck <- paste0("oi", lv)
+      if (is.null(private$.cache[[ck]])) {
+        data <- zv_blob(self, paste0(lv, "/object_index/data"))
+        if (!is.null(data)) {
+          off <- zv_rows(list(zv_blob(self, paste0(lv, "/object_index/offsets")) %||% raw()), "int64", 1L,
+                         paste0(lv, "/object_index/offsets"))[, 1L]
+        } else {
+          # the newer reference layout: one variable-length bytes element
+          # (a manifest) per object
+          m <- self$get_node(paste0(lv, "/object_index/manifests"))
+          if (is.null(m)) zv_error(sprintf("level '%s' has no object index", lv), self$path)
+          man <- m$read(fill_as_na = FALSE)
+          if (!is.list(man) || !all(vapply(man, is.raw, TRUE)))
+            zv_error("object_index/manifests must hold variable-length bytes", paste0(self$path, lv, "/object_index"))
+          data <- unlist(man, use.names = FALSE) %||% raw()
+          off <- c(0, cumsum(as.numeric(lengths(man))))[seq_along(man)]
+        }
+        private$.cache[[ck]] <- list(data = data, starts = off)
+      }
+      private$.cache[[ck]]
+    }
+  ),
+  public = list(
+    # called by the domain, with what zarr_group$new() takes
+    initialize = function(name, metadata, parent) {
+      super$initialize(name, metadata, parent)
+      private$.domain <- "Zarr Vectors"
+      private$.cache <- list()
+    },
+    level_metadata = function(level = 0) {
+      g <- self$get_node(private$level_path(level))
+      g$attributes[["zarr_vectors_level"]]
+    },
+    chunks = function(level = 0) {
+      lv <- private$level_path(level)
+      keys <- sort(private$list_dir(paste0(lv, "/vertices")))
+      d <- private$ndim()
+      parts <- strsplit(keys, ".", fixed = TRUE)
+      if (any(lengths(parts) != d)) zv_error("a chunk key does not have one number per dimension", paste0(lv, "/vertices"))
+      m <- matrix(as.numeric(unlist(parts)), ncol = d, byrow = TRUE, dimnames = list(keys, self$axes))
+      if (anyNA(m)) zv_error("a chunk key is not made of numbers", paste0(lv, "/vertices"))
+      m
+    },
+    read_chunk = function(chunk, level = 0) {
+      key <- if (is.character(chunk)) chunk else paste(format(chunk, scientific = FALSE, trim = TRUE), collapse = ".")
+      lv <- private$level_path(level)
+      got <- private$read_vertices(lv, key)
+      list(vertices = got$vertices, links = private$read_links(lv, key, got))
+    },
+    read_level = function(level = 0) {
+      lv <- private$level_path(level)
+      keys <- rownames(self$chunks(level))
+      got <- private$read_vertices(lv, keys)
+      list(vertices = got$vertices, links = private$read_links(lv, keys, got))
+    },
+    read_box = function(lower, upper, level = 0) {
+      d <- private$ndim()
+      lower <- as.numeric(lower)
+      upper <- as.numeric(upper)
+      if (length(lower) != d || length(upper) != d || anyNA(c(lower, upper)) || any(lower > upper))
+        zarr_abort("argument", "a box needs lower <= upper, one number per dimension")
+      lv <- private$level_path(level)
+      cs <- as.numeric(unlist(self$level_metadata(level)$chunk_shape %||% self$info$chunk_shape))
+      ch <- self$chunks(level)
+      inside <- rowSums(ch >= rep(floor(lower / cs), each = nrow(ch)) & ch <= rep(floor(upper / cs), each = nrow(ch))) == d
+      keys <- rownames(ch)[inside]
+      got <- private$read_vertices(lv, keys)
+      X <- as.matrix(got$vertices[self$axes])
+      keep <- rowSums(X >= rep(lower, each = nrow(X)) & X <= rep(upper, each = nrow(X))) == d
+      links <- private$read_links(lv, keys, got)
+      pos <- cumsum(keep)
+      pos[!keep] <- NA
+      v <- got$vertices[keep, , drop = FALSE]
+      rownames(v) <- NULL
+      if (!is.null(links)) {
+        links[] <- pos[links]
+        links <- links[stats::complete.cases(links), , drop = FALSE]
+      }
+      list(vertices = v, links = links)
+    },
+    manifests = function(ids, level = 0) {
+      lv <- private$level_path(level)
+      ob <- private$index_blobs(lv)
+      m <- .Call(ffi_zv_manifests, ob$data, ob$starts, as.numeric(ids), private$ndim(), paste0(self$path, lv, "/object_index"))
+      colnames(m$coords) <- self$axes
+      m
+    },
+    fragments = function(chunk, level = 0, links = FALSE) {
+      lv <- private$level_path(level)
+      key <- if (is.character(chunk)) chunk else paste(format(chunk, scientific = FALSE, trim = TRUE), collapse = ".")
+      arr <- if (links) "link_fragments" else "vertex_fragments"
+      blob <- zv_blob(self, paste0(lv, "/", arr, "/", key))
+      if (is.null(blob)) zv_error(sprintf("chunk '%s' has no %s", key, arr), paste0(self$path, lv))
+      .Call(ffi_zv_frag_parse, blob, NA_real_, paste0(self$path, lv, "/", arr, "/", key))
+    },
+    read_objects = function(ids, level = 0) {
+      lv <- private$level_path(level)
+      m <- self$manifests(ids, level)
+      keys <- zv_chunk_key(m$coords)
+      ukeys <- unique(keys)
+      got <- private$read_vertices(lv, ukeys)
+      # the fragments each block names, then their rows
+      pick <- lapply(seq_along(m$object), function(b) {
+        if (m$mode[b] == 2L) m$explicit[m$first[b] + seq_len(m$count[b])] else m$first[b] + seq_len(m$count[b]) - 1
+      })
+      vrows <- vector("list", length(m$object))
+      for (k in seq_along(ukeys)) {
+        nr <- got$rows[k]
+        fi <- .Call(ffi_zv_frag_parse, zv_blob(self, paste0(lv, "/vertex_fragments/", ukeys[k])) %||%
+                      zv_error(sprintf("chunk '%s' has no fragment index", ukeys[k]), paste0(lv, "/vertex_fragments")),
+                    nr, paste0(self$path, lv, "/vertex_fragments/", ukeys[k]))
+        for (b in which(keys == ukeys[k])) {
+          f <- pick[[b]]
+          if (any(f >= length(fi$is_range)))
+            zv_error(sprintf("object %s names fragment %s of chunk '%s', which has %d", format(m$object[b]),
+                             format(max(f)), ukeys[k], length(fi$is_range)), paste0(self$path, lv, "/object_index"))
+          sel <- unlist(lapply(f, function(j) seq.int(fi$offsets[j + 1L] + 1, length.out = fi$offsets[j + 2L] - fi$offsets[j + 1L])))
+          vrows[[b]] <- got$offsets[k] + fi$rows[sel] + 1
+        }
+      }
+      rows <- unlist(vrows)
+      obj <- rep(m$object, lengths(vrows))
+      v <- got$vertices[rows, , drop = FALSE]
+      v$object <- as.integer(obj)
+      rownames(v) <- NULL
+      links <- private$read_links(lv, ukeys, got)
+      if (!is.null(links)) {
+        # a vertex may belong to several objects: a link belongs to each
+        # object that holds all of its endpoints
+        key <- paste(rows, obj)
+        links <- do.call(rbind, c(list(links[0, , drop = FALSE]), lapply(unique(obj), function(o) {
+          lo <- matrix(match(paste(links, o), key), ncol = ncol(links))
+          lo[stats::complete.cases(lo), , drop = FALSE]
+        })))
+        storage.mode(links) <- "integer"
+      }
+      list(vertices = v, links = links)
+    },
+    cross_chunk_links = function(level = 0, delta = 0)
+      private$records(paste0(private$level_path(level), "/cross_chunk_links/", zv_delta(delta)), "data"),
+    level_links = function(level = 0, delta = 1)
+      private$records(paste0(private$level_path(level), "/links/", zv_delta(delta)), NULL),
+    object_attributes = function(level = 0) {
+      lv <- private$level_path(level)
+      nms <- private$list_dir(paste0(lv, "/object_attributes"))
+      cols <- lapply(nms, function(nm) {
+        aa <- private$array_attributes(paste0(lv, "/object_attributes/", nm))
+        v <- zv_rows(list(zv_blob(self, paste0(lv, "/object_attributes/", nm, "/data")) %||% integer()),
+                     aa$dtype %||% "float64", 1L, paste0(lv, "/object_attributes/", nm))[, 1L]
+        if (identical(aa$dtype, "int32")) as.integer(v) else v
+      })
+      names(cols) <- nms
+      as.data.frame(cols)[intersect(self$get_node(paste0(lv, "/object_attributes"))$attributes$names %||% nms, nms)]
+    },
+    object_groups = function(level = 0) {
+      lv <- private$level_path(level)
+      data <- zv_blob(self, paste0(lv, "/groups/data"))
+      if (is.null(data)) return(list())
+      ids <- zv_rows(list(data), "int64", 1L, paste0(lv, "/groups/data"))[, 1L]
+      off <- zv_rows(list(zv_blob(self, paste0(lv, "/groups/offsets")) %||% integer()), "int64", 1L, paste0(lv, "/groups/offsets"))[, 1L]
+      if (any(off %% 8 != 0) || is.unsorted(off) || any(off < 0 | off > 8 * length(ids)))
+        zv_error("group offsets must be increasing multiples of 8 inside the data", paste0(self$path, lv, "/groups"))
+      ends <- c(off[-1L], 8 * length(ids)) / 8
+      lapply(seq_along(off), function(i) ids[seq.int(off[i] / 8 + 1, length.out = ends[i] - off[i] / 8)])
+    }
+  ),
+  active = list(
+    info = function(value) private$.metadata[["attributes"]][["zarr_vectors"]],
+    axes = function(value) {
+      ms <- private$.metadata[["attributes"]][["multiscales"]]
+      ax <- if (is.list(ms) && length(ms)) vapply(ms[[1L]]$axes %||% list(), function(a) as.character(a$name %||% a)[1L], "")
+      d <- private$ndim()
+      if (length(ax) != d) paste0("dim", seq_len(d)) else ax
+    },
+    levels = function(value) {
+      ms <- private$.metadata[["attributes"]][["multiscales"]]
+      ds <- if (is.list(ms) && length(ms)) ms[[1L]]$datasets
+      paths <- if (length(ds)) vapply(ds, function(x) as.character(x$path %||% NA)[1L], "") else
+        sort(grep("^[0-9]+$", private$list_dir(""), value = TRUE))
+      data.frame(level = seq_along(paths) - 1L, path = paths, stringsAsFactors = FALSE)
+    }
+  )
+)
