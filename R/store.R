@@ -248,7 +248,7 @@ zarr_store <- R6::R6Class("zarr_store",
       metadata <- store_key_encoding(self, metadata)
       self$set_metadata(prefix, metadata)
       p$key_encoding <- array_key_encoding(metadata)
-      remember_parsed(metadata, p)
+      remember_parsed(node_metadata(metadata), p) # as the array object holds it
       metadata
     },
 
