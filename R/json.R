@@ -223,7 +223,15 @@ json_format <- function(x, indent = 0L, pretty = TRUE) {
 }
 
 json_write <- function(x, pretty = TRUE) {
-  paste0(json_format(x, 0L, pretty), if (pretty) "\n" else "")
+  # many arrays alike (one definition, hundreds of arrays) make the same
+  # document: the last one written is kept
+  if (pretty && identical(x, json_memo$last_x)) return(json_memo$last_text)
+  text <- paste0(json_format(x, 0L, pretty), if (pretty) "\n" else "")
+  if (pretty && nchar(text, type = "bytes") <= 65536L) {
+    json_memo$last_x <- x
+    json_memo$last_text <- text
+  }
+  text
 }
 
 # Attributes as R users expect them: JSON arrays of scalars become vectors.
