@@ -527,11 +527,11 @@ zarr_array <- R6::R6Class("zarr_array",
       parsed <- take_parsed(m)
       if (!lazy) parsed <- parsed %||% parse_array_metadata(m, self$path) # raised here
       delayedAssign(".parts", private$make_parts(m, parsed), assign.env = private)
-      delayedAssign(".problem", private$.parts$problem, assign.env = private)
-      delayedAssign(".dt", private$.parts$p$data_type, assign.env = private)
-      delayedAssign(".codecs", private$.parts$p$codecs, assign.env = private)
-      delayedAssign(".grid", private$.parts$grid, assign.env = private)
-      if (!lazy && !is.null(private$.parts$problem)) stop(private$.parts$problem)
+      delayedAssign(".problem", private$.parts[["problem"]], assign.env = private)
+      delayedAssign(".dt", private$.parts[["p"]][["data_type"]], assign.env = private)
+      delayedAssign(".codecs", private$.parts[["p"]][["codecs"]], assign.env = private)
+      delayedAssign(".grid", private$.parts[["grid"]], assign.env = private)
+      if (!lazy && !is.null(private$.parts[["problem"]])) stop(private$.parts[["problem"]])
       invisible()
     },
 
