@@ -108,3 +108,33 @@ test_that("the entry scanner finds members through strings holding braces, comma
   expect_null(spans(charToRaw('{"metadata": [1]}'), "metadata"))
   expect_null(spans(charToRaw('[1]'), "metadata"))
 })
+
+test_that("an array opened for its attributes is usable without its data type and grid; their errors still surface on use", {
+  d <- withr::local_tempdir(fileext = ".zarr")
+  z <- create_zarr(d)
+  a <- z$add_array("/", "x", define_array("int32", c(4, 4)))
+  a[] <- 1:16
+  a$set_attribute("units", "m")
+  f <- file.path(d, "x", "zarr.json")
+  m <- jsonlite::fromJSON(f, simplifyVector = FALSE)
+  names(m$codecs) <- NULL
+  last <- length(m$codecs)
+  expect_identical(m$codecs[[last]]$name, "zstd")
+  m$codecs[[last]]$configuration$level <- 99
+  writeLines(jsonlite::toJSON(m, auto_unbox = TRUE, null = "null", digits = NA), f)
+  b <- open_zarr(d)[["/x"]]
+  expect_identical(b$attributes$units, "m")
+  expect_identical(b$shape, c(4L, 4L))
+  expect_error(b[1, 1], class = "zarr_error_codec")
+  expect_error(b$data_type, NA) # NULL for an array that cannot be read, as before
+  expect_output(print(b), "Not readable")
+  # the same array with good metadata reads; a metadata change that is not
+  # valid is an error at once, not when the data are used
+  m$codecs[[last]]$configuration$level <- 1
+  writeLines(jsonlite::toJSON(m, auto_unbox = TRUE, null = "null", digits = NA), f)
+  g <- open_zarr(d)[["/x"]]
+  expect_identical(g[2, 3], 10L)
+  bad <- g$metadata
+  bad$codecs <- list()
+  expect_error(g$metadata <- bad, class = "zarr_error")
+})
