@@ -138,7 +138,9 @@ consolidated_metadata_of <- function(group, name) {
 #' for v2), as zarr-python and xarray do. Readers, including this package, then
 #' open the hierarchy from that one document without listing the store, which
 #' matters for remote stores. Changes this package makes later (new groups or
-#' arrays, attributes, deletions) keep the consolidated copy up to date.
+#' arrays, attributes, deletions) keep the consolidated copy up to date: only
+#' the entry of the node that changed is written anew, the others stay as they
+#' were written (by this package or another tool).
 #'
 #' @seealso [zarr], [zarr_httpstore]
 #' @param x A [zarr] object, or the path of a local store.
