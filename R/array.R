@@ -56,12 +56,13 @@ zarr_array <- R6::R6Class("zarr_array",
       super$initialize(name, metadata, parent, store)
       # An array this package cannot read still belongs in the hierarchy: the
       # error is raised when its data are used, not when its group is opened.
-      private$.problem <- tryCatch({
+      problem <- tryCatch({
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
+      if (!is.null(problem)) private$.problem <- problem
       # a resize or promote interrupted while its chunks moved
-      if (is.null(private$.problem) && is.list(private$.metadata) && !is.null(private$.metadata[[pending_field]]))
+      if (is.list(private$.metadata) && !is.null(private$.metadata[[pending_field]]) && is.null(private$.problem))
         private$.problem <- tryCatch({
           recover_structure(self, private)
           NULL
@@ -532,13 +533,13 @@ zarr_array <- R6::R6Class("zarr_array",
     }
   ),
   private = list(
-    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL,
+    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL, .parts = NULL,
     .cache_bytes = NULL,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
     is_json2 = function() "json2" %in% private$.codecs$names,
 
-    setup = function() {
+    setup = function(lazy = TRUE) {
       m <- private$.metadata
       # shape and dimension names first: they are shown even for arrays that
       # cannot be read
@@ -547,10 +548,23 @@ zarr_array <- R6::R6Class("zarr_array",
       dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
-      p <- take_parsed(m) %||% parse_array_metadata(m, self$path)
-      private$.dt <- p$data_type
-      private$.shape <- p$shape
-      private$.codecs <- p$codecs
+      # The data type, codecs and chunk grid are objects that cost more than
+      # the rest of opening the node: they are made when first used (a node
+      # opened for its attributes never needs them). What goes wrong making
+      # them is the array's problem, raised when its data are used.
+      parsed <- take_parsed(m)
+      if (!lazy) parsed <- parsed %||% parse_array_metadata(m, self$path) # raised here
+      delayedAssign(".parts", private$make_parts(m, parsed), assign.env = private)
+      delayedAssign(".problem", private$.parts[["problem"]], assign.env = private)
+      delayedAssign(".dt", private$.parts[["p"]][["data_type"]], assign.env = private)
+      delayedAssign(".codecs", private$.parts[["p"]][["codecs"]], assign.env = private)
+      delayedAssign(".grid", private$.parts[["grid"]], assign.env = private)
+      if (!lazy && !is.null(private$.parts[["problem"]])) stop(private$.parts[["problem"]])
+      invisible()
+    },
+
+    make_parts = function(m, p) tryCatch({
+      p <- p %||% parse_array_metadata(m, self$path)
       cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
         else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
       cg$data_type <- p$data_type
@@ -559,11 +573,11 @@ zarr_array <- R6::R6Class("zarr_array",
       cg$chunk_encoding <- p$key_encoding
       cg$array_prefix <- self$prefix
       cg$cache_bytes <- private$.cache_bytes
-      private$.grid <- cg
-    },
+      list(p = p, grid = cg, problem = NULL)
+    }, error = function(e) list(problem = as_metadata_error(e, self$path))),
 
     metadata_changed = function() {
-      private$setup()
+      private$setup(lazy = FALSE)
       private$.problem <- NULL
     },
 

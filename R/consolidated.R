@@ -4,9 +4,15 @@
 # changes a hierarchy that has consolidated metadata, it refreshes the copy.
 
 # The map of node path ("a/b") -> metadata in v3 form, or NULL.
+# The document it came from is kept with it (attribute "zarr_source", the
+# bytes and where its entries are), so that the first change rewrites only
+# the entry it touches and keeps the others byte for byte.
 read_consolidated <- function(store, root_meta) {
   cm <- root_meta[["consolidated_metadata"]]
-  if (is_json_object(cm) && is_json_object(cm[["metadata"]])) return(cm[["metadata"]])
+  if (is_json_object(cm) && is_json_object(cm[["metadata"]])) {
+    raw <- take_root_document(root_meta)
+    return(structure(cm[["metadata"]], zarr_source = if (!is.null(raw)) list(raw = raw, v2 = FALSE)))
+  }
   if (!identical(as.integer(root_meta[["zarr_format"]]), 2L)) return(NULL)
   raw <- tryCatch(store$get(".zmetadata"), zarr_error = function(e) NULL)
   if (is.null(raw)) return(NULL)
@@ -14,17 +20,90 @@ read_consolidated <- function(store, root_meta) {
   if (!is_json_object(docs)) return(NULL) # unusable: the store is listed instead
   docs <- docs[["metadata"]]
   if (!is_json_object(docs)) return(NULL)
-  paths <- unique(sub("/?[.](zarray|zgroup|zattrs)$", "", names(docs)))
+  keys <- names(docs)
+  paths <- unique(sub("/?[.](zarray|zgroup|zattrs)$", "", keys))
   paths <- paths[nzchar(paths)]
-  out <- list()
-  for (p in paths) {
-    doc <- function(x) docs[[paste0(p, "/", x)]]
-    if (is.null(doc(".zarray")) && is.null(doc(".zgroup"))) next
+  at <- function(x) match(paste0(paths, "/", x), keys) # (one lookup for all nodes)
+  za <- at(".zarray")
+  zt <- at(".zattrs")
+  node <- !is.na(za) | !is.na(at(".zgroup"))
+  doc <- function(i) if (is.na(i)) NULL else docs[[i]]
+  out <- lapply(which(node), function(k) {
     # a document that cannot be understood hides only its node
-    out[[p]] <- tryCatch(v2_to_v3(doc(".zarray"), doc(".zattrs"), key = paste0(".zmetadata: ", p)),
-                         error = function(e) as_metadata_error(e, paste0("/", p)))
+    tryCatch(v2_to_v3(doc(za[k]), doc(zt[k]), key = paste0(".zmetadata: ", paths[k])),
+             error = function(e) as_metadata_error(e, paste0("/", paths[k])))
+  })
+  names(out) <- paths[node]
+  structure(out, zarr_source = list(raw = raw, v2 = TRUE))
+}
+
+# The bytes of the root zarr.json that the store parsed last, when they are
+# those of `meta` (the store's get_metadata("") keeps them, as
+# remember_parsed() does for arrays). Taken once.
+root_document_slot <- new.env(parent = emptyenv())
+
+remember_root_document <- function(meta, raw) {
+  root_document_slot$meta <- meta
+  root_document_slot$raw <- raw
+}
+
+take_root_document <- function(meta) {
+  raw <- if (identical(root_document_slot$meta, meta)) root_document_slot$raw
+  root_document_slot$meta <- NULL
+  root_document_slot$raw <- NULL
+  raw
+}
+
+# The members of the JSON object at `path` (member names from the top) in
+# the document `raw`: their names and their bytes, each from just after the
+# "{" or "," before it (leading white space included) to its last
+# non-blank byte. NULL when the document has no such object. Strings and
+# the structural characters are found with one regular expression; the
+# nesting depth is a running sum over them.
+json_member_spans <- function(raw, path) {
+  txt <- rawToChar(raw)
+  m <- gregexpr("\"(?:[^\"\\\\]++|\\\\.)*+\"|[][{},:]", txt, perl = TRUE, useBytes = TRUE)[[1L]]
+  if (m[1L] < 0L) return(NULL)
+  pos <- as.integer(m)
+  len <- attr(m, "match.length")
+  ch <- rawToChar(raw[pos], multiple = TRUE)
+  delta <- (ch == "{" | ch == "[") - (ch == "}" | ch == "]")
+  after <- cumsum(delta)
+  before <- after - delta
+  name_at <- function(i) { # the decoded text of string token i
+    tok <- raw[pos[i] + seq_len(len[i]) - 1L]
+    if (any(tok == as.raw(0x5c))) return(jsonlite::parse_json(rawToChar(tok))) # escapes
+    s <- rawToChar(tok[-c(1L, length(tok))])
+    Encoding(s) <- "UTF-8"
+    s
   }
-  out
+  close_of <- function(o) o + match(before[o], after[(o + 1L):length(after)])
+  o <- 1L
+  if (ch[o] != "{") return(NULL)
+  for (key in path) {
+    end <- close_of(o)
+    if (is.na(end)) return(NULL)
+    cand <- which(seq_along(ch) > o & seq_along(ch) < end & before == after[o] & ch == "\"" &
+                  c(ch[-1L], "") == ":" & c(ch[-(1:2)], "", "") == "{")
+    hit <- cand[vapply(cand, function(i) identical(name_at(i), key), TRUE)]
+    if (length(hit) != 1L) return(NULL)
+    o <- hit + 2L
+  }
+  end <- close_of(o)
+  if (is.na(end)) return(NULL)
+  inside <- seq.int(o, end)
+  seps <- inside[inside == o | (ch[inside] == "," & before[inside] == after[o]) | inside == end]
+  if (end == o + 1L) return(list(names = character(), bytes = list()))
+  from <- pos[seps[-length(seps)]] + 1L
+  to <- pos[seps[-1L]] - 1L
+  blank <- as.raw(c(0x20, 0x09, 0x0a, 0x0d))
+  repeat { # trailing white space (before a "}" on its own line): a few bytes at most
+    w <- which(to >= from & raw[pmax(to, 1L)] %in% blank)
+    if (!length(w)) break
+    to[w] <- to[w] - 1L
+  }
+  bytes <- lapply(seq_along(from), function(k) raw[seq.int(from[k], length.out = to[k] - from[k] + 1L)])
+  list(names = vapply(seps[-length(seps)] + 1L, name_at, ""), bytes = bytes)
 }
 
 root_of <- function(node) {
@@ -59,7 +138,9 @@ consolidated_metadata_of <- function(group, name) {
 #' for v2), as zarr-python and xarray do. Readers, including this package, then
 #' open the hierarchy from that one document without listing the store, which
 #' matters for remote stores. Changes this package makes later (new groups or
-#' arrays, attributes, deletions) keep the consolidated copy up to date.
+#' arrays, attributes, deletions) keep the consolidated copy up to date: only
+#' the entry of the node that changed is written anew, the others stay as they
+#' were written (by this package or another tool).
 #'
 #' @seealso [zarr], [zarr_httpstore]
 #' @param x A [zarr] object, or the path of a local store.
@@ -126,7 +207,7 @@ consolidated_members <- function(p, meta, v2) {
     keep <- names(d)[names(d) != ".zattrs" | vapply(d, length, 0L) > 0L]
     if (!length(keep)) return(character())
     vals <- vapply(keep, function(n) json_format(d[[n]], 2L), "", USE.NAMES = FALSE)
-    return(paste0("    ", json_str(paste0(p, "/", keep)), ": ", vals))
+    return(stats::setNames(paste0("    ", json_str(paste0(p, "/", keep)), ": ", vals), keep))
   }
   val <- tryCatch(json_format(json_prepare_metadata(meta), 3L), zarr_error = function(e) NULL)
   if (is.null(val)) character() else paste0("      ", json_str(p), ": ", val)
@@ -134,15 +215,65 @@ consolidated_members <- function(p, meta, v2) {
 
 consolidated_text <- function(root) {
   st <- root$consolidated_state()
-  if (is.null(st$text)) {
+  if (is.null(st$text) || inherits(st$text, "zarr_consolidated_source")) {
     map <- st$map
     v2 <- consolidated_is_v2(root)
-    txt <- lapply(names(map), function(p) consolidated_bytes(consolidated_members(p, map[[p]], v2)))
+    kept <- consolidated_kept_entries(st$text, names(map), v2)
+    txt <- lapply(names(map), function(p) {
+      meta <- map[[p]]
+      if (!is.null(kept[[p]]) && is.list(meta) && !inherits(meta, "condition") && !isTRUE(attr(meta, "zarr_broken")))
+        return(kept[[p]])
+      consolidated_entry(p, meta, v2)
+    })
     names(txt) <- names(map)
     root$consolidated_state(text = txt)
     return(txt)
   }
   st$text
+}
+
+# The consolidated map of a hierarchy as it was opened: the text slot holds
+# the document it was read from until the first change needs the entries.
+attach_consolidated <- function(root, store, meta) {
+  map <- read_consolidated(store, meta)
+  src <- attr(map, "zarr_source")
+  if (!is.null(src)) attr(map, "zarr_source") <- NULL
+  root$consolidated_state(map = map,
+                          text = if (!is.null(src$raw)) structure(src, class = "zarr_consolidated_source"))
+}
+
+# The entries of the document a hierarchy was opened from, node path ->
+# their bytes as consolidated_entry() gives them, when that document still
+# has one entry per node of `paths` (else NULL: every entry is formatted).
+consolidated_kept_entries <- function(src, paths, v2) {
+  if (!inherits(src, "zarr_consolidated_source")) return(NULL)
+  sp <- tryCatch(json_member_spans(src$raw, if (v2) "metadata" else c("consolidated_metadata", "metadata")),
+                 error = function(e) NULL)
+  if (is.null(sp) || anyDuplicated(sp$names)) return(NULL)
+  doc <- if (v2) sub("/?[.](zarray|zgroup|zattrs)$", "", sp$names) else sp$names
+  ok <- nzchar(doc) & (!v2 | grepl("[.](zarray|zgroup|zattrs)$", sp$names))
+  if (!all(paths %in% doc[ok]) || (!v2 && length(paths) != sum(ok))) return(NULL)
+  comma <- charToRaw(",")
+  bytes <- lapply(sp$bytes[ok], function(x) c(comma, x))
+  if (!v2) return(stats::setNames(bytes, doc[ok]))
+  names(bytes) <- sub("^.*/", "", sp$names[ok]) # v2: by document, as consolidated_entry() keeps them
+  split(bytes, factor(doc[ok], levels = unique(doc[ok])))
+}
+
+# The bytes of node `p`'s entry: v3 one member, v2 a list of one per
+# document (.zarray or .zgroup, .zattrs), so that of a node whose attributes
+# changed, the other document keeps the bytes it had (`old`, for the
+# metadata `old_meta`).
+consolidated_entry <- function(p, meta, v2, old = NULL, old_meta = NULL) {
+  members <- consolidated_members(p, meta, v2)
+  if (!v2) return(consolidated_bytes(members))
+  out <- lapply(members, consolidated_bytes)
+  if (is.list(old) && length(out)) {
+    was <- consolidated_members(p, old_meta, v2)
+    for (k in intersect(names(out), names(old)))
+      if (identical(unname(was[k]), unname(members[k]))) out[[k]] <- old[[k]]
+  }
+  out
 }
 
 consolidated_bytes <- function(members) {
@@ -167,9 +298,11 @@ consolidated_write <- function(root) {
                                        metadata = structure(mark, class = "json_literal"))
     doc <- json_write(json_prepare_metadata(meta))
     at <- regexpr(mark, doc, fixed = TRUE)
-    obj <- if (length(body)) c(charToRaw("{"), body[-1L], charToRaw("\n    }")) else charToRaw("{}")
-    store$set("zarr.json", c(charToRaw(substr(doc, 1L, at - 1L)), obj,
-                             charToRaw(substring(doc, at + attr(at, "match.length")))))
+    # the first entry's comma becomes the object's "{" (in place: no copy)
+    end <- if (length(body)) "\n    }" else "}"
+    if (length(body)) body[1L] <- charToRaw("{") else body <- charToRaw("{")
+    store$set("zarr.json", c(charToRaw(substr(doc, 1L, at - 1L)), body,
+                             charToRaw(paste0(end, substring(doc, at + attr(at, "match.length"))))))
     map <- st$map
     meta[["consolidated_metadata"]][["metadata"]] <- if (length(map)) map else named_list()
     root$consolidated_state(metadata = meta)
@@ -205,7 +338,7 @@ update_consolidated <- function(node, removed = FALSE, below = FALSE, write = TR
         map[[p]] <- NULL
         txt[[p]] <- NULL
       } else {
-        entry <- consolidated_bytes(consolidated_members(p, meta, consolidated_is_v2(root)))
+        entry <- consolidated_entry(p, meta, consolidated_is_v2(root), old = txt[[p]], old_meta = map[[p]])
         if (is.null(map[[p]])) { # a new node: where a rebuild would put it
           k <- consolidated_position(names(map), p)
           map <- append(map, stats::setNames(list(meta), p), after = k)

@@ -102,7 +102,8 @@ zarr_unregister_domain <- function(domain) {
 #' @export
 zarr_domains <- function() domain_registry$domains
 
-default_domain <- function() zarr_domain$new("zarr")
+# One object for every zarr object: it holds nothing but its name.
+default_domain <- function() domain_registry$default %||% (domain_registry$default <- zarr_domain$new("zarr"))
 
 # Nodes being built while a store is opened: the constructors of
 # zarr_group and zarr_array then neither look for the node in the store nor

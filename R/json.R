@@ -15,14 +15,34 @@ json_parse <- function(x, what = "metadata", array = NULL, key = NULL) {
     zarr_abort("metadata", sprintf("malformed JSON in %s: it is not valid UTF-8", what),
                array = array, key = key)
   Encoding(x) <- "UTF-8"
+  small <- nchar(x, type = "bytes") <= json_memo_bytes
+  if (small && !is.na(i <- match(x, json_memo$texts))) return(json_memo$values[[i]])
   tryCatch({
     lit <- json_protect_literals(x)
     out <- jsonlite::parse_json(lit$text, simplifyVector = FALSE, bigint_as_char = TRUE)
-    if (lit$found) json_restore_literals(out) else out
+    out <- if (lit$found) json_restore_literals(out) else out
+    if (small) json_remember(x, out)
+    out
   }, error = function(e) {
     zarr_abort("metadata", sprintf("malformed JSON in %s: %s", what, conditionMessage(e)),
                array = array, key = key)
   })
+}
+
+# The parses of the last few small documents (metadata: a store opened again,
+# arrays alike), looked up by their text: R values, so callers that change
+# theirs change a copy.
+json_memo_bytes <- 4096L
+json_memo <- new.env(parent = emptyenv())
+json_memo$texts <- rep(NA_character_, 64L)
+json_memo$values <- vector("list", 64L)
+json_memo$at <- 0L
+
+json_remember <- function(text, value) {
+  i <- json_memo$at %% length(json_memo$texts) + 1L
+  json_memo$texts[i] <- text
+  json_memo$values[i] <- list(value)
+  json_memo$at <- i
 }
 
 # Two kinds of literal are marked in the text before parsing and restored
@@ -203,7 +223,15 @@ json_format <- function(x, indent = 0L, pretty = TRUE) {
 }
 
 json_write <- function(x, pretty = TRUE) {
-  paste0(json_format(x, 0L, pretty), if (pretty) "\n" else "")
+  # many arrays alike (one definition, hundreds of arrays) make the same
+  # document: the last one written is kept
+  if (pretty && identical(x, json_memo$last_x)) return(json_memo$last_text)
+  text <- paste0(json_format(x, 0L, pretty), if (pretty) "\n" else "")
+  if (pretty && nchar(text, type = "bytes") <= 65536L) {
+    json_memo$last_x <- x
+    json_memo$last_text <- text
+  }
+  text
 }
 
 # Attributes as R users expect them: JSON arrays of scalars become vectors.

@@ -188,6 +188,8 @@ zarr_store <- R6::R6Class("zarr_store",
       if (!is.null(raw)) {
         meta <- json_parse(raw, "zarr.json", key = key)
         check_node_document(meta, key)
+        # its consolidated entries are kept byte for byte (R/consolidated.R)
+        if (!nzchar(prefix) && !is.null(meta[["consolidated_metadata"]])) remember_root_document(meta, raw)
         return(meta)
       }
       v2_get_metadata(self, prefix)
@@ -246,7 +248,7 @@ zarr_store <- R6::R6Class("zarr_store",
       metadata <- store_key_encoding(self, metadata)
       self$set_metadata(prefix, metadata)
       p$key_encoding <- array_key_encoding(metadata)
-      remember_parsed(metadata, p)
+      remember_parsed(node_metadata(metadata), p) # as the array object holds it
       metadata
     },
 

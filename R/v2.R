@@ -9,8 +9,24 @@ v2_dtypes <- stats::setNames(dtype_table$name, dtype_table$v2)[!is.na(dtype_tabl
 # A v2 dtype as a v3 data type (a name, or a list for parametrised types).
 # Unsupported dtypes keep their v2 spelling, so that only reading that array
 # fails, not opening its group.
+# The parse of each dtype string is kept: a consolidated document repeats a
+# few dtypes hundreds of times, and the regular expression dominated opening it.
+v2_dtype_memo <- new.env(parent = emptyenv())
+
+v2_dtype_memoized <- function(what, dtype, f) {
+  if (is.na(dtype) || nchar(dtype, type = "bytes") > 64L) return(f(dtype))
+  key <- paste0(what, dtype)
+  hit <- v2_dtype_memo[[key]]
+  if (is.null(hit)) hit <- v2_dtype_memo[[key]] <- f(dtype)
+  hit
+}
+
 v2_parse_dtype <- function(dtype) {
   if (!is.character(dtype) || length(dtype) != 1L) return(v2_struct_dtype(dtype))
+  v2_dtype_memoized("parse:", dtype, v2_parse_dtype_string)
+}
+
+v2_parse_dtype_string <- function(dtype) {
   m <- regmatches(dtype, regexec("^([<>|=])([a-zA-Z])([0-9]*)(\\[[0-9]*[A-Za-z]+\\])?$", dtype))[[1L]]
   if (!length(m)) return(list(data_type = paste0("v2:", dtype), endian = "little"))
   endian <- if (m[2L] == ">") "big" else "little"
@@ -160,6 +176,10 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
 # Bytes per element of a v2 dtype (1 when unknown): blosc's automatic shuffle.
 v2_itemsize <- function(dtype) {
   if (!is_json_string(dtype)) return(1L)
+  v2_dtype_memoized("size:", dtype, v2_itemsize_string)
+}
+
+v2_itemsize_string <- function(dtype) {
   n <- suppressWarnings(as.integer(sub("^[<>|=]?[a-zA-Z]", "", dtype)))
   if (is.na(n) || n < 1L) 1L else n
 }

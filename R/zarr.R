@@ -234,7 +234,7 @@ zarr <- R6::R6Class("zarr",
         meta <- private$.store$get_metadata("") %||% value$metadata
         # (this runs with the original object's methods: nothing of it is set)
         root <- build_node("", meta, NULL, private$.store)
-        if (inherits(root, "zarr_group")) root$consolidated_state(map = read_consolidated(private$.store, meta))
+        if (inherits(root, "zarr_group")) attach_consolidated(root, private$.store, meta)
         return(root)
       }
       value
@@ -250,7 +250,7 @@ zarr <- R6::R6Class("zarr",
         on.exit(node_build$eager <- old)
       }
       root <- build_node("", meta, NULL, store, owner = self, post_open = FALSE)
-      if (inherits(root, "zarr_group")) root$consolidated_state(map = read_consolidated(store, meta))
+      if (inherits(root, "zarr_group")) attach_consolidated(root, store, meta)
       private$.root <- root
       if (eager) {
         nodes <- list(root)
