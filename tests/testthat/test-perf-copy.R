@@ -246,3 +246,24 @@ test_that("writes through the tiled copy land in C-order chunk files as base R h
     expect_identical(got, A, info = ty$v3)
   }
 })
+
+test_that("sharded writes copy inner chunks right, with and without a transpose inside", {
+  set.seed(5)
+  A <- array(sample(0:60000, 40 * 24 * 18, TRUE), c(40, 24, 18))
+  for (portable in c(TRUE, FALSE)) {
+    def <- define_array("uint16", dim(A))
+    def$portable <- portable # FALSE: a transpose codec, inside each shard's inner chunks
+    def$chunk_shape <- c(20, 24, 18)
+    def$add_codec("sharding_indexed", list(chunk_shape = c(10, 8, 6)))
+    z <- create_zarr(tempfile(fileext = ".zarr"))
+    a <- z$add_array("/", "a", def)
+    withr::with_options(list(zarr.fill_as_na = FALSE), {
+      a$write(A)
+      expect_identical(a[, , ], A, info = portable)
+      a[3:17, 5:20, 2:17] <- A[3:17, 5:20, 2:17] + 1L # read-modify-write of inner chunks
+      B <- A
+      B[3:17, 5:20, 2:17] <- B[3:17, 5:20, 2:17] + 1L
+      expect_identical(a[, , ], B, info = portable)
+    })
+  }
+})
