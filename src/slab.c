@@ -73,9 +73,78 @@ static void tile_move(uint8_t *c, int64_t c0, int64_t c1, uint8_t *buf, int64_t 
     }
 }
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* 16-bit integers (w16: 1 unsigned, 2 signed) to R integers, tiles of 8 x 8
+ * transposed in registers: rows of 8 along the chunk (c1 == 2) in, columns of
+ * 8 along R (o0 == 4) out, the fill value as NA. The edges that do not fill a
+ * tile go through the kernel. */
+static void copy_w16(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o, int64_t o1,
+                     int64_t m0, int64_t m1, zconv *cv) {
+  uint16_t f;
+  memcpy(&f, cv->fill, 2);
+  const __m128i fill = _mm_set1_epi16((short)f), na = _mm_set1_epi32(INT_MIN),
+                zero = _mm_setzero_si128();
+  const int map = cv->na;
+  const int64_t b0 = m0 & ~(int64_t)7, b1 = m1 & ~(int64_t)7;
+  for (int64_t j = 0; j < b1; j += 8)
+    for (int64_t i = 0; i < b0; i += 8) {
+      __m128i r[8], a[8], b[8], t[8];
+      for (int q = 0; q < 8; q++) r[q] = _mm_loadu_si128((const __m128i *)(c + (i + q) * c0 + j * 2));
+      for (int q = 0; q < 4; q++) {
+        a[2 * q] = _mm_unpacklo_epi16(r[2 * q], r[2 * q + 1]);
+        a[2 * q + 1] = _mm_unpackhi_epi16(r[2 * q], r[2 * q + 1]);
+      }
+      for (int q = 0; q < 2; q++) {
+        b[4 * q] = _mm_unpacklo_epi32(a[4 * q], a[4 * q + 2]);
+        b[4 * q + 1] = _mm_unpackhi_epi32(a[4 * q], a[4 * q + 2]);
+        b[4 * q + 2] = _mm_unpacklo_epi32(a[4 * q + 1], a[4 * q + 3]);
+        b[4 * q + 3] = _mm_unpackhi_epi32(a[4 * q + 1], a[4 * q + 3]);
+      }
+      for (int q = 0; q < 4; q++) { /* t[q]: column j + q over rows i..i+7 */
+        t[2 * q] = _mm_unpacklo_epi64(b[q], b[q + 4]);
+        t[2 * q + 1] = _mm_unpackhi_epi64(b[q], b[q + 4]);
+      }
+      for (int q = 0; q < 8; q++) {
+        __m128i lo, hi;
+        if (w16 == 1) {
+          lo = _mm_unpacklo_epi16(t[q], zero);
+          hi = _mm_unpackhi_epi16(t[q], zero);
+        } else {
+          lo = _mm_srai_epi32(_mm_unpacklo_epi16(t[q], t[q]), 16);
+          hi = _mm_srai_epi32(_mm_unpackhi_epi16(t[q], t[q]), 16);
+        }
+        if (map) {
+          __m128i eq = _mm_cmpeq_epi16(t[q], fill);
+          __m128i el = _mm_unpacklo_epi16(eq, eq), eh = _mm_unpackhi_epi16(eq, eq);
+          lo = _mm_or_si128(_mm_andnot_si128(el, lo), _mm_and_si128(el, na));
+          hi = _mm_or_si128(_mm_andnot_si128(eh, hi), _mm_and_si128(eh, na));
+        }
+        uint8_t *d = o + (j + q) * o1 + i * 4;
+        _mm_storeu_si128((__m128i *)d, lo);
+        _mm_storeu_si128((__m128i *)(d + 16), hi);
+      }
+    }
+  if (b0 < m0)
+    for (int64_t j = 0; j < b1; j++) k(o + j * o1 + b0 * 4, 4, c + b0 * c0 + j * 2, c0, m0 - b0, cv);
+  for (int64_t j = b1; j < m1; j++) k(o + j * o1, 4, c + j * 2, c0, m0, cv);
+}
+#endif
+
 static void copy_tiled(zkern k, size_t csz, uint8_t *chunk, int64_t c0, int64_t c1,
                        uint8_t *rdata, int64_t o0, int64_t o1, int64_t n0, int64_t n1, int dir,
-                       zconv *cv) {
+                       int w16, zconv *cv) {
+#ifdef __SSE2__
+  if (w16 && dir == 0 && c1 == 2 && o0 == 4) {
+    for (int64_t j0 = 0; j0 < n1; j0 += TILE)
+      for (int64_t i0 = 0; i0 < n0; i0 += TILE)
+        copy_w16(k, w16, chunk + i0 * c0 + j0 * 2, c0, rdata + i0 * 4 + j0 * o1, o1,
+                 n0 - i0 < TILE ? n0 - i0 : TILE, n1 - j0 < TILE ? n1 - j0 : TILE, cv);
+    return;
+  }
+#else
+  (void)w16;
+#endif
   /* 16-byte elements at most (complex128, string handles) */
   _Alignas(16) uint8_t buf[TILE * TILE * 8];
   const int64_t t1 = csz > 8 ? TILE / 2 : TILE;
@@ -104,7 +173,7 @@ static inline int64_t abs64(int64_t x) { return x < 0 ? -x : x; }
  * fastest one (`p`) is another, the two are copied in tiles. Every other
  * dimension is walked by an odometer. */
 static void slab_walk(const zslab *s, zkern k, size_t csz, size_t rsz, uint8_t *chunk,
-                      uint8_t *rdata, int dir, zconv *cv) {
+                      uint8_t *rdata, int dir, int w16, zconv *cv) {
   const int nd = s->ndim;
   if (nd == 0) {
     if (dir == 0) k(rdata, 0, chunk, 0, 1, cv);
@@ -146,7 +215,8 @@ static void slab_walk(const zslab *s, zkern k, size_t csz, size_t rsz, uint8_t *
   while (1) {
     uint8_t *c = cbase + coff, *o = obase + ooff;
     if (p >= 0) {
-      copy_tiled(k, csz, c, cb[a], cb[p], o, ob[a], ob[p], s->dim[a].cnt, s->dim[p].cnt, dir, cv);
+      copy_tiled(k, csz, c, cb[a], cb[p], o, ob[a], ob[p], s->dim[a].cnt, s->dim[p].cnt, dir, w16,
+                 cv);
     } else if (a >= 0) {
       if (dir == 0) k(o, ob[a], c, cb[a], s->dim[a].cnt, cv);
       else k(c, cb[a], o, ob[a], s->dim[a].cnt, cv);
@@ -179,7 +249,8 @@ int slab_decode(const zslab *s, zdtype dt, zrtype rt, const uint8_t *chunk, void
                 zconv *cv) {
   zkern k = dtype_def(dt)->dec[rt];
   if (k == NULL) return -1;
-  slab_walk(s, k, dtype_size(dt), elem_rsize(dt, rt), (uint8_t *)chunk, rdata, 0, cv);
+  const int w16 = rt != RT_INTEGER ? 0 : dt == DT_UINT16 ? 1 : dt == DT_INT16 ? 2 : 0;
+  slab_walk(s, k, dtype_size(dt), elem_rsize(dt, rt), (uint8_t *)chunk, rdata, 0, w16, cv);
   return 0;
 }
 
@@ -187,7 +258,7 @@ int slab_encode(const zslab *s, zdtype dt, zrtype rt, const void *rdata, uint8_t
                 zconv *cv) {
   zkern k = dtype_def(dt)->enc[rt];
   if (k == NULL) return -1;
-  slab_walk(s, k, dtype_size(dt), elem_rsize(dt, rt), chunk, (uint8_t *)rdata, 1, cv);
+  slab_walk(s, k, dtype_size(dt), elem_rsize(dt, rt), chunk, (uint8_t *)rdata, 1, 0, cv);
   return 0;
 }
 

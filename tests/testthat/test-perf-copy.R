@@ -188,16 +188,21 @@ test_that("v3 chunks under any transpose, and sharded inner chunks, read as base
   }
 })
 
-test_that("the fill value reads as NA through the tiled copy", {
-  ty <- copy_types[[3]]
-  A <- array(as.integer(seq_len(100 * 70 * 3) %% 1000), c(100, 70, 3))
-  dir <- tempfile(fileext = ".zarr")
-  write_v2(dir, A, c(64, 64, 3), ty, "C")
-  meta <- sub('"fill_value": null', '"fill_value": 7', readLines(file.path(dir, ".zarray")))
-  writeLines(meta, file.path(dir, ".zarray"))
-  B <- A
-  B[B == 7L] <- NA
-  expect_identical(open_zarr(dir)$root[, , ], B)
+test_that("the fill value reads as NA through the tiled copy (16-bit tiles in registers)", {
+  for (ty in copy_types[3:4]) { # uint16, int16
+    fill <- if (ty$v3 == "int16") -5L else 7L
+    A <- array(as.integer(seq_len(100 * 20 * 30) %% 1000) - if (fill < 0) 500L else 0L, c(100, 20, 30))
+    dir <- tempfile(fileext = ".zarr")
+    write_v2(dir, A, c(64, 16, 27), ty, "C")
+    meta <- sub('"fill_value": null', sprintf('"fill_value": %d', fill), readLines(file.path(dir, ".zarray")))
+    writeLines(meta, file.path(dir, ".zarray"))
+    B <- A
+    B[B == fill] <- NA
+    a <- open_zarr(dir)$root
+    expect_identical(a[, , ], B, info = ty$v3)
+    expect_identical(a[3:99, 2:19, 5:30], B[3:99, 2:19, 5:30], info = ty$v3)
+    expect_identical(a[, , , fill_as_na = FALSE], A, info = ty$v3)
+  }
 })
 
 # The elements of a portable (C-order, uncompressed) v3 array, from its chunk
