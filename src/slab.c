@@ -3,9 +3,10 @@
  * R storage type). The copy folds in the transpose, the type conversion and the
  * fill-value <-> NA mapping, so no other pass over the data is needed.
  *
- * A copy walks every dimension but the first with an odometer and hands runs
- * along the first (R's fastest) dimension to a type-specialised kernel: the
- * kernels are the rows of the data type table in dtype.c. */
+ * A copy hands runs along R's fastest dimension to a type-specialised kernel
+ * (the kernels are the rows of the data type table in dtype.c), in tiles when
+ * the chunk's fastest dimension is another one, and walks the remaining
+ * dimensions with an odometer. */
 #include <math.h>
 #include <string.h>
 #include <limits.h>
@@ -145,7 +146,8 @@ static void copy_tiled(zkern k, size_t csz, uint8_t *chunk, int64_t c0, int64_t 
 #else
   (void)w16;
 #endif
-  /* 16-byte elements at most (complex128, string handles) */
+  /* TILE x TILE elements of up to 8 bytes, TILE x TILE / 2 of 16 (complex128,
+   * string handles; slab_walk tiles nothing larger) */
   _Alignas(16) uint8_t buf[TILE * TILE * 8];
   const int64_t t1 = csz > 8 ? TILE / 2 : TILE;
   const int64_t bs = TILE * (int64_t)csz; /* byte stride of the buffer's columns */
