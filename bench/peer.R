@@ -1,5 +1,7 @@
 # Peer benchmark: this package and zarr-python 2 (Debian's python3-zarr and
-# python3-numcodecs) reading and writing the same Zarr v2 stores in one run.
+# python3-numcodecs) reading and writing the same Zarr v2 stores in one run;
+# GDAL (its Python multidimensional API, bench/zb_peers.py) and terra read the
+# same stores too (whole reads), after the interleaved rows.
 #
 # usage (from the repository root): Rscript bench/peer.R   (bash bench/run.sh runs it last)
 # See bench/README.md ("Peer: zarr-python 2"). Environment:
@@ -331,6 +333,35 @@ invisible(try(close(pyproc$get_input_connection()), silent = TRUE))  # end of in
 invisible(pyproc$wait(10000))
 if (pyproc$is_alive()) invisible(pyproc$kill())
 pyres <- if (is.null(pyinfo)) NULL else c(pyinfo, list(ops = pyops, load_start = pyinfo$load, load_end = pyend$load))
+
+# ---------------------------------------------------------------- GDAL and terra (whole reads)
+# GDAL: bench/zb_peers.py in its own process per store (open + read, a warm-up
+# and `reps` repetitions; checked by the sum of the values). terra: rast() +
+# values() in this process. A store a reader cannot open gets its reason.
+gdal_ops <- list()
+gdal_ok <- system2(py$path, c("-c", shQuote("import osgeo.gdal")), stdout = FALSE, stderr = FALSE) == 0
+for (fr in full_reads) {
+  if (!want(fr[[1]])) next
+  want_sum <- sum(as.numeric(fr[[3]]))
+  if (gdal_ok) {
+    out <- suppressWarnings(system2(py$path, c(file.path(root, "bench", "zb_peers.py"), "gdal", "read",
+                                               shQuote(st[[fr[[2]]]]), "--reps", reps), stdout = TRUE, stderr = FALSE))
+    g <- tryCatch(jsonlite::fromJSON(out[length(out)], simplifyVector = FALSE), error = function(e) list(error = "no answer"))
+    if (is.null(g$error)) g$valid <- isTRUE(all.equal(as.numeric(g$check$sum), want_sum))
+    gdal_ops[[fr[[1]]]]$gdal <- g
+  }
+  tr <- tryCatch({
+    invisible(terra::rast(st[[fr[[2]]]]))
+    r <- timed(function(i) terra::values(terra::rast(st[[fr[[2]]]])))
+    r$valid <- isTRUE(all.equal(sum(terra::values(terra::rast(st[[fr[[2]]]]))), want_sum))
+    r
+  }, error = function(e) list(error = conditionMessage(e)))
+  gdal_ops[[fr[[1]]]]$terra <- tr
+  say("  %-18s GDAL %s   terra %s", fr[[1]],
+      if (is.null(gdal_ops[[fr[[1]]]]$gdal$s)) paste("n/a:", substr(gdal_ops[[fr[[1]]]]$gdal$error %||% "no GDAL", 1, 50))
+      else sprintf("%.6f s", gdal_ops[[fr[[1]]]]$gdal$s),
+      if (is.null(tr$s)) paste("n/a:", substr(tr$error, 1, 50)) else sprintf("%.6f s", tr$s))
+}
 load_end <- loadavg()
 
 # ---------------------------------------------------------------- table
@@ -375,6 +406,10 @@ tab <- do.call(rbind, lapply(rows, function(rw) {
              ours_min_s = num(o$min_s), py_min_s = num(p$min_s),
              calls_per_rep = num(o$calls_per_rep), py_calls_per_rep = num(p$calls_per_rep),
              ours_mb = num(o$bytes) / MB, py_mb = num(p$bytes) / MB,
+             gdal_s = num(gdal_ops[[id]]$gdal$s), gdal_cpu_s = num(gdal_ops[[id]]$gdal$cpu_s),
+             terra_s = num(gdal_ops[[id]]$terra$s),
+             peers_valid = if (is.null(gdal_ops[[id]])) NA else
+               all(unlist(lapply(gdal_ops[[id]], function(g) if (is.null(g$s)) TRUE else isTRUE(g$valid)))),
              ours_valid = if (is.null(o)) NA else isTRUE(o$valid), same_values = same,
              target = tgt, target_met = if (is.na(ratio)) "n/a" else if (ok) "met" else "MISSED",
              stringsAsFactors = FALSE)
@@ -392,6 +427,7 @@ for (key in c("b1_lz4_500", "b4_bzstd_500")) {
       ours_s = o$s, ours_cpu_s = o$cpu_s, py_s = NA, py_cpu_s = NA,
       ratio = if (nt == 2) t2$s / t1$s else NA, cpu_ratio = if (nt == 2) t2$cpu_s / t1$cpu_s else NA, ours_min_s = o$min_s, py_min_s = NA,
       calls_per_rep = o$calls_per_rep, py_calls_per_rep = NA, ours_mb = NA, py_mb = NA,
+      gdal_s = NA, gdal_cpu_s = NA, terra_s = NA, peers_valid = NA,
       ours_valid = isTRUE(o$valid), same_values = NA,
       target = if (nt == 2) "2 thr / 1 thr <= 0.625" else "",
       target_met = if (nt == 2) (if (t2$s / t1$s <= 0.625) "met" else "MISSED") else "",
@@ -408,8 +444,11 @@ f_r <- function(x) ifelse(is.na(x), "-", ifelse(x >= 10, sprintf("%.1f", x), spr
 show <- data.frame(
   operation = tab$operation, `this package` = f_t(tab$ours_s), `cpu` = f_t(tab$ours_cpu_s),
   `zarr-python` = f_t(tab$py_s), `py cpu` = f_t(tab$py_cpu_s), ratio = f_r(tab$ratio), `cpu ratio` = f_r(tab$cpu_ratio),
-  `same values` = ifelse(is.na(tab$same_values), ifelse(tab$ours_valid, "(R ok)", "R WRONG"),
-                         ifelse(tab$same_values & tab$ours_valid, "yes", "NO")),
+  GDAL = f_t(tab$gdal_s), `GDAL cpu` = f_t(tab$gdal_cpu_s), `GDAL / ours` = f_r(tab$gdal_s / tab$ours_s),
+  terra = f_t(tab$terra_s), `terra / ours` = f_r(tab$terra_s / tab$ours_s),
+  `same values` = paste0(ifelse(is.na(tab$same_values), ifelse(tab$ours_valid, "(R ok)", "R WRONG"),
+                                ifelse(tab$same_values & tab$ours_valid, "yes", "NO")),
+                         ifelse(!is.na(tab$peers_valid) & !tab$peers_valid, ", GDAL/terra WRONG", "")),
   target = paste0(tab$target, ifelse(nzchar(tab$target_met), paste0(": ", tab$target_met), "")),
   check.names = FALSE)
 cat("\n")
@@ -435,6 +474,10 @@ if (!is.null(pyres)) {
     say("  This numcodecs rejects the `checksum: false` key of zstd: peer.py registers a Zstd accepting exactly that.")
 }
 say("- This package: %d threads (default) except in the thread rows.", def_threads)
+say("- GDAL: its Python multidimensional API (bench/zb_peers.py, gdal.OpenEx + ReadAsArray), open + read,")
+say("  in its own process after the interleaved rows, not interleaved; terra: rast() + values() (a double")
+say("  matrix) in this process. '-': the store cannot be read that way (the reason is printed above the table).")
+say("  GDAL / ours, terra / ours > 1: the peer is slower.")
 say("- same values: MD5 of the values read (written stores: read back) equal on both sides; open row:")
 say("  the element; create: 500 .zarray files; set_attribute: the new value is in .zmetadata.")
 say("- Load average (%d cores): start %s, end %s.", n_cores, load_start, load_end)

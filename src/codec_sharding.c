@@ -24,20 +24,30 @@ void shard_inner_copy(const zchain *shard, const int64_t *ic, uint8_t *shardbuf,
     acc *= shard->chunk_shape[d];
   }
   chunk_strides(in, istride);
-  int64_t base = 0, total = 1;
-  for (int d = 0; d < nd; d++) {
-    base += ic[d] * in->chunk_shape[d] * sstride[d];
-    total *= in->chunk_shape[d];
-  }
-  for (int64_t k = 0; k < total; k++) {
+  int64_t base = 0, rows = 1;
+  for (int d = 0; d < nd; d++) base += ic[d] * in->chunk_shape[d] * sstride[d];
+  for (int d = 0; d < nd - 1; d++) rows *= in->chunk_shape[d];
+  /* rows along the last dim, contiguous in the shard (C order): one memcpy
+   * each when the inner chunk has them contiguous too (no transpose) */
+  const int64_t len = nd > 0 ? in->chunk_shape[nd - 1] : 1;
+  const int64_t ist = nd > 0 ? istride[nd - 1] : 1;
+  for (int64_t r = 0; r < rows; r++) {
     int64_t so = base, io = 0;
-    for (int d = 0; d < nd; d++) {
+    for (int d = 0; d < nd - 1; d++) {
       so += idx[d] * sstride[d];
       io += idx[d] * istride[d];
     }
-    if (to_inner) memcpy(innerbuf + io * (int64_t)es, shardbuf + so * (int64_t)es, es);
-    else memcpy(shardbuf + so * (int64_t)es, innerbuf + io * (int64_t)es, es);
-    for (int d = nd - 1; d >= 0; d--) { /* C-order odometer */
+    uint8_t *sp = shardbuf + so * (int64_t)es, *ip = innerbuf + io * (int64_t)es;
+    if (ist == 1) {
+      if (to_inner) memcpy(ip, sp, (size_t)len * es);
+      else memcpy(sp, ip, (size_t)len * es);
+    } else {
+      for (int64_t k = 0; k < len; k++) {
+        if (to_inner) memcpy(ip + k * ist * (int64_t)es, sp + k * (int64_t)es, es);
+        else memcpy(sp + k * (int64_t)es, ip + k * ist * (int64_t)es, es);
+      }
+    }
+    for (int d = nd - 2; d >= 0; d--) { /* C-order odometer over the rows */
       if (++idx[d] < in->chunk_shape[d]) break;
       idx[d] = 0;
     }
@@ -45,9 +55,10 @@ void shard_inner_copy(const zchain *shard, const int64_t *ic, uint8_t *shardbuf,
 }
 
 static int is_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es) {
-  for (int64_t i = 0; i < ne; i++, p += es)
-    if (memcmp(p, fill, es) != 0) return 0;
-  return 1;
+  if (ne <= 0) return 1;
+  if (memcmp(p, fill, es) != 0) return 0;
+  /* every element equals the next one: one call, not one per element */
+  return memcmp(p, p + es, (size_t)(ne - 1) * es) == 0;
 }
 
 int shard_encode(const zarray *a, const zchain *ch, uint8_t *shardbuf, zbuf *out, zbuf *inner,

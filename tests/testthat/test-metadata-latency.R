@@ -135,6 +135,6 @@ test_that("an array opened for its attributes is usable without its data type an
   g <- open_zarr(d)[["/x"]]
   expect_identical(g[2, 3], 10L)
   bad <- g$metadata
-  bad$codecs <- list()
+  bad$codecs <- list(list(name = "no_such_codec"))
   expect_error(g$metadata <- bad, class = "zarr_error")
 })
