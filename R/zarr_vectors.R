@@ -137,8 +137,18 @@ zv_blob <- function(root, path) {
   a$read_bytes()
 }
 
+# The bytes of the blobs `keys` of the ZV array at `path` (NULL where there
+# is none), read together: the engine fetches and decodes them in one call.
+zv_blobs <- function(root, path, keys) {
+  if (!length(keys)) return(list())
+  tryCatch(zarr_read_arrays(root, paste0(path, "/", keys), rtype = "raw"),
+           zarr_error_value = function(e) zv_error("a ZV blob must be a 1-D uint8 array", path),
+           zarr_error_metadata = function(e)
+             zv_error(sprintf("the blobs of a ZV array must be 1-D uint8 arrays alike: %s", conditionMessage(e)), path))
+}
+
 zv_rows <- function(blobs, dtype, ncol, where, columns = FALSE)
-  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where)
+  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where, zarr_num_threads())
 
 zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), function(j) format(coords[, j], scientific = FALSE, trim = TRUE)), sep = "."))
 
@@ -485,23 +495,25 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       va <- private$array_attributes(paste0(lv, "/vertices"))
       if (is.null(va)) zv_error(sprintf("level '%s' has no vertices", lv), self$path)
       d <- private$ndim()
-      blobs <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertices/", k)) %||%
-                        zv_error(sprintf("chunk '%s' has no vertices", k), paste0(lv, "/vertices")))
-      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"), columns = TRUE)
+      blobs <- zv_blobs(self, paste0(lv, "/vertices"), keys)
+      if (any(gone <- vapply(blobs, is.null, TRUE)))
+        zv_error(sprintf("chunk '%s' has no vertices", keys[which(gone)[1L]]), paste0(lv, "/vertices"))
+      # the coordinates, then each row's chunk and row within it
+      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"), columns = 2L)
       rows <- attr(X, "rows")
       total <- sum(rows)
       # the decoded columns become the data frame as they are
-      df <- structure(X, names = self$axes, rows = NULL, class = "data.frame", row.names = c(NA_integer_, -total))
+      df <- structure(X[seq_len(d)], names = self$axes, class = "data.frame", row.names = c(NA_integer_, -total))
       for (nm in private$list_dir(paste0(lv, "/vertex_attributes"))) {
         aa <- private$array_attributes(paste0(lv, "/vertex_attributes/", nm))
-        ab <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertex_attributes/", nm, "/", k)) %||% integer())
+        ab <- lapply(zv_blobs(self, paste0(lv, "/vertex_attributes/", nm), keys), function(b) b %||% raw())
         A <- zv_rows(ab, aa$dtype %||% "float32", 1L, paste0(lv, "/vertex_attributes/", nm))
         if (!identical(as.numeric(attr(A, "rows")), as.numeric(rows)))
           zv_error(sprintf("vertex attribute '%s' is not row-aligned with the vertices", nm), paste0(lv, "/vertex_attributes/", nm))
         df[[nm]] <- if (identical(aa$dtype, "int32")) as.integer(A[, 1L]) else A[, 1L]
       }
-      df$chunk <- structure(rep.int(seq_along(keys), rows), levels = keys, class = "factor")
-      df$row <- sequence(rows) - 1L
+      df$chunk <- structure(X[[d + 1L]], levels = keys, class = "factor")
+      df$row <- X[[d + 2L]]
       list(vertices = df, rows = rows, offsets = c(0, cumsum(rows)))
     },
     # Links of chunks `keys` (intra-chunk and cross-chunk) as 1-based rows of
@@ -514,7 +526,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, lv, "/links/0"))
       out <- matrix(integer(), 0, L)
       if (!is.null(la)) {
-        lb <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/links/0/", k)) %||% integer())
+        lb <- lapply(zv_blobs(self, paste0(lv, "/links/0"), keys), function(b) b %||% raw())
         M <- zv_rows(lb, "int64", L, paste0(lv, "/links/0"))
         nl <- attr(M, "rows")
         owner <- rep(seq_along(keys), nl)
@@ -548,7 +560,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       L <- as.integer(la$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, path))
       keys <- keys %||% private$list_dir(path)
-      R <- zv_rows(lapply(keys, function(k) zv_blob(self, paste0(path, "/", k)) %||% raw()), "int64", L * (d + 1L), path)
+      R <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), "int64", L * (d + 1L), path)
       if (!is.null(la$num_links) && nrow(R) != la$num_links)
         zv_error(sprintf("%d link records, but num_links says %s", nrow(R), format(la$num_links)), paste0(self$path, path))
       list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
