@@ -55,6 +55,14 @@
 #'   `num_channels` for object and group attributes) stores rows of C values
 #'   and comes back as a matrix column of the data frame.
 #'
+#' Stores of other writers may use two conventions this writer does not:
+#' `links_convention` "implicit_sequential" for lines, polylines and
+#' streamlines (no `links/0`: the vertices of each fragment are linked in
+#' their order; cross-chunk records are read as usual), and
+#' `object_index_convention` "identity" (no object index: object k is the
+#' vertex of row k, in a store of one chunk), read by `$read_objects()`.
+#' "implicit_sequential_with_branches" is not read.
+#'
 #' Byte layouts are checked as they are read (the fragment index's magic,
 #' version, bitmap popcount and lengths; manifest blocks; row counts; link
 #' indices inside their chunk): a violation is an error of class
@@ -617,10 +625,12 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
     read_links = function(lv, keys, got) {
       la <- private$array_attributes(paste0(lv, "/links/0"))
       ca <- private$array_attributes(paste0(lv, "/cross_chunk_links/0"))
-      if (is.null(la) && is.null(ca)) return(NULL)
-      L <- as.integer((la %||% ca)$link_width)
+      seq_links <- is.null(la) && private$sequential()
+      if (is.null(la) && is.null(ca) && !seq_links) return(NULL)
+      L <- if (seq_links) 2L else as.integer((la %||% ca)$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, lv, "/links/0"))
       out <- matrix(integer(), 0, L)
+      if (seq_links) out <- private$sequential_links(lv, keys, got)
       if (!is.null(la)) {
         lb <- lapply(zv_blobs(self, paste0(lv, "/links/0"), keys), function(b) b %||% raw())
         M <- zv_rows(lb, "int64", L, paste0(lv, "/links/0"))
@@ -645,6 +655,49 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       }
       storage.mode(out) <- "integer"
       out
+    },
+    # The identity object-index convention: one object per vertex, object k
+    # the vertex of row k, in a store of one chunk; no object_index array.
+    identity_objects = function(lv, ids, level) {
+      keys <- rownames(self$chunks(level))
+      if (length(keys) > 1L)
+        zv_error("the identity object index is only valid in a store of one chunk", paste0(self$path, lv))
+      got <- private$read_vertices(lv, keys)
+      ids <- as.numeric(ids)
+      if (anyNA(ids) || any(ids < 0 | ids >= nrow(got$vertices) | ids != floor(ids)))
+        zarr_abort("argument", sprintf("object ids run from 0 to %d here", nrow(got$vertices) - 1L))
+      rows <- ids + 1
+      v <- got$vertices[rows, , drop = FALSE]
+      v$object <- as.integer(ids)
+      rownames(v) <- NULL
+      links <- private$read_links(lv, keys, got)
+      if (!is.null(links)) { # the links between the objects asked for
+        links <- matrix(match(links, rows), ncol = ncol(links))
+        links <- links[stats::complete.cases(links), , drop = FALSE]
+      }
+      list(vertices = v, links = links)
+    },
+    # The implicit_sequential links convention: a line's vertices are linked
+    # in their order, no links array (not for point clouds, which the
+    # reference also marks so).
+    sequential = function() {
+      i <- self$info
+      identical(i$links_convention, "implicit_sequential") &&
+        any(unlist(i$geometry_types) %in% c("line", "polyline", "streamline"))
+    },
+    # Each fragment's consecutive rows linked: as rows of the vertices read.
+    sequential_links = function(lv, keys, got) {
+      fb <- zv_blobs(self, paste0(lv, "/vertex_fragments"), keys)
+      parts <- lapply(seq_along(keys), function(k) {
+        if (is.null(fb[[k]])) zv_error(sprintf("chunk '%s' has no fragment index", keys[k]), paste0(self$path, lv, "/vertex_fragments"))
+        fi <- .Call(ffi_zv_frag_parse, fb[[k]], got$rows[k], paste0(self$path, lv, "/vertex_fragments/", keys[k]))
+        r <- fi$rows
+        if (length(r) < 2L) return(matrix(0, 0, 2))
+        f <- rep.int(seq_along(fi$is_range), diff(fi$offsets))
+        same <- f[-1L] == f[-length(f)]
+        cbind(r[-length(r)], r[-1L])[same, , drop = FALSE] + got$offsets[k] + 1
+      })
+      do.call(rbind, c(list(matrix(0, 0, 2)), parts))
     },
     # Link records (link_width endpoints, each chunk coordinates and a row)
     # of the blobs `keys` under `path` (all of them when NULL): cross-chunk
@@ -760,6 +813,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
     },
     read_objects = function(ids, level = 0) {
       lv <- private$level_path(level)
+      if (identical(self$info$object_index_convention, "identity")) return(private$identity_objects(lv, ids, level))
       m <- self$manifests(ids, level)
       keys <- zv_chunk_key(m$coords)
       ukeys <- unique(keys)
