@@ -5,8 +5,10 @@
 #' a `zarr_vectors` attribute and an NGFF-style `multiscales` attribute, one
 #' group per resolution level (`0`, `1`, ...), and in each level the ZV arrays
 #' (`vertices`, `vertex_fragments`, `links/0`, `link_fragments`,
-#' `vertex_attributes/<name>`, `object_index`, `object_attributes/<name>`,
-#' `groups`, `cross_chunk_links/0`). Space is cut into chunks of
+#' `vertex_attributes/<name>`, `fragment_attributes/<name>`,
+#' `link_attributes/<name>/0`, `object_index`, `object_attributes/<name>`,
+#' `groups`, `group_attributes/<name>`, `cross_chunk_links/0`,
+#' `cross_chunk_link_attributes/<name>/0`). Space is cut into chunks of
 #' `chunk_shape`; the vertices of chunk `(i, j, k)` (those with
 #' `floor(position / chunk_shape)` equal to it) are one byte blob named
 #' `"i.j.k"`. An object is a set of fragments, each a run of vertices in one
@@ -41,7 +43,25 @@
 #'   `level` to `level + delta` (`links/+1`), whose first endpoint is at
 #'   `level` and the others at `level + delta`.
 #' * `$object_attributes(level = 0)`: a data frame, one row per object;
-#'   `$object_groups(level = 0)`: a list of object ids (from 0) per group.
+#'   `$object_groups(level = 0)`: a list of object ids (from 0) per group;
+#'   `$group_attributes(level = 0)`: a data frame, one row per group.
+#' * `$fragment_attributes(level = 0)`: a data frame, one row per fragment
+#'   (`chunk`, `fragment` number in the chunk from 0, and the attributes).
+#' * `$link_attributes(level = 0)`: a data frame whose rows follow the
+#'   `links` of `$read_level(level)`: those inside chunks
+#'   (`link_attributes/<name>/0/<chunk>`), then those across chunks
+#'   (`cross_chunk_link_attributes/<name>/0/data`).
+#' * An attribute of several channels (`channel_names` in its array group, or
+#'   `num_channels` for object and group attributes) stores rows of C values
+#'   and comes back as a matrix column of the data frame.
+#'
+#' Stores of other writers may use two conventions this writer does not:
+#' `links_convention` "implicit_sequential" for lines, polylines and
+#' streamlines (no `links/0`: the vertices of each fragment are linked in
+#' their order; cross-chunk records are read as usual), and
+#' `object_index_convention` "identity" (no object index: object k is the
+#' vertex of row k, in a store of one chunk), read by `$read_objects()`.
+#' "implicit_sequential_with_branches" is not read.
 #'
 #' Byte layouts are checked as they are read (the fragment index's magic,
 #' version, bitmap popcount and lengths; manifest blocks; row counts; link
@@ -61,7 +81,11 @@
 #' section 5.2, where section 11.3 lists no compression). The `ZVFG` magic
 #' is the little-endian uint32 0x5A564647, so the blob's first bytes are
 #' "GFVZ". Blosc shuffles use the element size of the payload (4 or 8 for
-#' positions, 8 for int64 indexes), not the uint8 of the array.
+#' positions, 8 for int64 indexes), not the uint8 of the array. Fragment
+#' attributes (which the reference does not write) have the metadata of
+#' vertex attributes with `zv_array` "fragment_attribute"; link attributes
+#' of several channels carry `channel_names` as vertex attributes do (the
+#' reference records no channel count for them).
 #'
 #' @seealso [write_zarr_vectors()], [zarr_domain]
 #' @name zarr-vectors
@@ -137,14 +161,58 @@ zv_blob <- function(root, path) {
   a$read_bytes()
 }
 
+# The bytes of the blobs `keys` of the ZV array at `path` (NULL where there
+# is none), read together: the engine fetches and decodes them in one call.
+zv_blobs <- function(root, path, keys) {
+  if (!length(keys)) return(list())
+  tryCatch(zarr_read_arrays(root, paste0(path, "/", keys), rtype = "raw"),
+           zarr_error_value = function(e) zv_error("a ZV blob must be a 1-D uint8 array", path),
+           zarr_error_metadata = function(e)
+             zv_error(sprintf("the blobs of a ZV array must be 1-D uint8 arrays alike: %s", conditionMessage(e)), path))
+}
+
 zv_rows <- function(blobs, dtype, ncol, where, columns = FALSE)
-  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where)
+  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where, zarr_num_threads())
 
 zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), function(j) format(coords[, j], scientific = FALSE, trim = TRUE)), sep = "."))
 
 zv_delta <- function(delta) if (delta > 0) paste0("+", delta) else as.character(delta)
 
 zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "int32" else "float64"
+
+# The columns of an attribute data frame, each a numeric matrix of its
+# channels (a matrix column of the data frame holds several); checked.
+zv_columns <- function(df, what) {
+  if (is.null(df)) return(list())
+  if (is.matrix(df) && !is.data.frame(df)) df <- as.data.frame(df)
+  if (!is.data.frame(df) || (length(df) && is.null(names(df))) || anyDuplicated(names(df)) || any(!nzchar(names(df))))
+    zarr_abort("argument", sprintf("%s must be a data frame with named columns", what))
+  lapply(df, function(col) {
+    if (!(is.numeric(col) || is.logical(col) || is.factor(col)) || (!is.null(dim(col)) && length(dim(col)) != 2L))
+      zarr_abort("argument", sprintf("the columns of %s must be numbers, logicals, factors or numeric matrices", what))
+    m <- as.matrix(if (is.factor(col)) as.integer(col) else col)
+    attr(m, "zv_dtype") <- zv_dtype_of(col)
+    m
+  })
+}
+
+zv_shape <- function(m) if (ncol(m) == 1L) list(nrow(m)) else list(nrow(m), ncol(m))
+
+# Write attribute columns (zv_columns()) under `dir`: rows `idx` of each, cut
+# at `breaks` into the blobs `keys`; the group of each says what it is. Several
+# channels are rows of C values, named by `channel_names`.
+zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list(), sub = "") {
+  if (length(cols)) zv_add_group(lvl, dir, list(names = as.list(names(cols)))) # their order
+  for (nm in names(cols)) {
+    m <- cols[[nm]]
+    dt <- attr(m, "zv_dtype")
+    C <- ncol(m)
+    extra <- if (C > 1L) list(channel_names = as.list(colnames(m) %||% paste0("ch", seq_len(C) - 1L)))
+    g <- zv_add_group(lvl, paste0(dir, "/", nm, sub), c(if (is.function(meta)) meta(m) else meta, list(name = nm, dtype = dt), extra))
+    blobs <- .Call(ffi_zv_rows_encode, matrix(as.numeric(m[idx, , drop = FALSE]), ncol = C), dt, breaks)
+    for (k in seq_along(keys)) zv_write_blob(g, keys[k], blobs[[k]], "shuffle", if (dt == "int32") 4L else 8L)
+  }
+}
 
 # ---- writing ------------------------------------------------------------------
 
@@ -167,7 +235,10 @@ zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "
 #'   spatial dimension.
 #' @param chunk_shape The size of a chunk in each dimension.
 #' @param attributes Optional data frame (or matrix) of vertex attributes,
-#'   one row per vertex; numeric, integer or logical columns.
+#'   one row per vertex; numeric, integer, logical or factor columns, or
+#'   numeric matrix columns for attributes of several channels (their column
+#'   names become the `channel_names`). The same holds for the other
+#'   attribute tables.
 #' @param links Optional integer matrix of 1, 2 (edges) or 3 (triangles)
 #'   columns of vertex row numbers (from 1).
 #' @param objects Optional object id (from 0) of each vertex; by default
@@ -186,13 +257,20 @@ zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "
 #' @param level_links Whether to write, with two levels, the links from each
 #'   vertex of level 0 to the vertex of level 1 it was merged into
 #'   (`links/+1`, read by `$level_links()`).
+#' @param link_attributes Optional data frame, one row per row of `links`
+#'   (level 0 only).
+#' @param fragment_attributes Optional data frame, one row per object: each
+#'   fragment (the part of an object in one chunk) gets its object's values.
+#' @param group_attributes Optional data frame, one row per element of
+#'   `groups`.
 #' @return The store opened, a `zarr_vectors_store` (see [zarr-vectors]).
 #' @seealso [zarr-vectors]
 #' @export
 write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NULL, links = NULL,
                                objects = NULL, object_attributes = NULL, groups = NULL,
                                geometry = NULL, axes = NULL, dtype = "float32", bin_shape = NULL,
-                               levels = 2L, level_links = FALSE) {
+                               levels = 2L, level_links = FALSE, link_attributes = NULL,
+                               fragment_attributes = NULL, group_attributes = NULL) {
   if (!is.matrix(vertices) || !is.numeric(vertices) || !nrow(vertices) || anyNA(vertices) || any(!is.finite(vertices)))
     zarr_abort("argument", "vertices must be a numeric matrix of finite values, one row per vertex")
   storage.mode(vertices) <- "double"
@@ -204,27 +282,32 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   if (!dtype %in% c("float32", "float64")) zarr_abort("argument", "dtype must be \"float32\" or \"float64\"")
   axes <- axes %||% c("x", "y", "z", "t")[seq_len(d)] %||% paste0("dim", seq_len(d))
   if (length(axes) != d || anyNA(axes)) axes <- paste0("dim", seq_len(d))
-  if (!is.null(attributes)) {
-    attributes <- as.data.frame(attributes)
-    if (nrow(attributes) != n) zarr_abort("argument", "attributes need one row per vertex")
-  }
+  attributes <- zv_columns(attributes, "attributes")
+  if (any(vapply(attributes, nrow, 0) != n)) zarr_abort("argument", "attributes need one row per vertex")
   if (!is.null(links)) {
     links <- as.matrix(links)
     if (!is.numeric(links) || !ncol(links) %in% 1:3 || anyNA(links) || any(links < 1 | links > n | links != floor(links)))
       zarr_abort("argument", "links must be a matrix of 1 to 3 columns of vertex rows (1 to the number of vertices)")
     storage.mode(links) <- "integer"
   }
-  if (is.null(objects) && (!is.null(links) || !is.null(object_attributes) || !is.null(groups))) objects <- integer(n)
+  link_attributes <- zv_columns(link_attributes, "link_attributes")
+  if (length(link_attributes) && (is.null(links) || any(vapply(link_attributes, nrow, 0) != nrow(links))))
+    zarr_abort("argument", "link_attributes need one row per link")
+  if (is.null(objects) && (!is.null(links) || !is.null(object_attributes) || !is.null(groups) ||
+                           !is.null(fragment_attributes))) objects <- integer(n)
   if (!is.null(objects)) {
     objects <- as.numeric(objects)
     if (length(objects) != n || anyNA(objects) || any(objects < 0 | objects != floor(objects)))
       zarr_abort("argument", "objects must give a whole non-negative object id per vertex")
   }
   nobj <- if (is.null(objects)) 0 else max(objects) + 1
-  if (!is.null(object_attributes)) {
-    object_attributes <- as.data.frame(object_attributes)
-    if (nrow(object_attributes) != nobj) zarr_abort("argument", "object_attributes need one row per object")
-  }
+  object_attributes <- zv_columns(object_attributes, "object_attributes")
+  fragment_attributes <- zv_columns(fragment_attributes, "fragment_attributes")
+  if (any(vapply(c(object_attributes, fragment_attributes), nrow, 0) != nobj))
+    zarr_abort("argument", "object_attributes and fragment_attributes need one row per object")
+  group_attributes <- zv_columns(group_attributes, "group_attributes")
+  if (any(vapply(group_attributes, nrow, 0) != length(groups)))
+    zarr_abort("argument", "group_attributes need one row per group")
   geometry <- geometry %||% if (is.null(links)) "point_cloud" else c("skeleton", "graph", "mesh")[ncol(links)]
   bin_shape <- as.numeric(bin_shape %||% (chunk_shape / 4))
   levels <- as.integer(levels)
@@ -233,9 +316,10 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   z <- create_zarr(location)
   root <- z$root
   lvl <- root$add_group("0")
-  at0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype)
+  at0 <- zv_write_level(lvl, vertices, attributes, links, objects, nobj, chunk_shape, dtype, fragment_attributes,
+                        link_attributes)
   n0 <- nrow(vertices)
-  zv_write_objects_extra(lvl, object_attributes, groups)
+  zv_write_objects_extra(lvl, object_attributes, groups, group_attributes)
   lvl$set_attribute("zarr_vectors_level", list(
     level = 0L, vertex_count = n0, bin_shape = as.list(bin_shape), bin_ratio = as.list(rep(1L, d)),
     object_sparsity = 1, coarsening_method = "none", parent_level = NULL,
@@ -246,7 +330,7 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
     coarse <- zv_coarsen(vertices, attributes, objects, 2 * bin_shape)
     lvl1 <- root$add_group("1")
     at1 <- zv_write_level(lvl1, coarse$vertices, coarse$attributes, zv_coarse_links(links, coarse$parent),
-                          coarse$objects, nobj, chunk_shape, dtype)
+                          coarse$objects, nobj, chunk_shape, dtype, fragment_attributes)
     n1 <- nrow(coarse$vertices)
     if (isTRUE(level_links)) zv_write_level_links(lvl, at0, at1, coarse$parent)
     lvl1$set_attribute("zarr_vectors_level", list(
@@ -285,12 +369,13 @@ zv_coarsen <- function(vertices, attributes, objects, bin) {
   cnt <- tabulate(g)
   v <- rowsum(vertices, g, reorder = FALSE) / cnt
   dimnames(v) <- NULL
-  att <- if (!is.null(attributes)) {
-    num <- vapply(attributes, is.numeric, TRUE) | vapply(attributes, is.logical, TRUE)
-    a <- as.data.frame(rowsum(as.matrix(attributes[num] * 1), g, reorder = FALSE) / cnt)
-    rownames(a) <- NULL
+  # the mean of each attribute (integers become doubles)
+  att <- lapply(attributes, function(m) {
+    a <- rowsum(m * 1, g, reorder = FALSE) / cnt
+    dimnames(a) <- list(NULL, colnames(m))
+    attr(a, "zv_dtype") <- "float64"
     a
-  }
+  })
   obj <- if (!is.null(objects)) objects[!duplicated(g)]
   list(vertices = v, attributes = att, objects = obj, parent = g)
 }
@@ -310,7 +395,8 @@ zv_coarse_links <- function(links, parent) {
 }
 
 # Write one level's chunked arrays; returns where each vertex went.
-zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype) {
+zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype, fragment_attributes = list(),
+                           link_attributes = list()) {
   n <- nrow(V)
   d <- ncol(V)
   ck <- floor(V / rep(cs, each = n))
@@ -348,14 +434,10 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype) 
                                       as.numeric(fcount[fr]), 0, numeric()))
   }
   rm(blobs)
-  for (nm in names(attributes)) {
-    col <- attributes[[nm]]
-    dt <- zv_dtype_of(col)
-    ag <- zv_add_group(lvl, paste0("vertex_attributes/", nm),
-                       list(zv_array = "attribute", name = nm, dtype = dt, shape = list(n)))
-    ab <- .Call(ffi_zv_rows_encode, matrix(as.numeric(col[ord]), ncol = 1L), dt, breaks)
-    for (k in seq_len(nk)) zv_write_blob(ag, ukeys[k], ab[[k]], "shuffle", if (dt == "int32") 4L else 8L)
-  }
+  zv_write_attributes(lvl, "vertex_attributes", attributes, ord, breaks, ukeys, list(zv_array = "attribute", shape = list(n)))
+  # per fragment, its object's values (fragments are the pieces of objects)
+  zv_write_attributes(lvl, "fragment_attributes", fragment_attributes, obj[fstart] + 1, c(0, cumsum(nfrag)), ukeys,
+                      list(zv_array = "fragment_attribute"))
 
   if (!is.null(links)) {
     L <- ncol(links)
@@ -376,6 +458,8 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype) 
     lg <- zv_add_group(lvl, "links/0", list(zv_array = "links", level_delta = 0L, link_width = L,
                                             num_links = nrow(ie), dtype = "int64"))
     lfg <- zv_add_group(lvl, "link_fragments", list(zv_array = "link_fragments", encoding = "fragment_index_v1"))
+    zv_write_attributes(lvl, "link_attributes", link_attributes, which(intra)[io], lbreaks, ukeys,
+                        list(zv_array = "link_attribute", level_delta = 0L), "/0")
     for (k in seq_len(nk)) {
       zv_write_blob(lg, ukeys[k], lblobs[[k]], "bitshuffle", 8L)
       fr <- ffirst[k] - 1L + seq_len(nfrag[k])
@@ -391,6 +475,8 @@ zv_write_level <- function(lvl, V, attributes, links, objects, nobj, cs, dtype) 
       cg <- zv_add_group(lvl, "cross_chunk_links/0", list(zv_array = "cross_chunk_links", level_delta = 0L,
                                                           link_width = L, num_links = nrow(xe), sid_ndim = d))
       zv_write_blob(cg, "data", blob)
+      zv_write_attributes(lvl, "cross_chunk_link_attributes", link_attributes, which(!intra), c(0, nrow(xe)), "data",
+                          list(zv_array = "cross_chunk_link_attribute", level_delta = 0L, num_links = nrow(xe)), "/0")
     }
   }
 
@@ -427,16 +513,13 @@ zv_write_level_links <- function(lvl, fine, coarse, parent) {
   for (k in seq_along(blobs)) zv_write_blob(g, keys[first][k], blobs[[k]], "bitshuffle", 8L)
 }
 
-zv_write_objects_extra <- function(lvl, object_attributes, groups) {
-  if (length(object_attributes)) zv_add_group(lvl, "object_attributes", list(names = as.list(names(object_attributes))))
-  for (nm in names(object_attributes)) {
-    col <- object_attributes[[nm]]
-    dt <- zv_dtype_of(col)
-    g <- zv_add_group(lvl, paste0("object_attributes/", nm),
-                      list(zv_array = "object_attribute", name = nm, dtype = dt, shape = list(length(col))))
-    zv_write_blob(g, "data", .Call(ffi_zv_rows_encode, matrix(as.numeric(col), ncol = 1L), dt, c(0, length(col)))[[1L]],
-                  "shuffle", if (dt == "int32") 4L else 8L)
-  }
+zv_write_objects_extra <- function(lvl, object_attributes, groups, group_attributes = list()) {
+  # dense tables, one row per object or group
+  dense <- function(kind) function(m) list(zv_array = kind, num_channels = ncol(m), shape = zv_shape(m))
+  nobj <- if (length(object_attributes)) nrow(object_attributes[[1L]]) else 0
+  zv_write_attributes(lvl, "object_attributes", object_attributes, seq_len(nobj), c(0, nobj), "data", dense("object_attribute"))
+  ng <- length(groups)
+  zv_write_attributes(lvl, "group_attributes", group_attributes, seq_len(ng), c(0, ng), "data", dense("groupings_attribute"))
   if (length(groups)) {
     ids <- as.numeric(unlist(groups))
     starts <- c(0, cumsum(lengths(groups)))[seq_along(groups)] * 8
@@ -485,36 +568,71 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       va <- private$array_attributes(paste0(lv, "/vertices"))
       if (is.null(va)) zv_error(sprintf("level '%s' has no vertices", lv), self$path)
       d <- private$ndim()
-      blobs <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertices/", k)) %||%
-                        zv_error(sprintf("chunk '%s' has no vertices", k), paste0(lv, "/vertices")))
-      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"), columns = TRUE)
+      blobs <- zv_blobs(self, paste0(lv, "/vertices"), keys)
+      if (any(gone <- vapply(blobs, is.null, TRUE)))
+        zv_error(sprintf("chunk '%s' has no vertices", keys[which(gone)[1L]]), paste0(lv, "/vertices"))
+      # the coordinates, then each row's chunk and row within it
+      X <- zv_rows(blobs, va$dtype %||% "float32", d, paste0(self$path, lv, "/vertices"), columns = 2L)
       rows <- attr(X, "rows")
       total <- sum(rows)
       # the decoded columns become the data frame as they are
-      df <- structure(X, names = self$axes, rows = NULL, class = "data.frame", row.names = c(NA_integer_, -total))
-      for (nm in private$list_dir(paste0(lv, "/vertex_attributes"))) {
-        aa <- private$array_attributes(paste0(lv, "/vertex_attributes/", nm))
-        ab <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/vertex_attributes/", nm, "/", k)) %||% integer())
-        A <- zv_rows(ab, aa$dtype %||% "float32", 1L, paste0(lv, "/vertex_attributes/", nm))
-        if (!identical(as.numeric(attr(A, "rows")), as.numeric(rows)))
-          zv_error(sprintf("vertex attribute '%s' is not row-aligned with the vertices", nm), paste0(lv, "/vertex_attributes/", nm))
-        df[[nm]] <- if (identical(aa$dtype, "int32")) as.integer(A[, 1L]) else A[, 1L]
-      }
-      df$chunk <- structure(rep.int(seq_along(keys), rows), levels = keys, class = "factor")
-      df$row <- sequence(rows) - 1L
+      df <- structure(X[seq_len(d)], names = self$axes, class = "data.frame", row.names = c(NA_integer_, -total))
+      va <- private$read_columns(paste0(lv, "/vertex_attributes"), keys)
+      if (length(va) && !identical(as.numeric(attr(va, "rows")), as.numeric(rows)))
+        zv_error("vertex attributes are not row-aligned with the vertices", paste0(self$path, lv, "/vertex_attributes"))
+      for (nm in names(va)) df[[nm]] <- va[[nm]]
+      df$chunk <- structure(X[[d + 1L]], levels = keys, class = "factor")
+      df$row <- X[[d + 2L]]
       list(vertices = df, rows = rows, offsets = c(0, cumsum(rows)))
+    },
+    # The attribute columns under `dir` (<dir>/<name><sub>/<key> for each of
+    # `keys`): a named list of vectors, or matrices of their channels, with
+    # attribute "rows" (rows per key, equal for every column).
+    read_columns = function(dir, keys, sub = "") {
+      nms <- private$list_dir(dir)
+      order_names <- self$get_node(dir)
+      order_names <- if (inherits(order_names, "zarr_group")) unlist(order_names$attributes$names)
+      nms <- c(intersect(order_names, nms), setdiff(nms, order_names))
+      rows <- NULL
+      cols <- lapply(nms, function(nm) {
+        path <- paste0(dir, "/", nm, sub)
+        aa <- private$array_attributes(path)
+        if (is.null(aa)) zv_error("an attribute has no array group", paste0(self$path, path))
+        C <- if (length(aa$channel_names)) length(aa$channel_names) else as.integer(aa$num_channels %||% 1L)
+        if (length(C) != 1L || is.na(C) || C < 1L) zv_error("bad channel count", paste0(self$path, path))
+        A <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), aa$dtype %||% "float32", C, path)
+        r <- as.numeric(attr(A, "rows"))
+        if (is.null(rows)) rows <<- r
+        else if (!identical(r, rows)) zv_error(sprintf("attribute '%s' is not row-aligned with the others", nm), paste0(self$path, path))
+        attr(A, "rows") <- NULL
+        if (identical(aa$dtype, "int32")) storage.mode(A) <- "integer"
+        if (C == 1L) A[, 1L] else {
+          colnames(A) <- unlist(aa$channel_names) %||% paste0("ch", seq_len(C) - 1L)
+          A
+        }
+      })
+      names(cols) <- nms
+      structure(cols, rows = rows %||% numeric(length(keys)))
+    },
+    # a data frame of columns read by read_columns() (matrix columns kept whole)
+    frame = function(cols, n) {
+      df <- structure(list(), names = character(), class = "data.frame", row.names = c(NA_integer_, -n))
+      for (nm in names(cols)) df[[nm]] <- cols[[nm]]
+      df
     },
     # Links of chunks `keys` (intra-chunk and cross-chunk) as 1-based rows of
     # the vertices read by read_vertices().
     read_links = function(lv, keys, got) {
       la <- private$array_attributes(paste0(lv, "/links/0"))
       ca <- private$array_attributes(paste0(lv, "/cross_chunk_links/0"))
-      if (is.null(la) && is.null(ca)) return(NULL)
-      L <- as.integer((la %||% ca)$link_width)
+      seq_links <- is.null(la) && private$sequential()
+      if (is.null(la) && is.null(ca) && !seq_links) return(NULL)
+      L <- if (seq_links) 2L else as.integer((la %||% ca)$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, lv, "/links/0"))
       out <- matrix(integer(), 0, L)
+      if (seq_links) out <- private$sequential_links(lv, keys, got)
       if (!is.null(la)) {
-        lb <- lapply(keys, function(k) zv_blob(self, paste0(lv, "/links/0/", k)) %||% integer())
+        lb <- lapply(zv_blobs(self, paste0(lv, "/links/0"), keys), function(b) b %||% raw())
         M <- zv_rows(lb, "int64", L, paste0(lv, "/links/0"))
         nl <- attr(M, "rows")
         owner <- rep(seq_along(keys), nl)
@@ -538,6 +656,49 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       storage.mode(out) <- "integer"
       out
     },
+    # The identity object-index convention: one object per vertex, object k
+    # the vertex of row k, in a store of one chunk; no object_index array.
+    identity_objects = function(lv, ids, level) {
+      keys <- rownames(self$chunks(level))
+      if (length(keys) > 1L)
+        zv_error("the identity object index is only valid in a store of one chunk", paste0(self$path, lv))
+      got <- private$read_vertices(lv, keys)
+      ids <- as.numeric(ids)
+      if (anyNA(ids) || any(ids < 0 | ids >= nrow(got$vertices) | ids != floor(ids)))
+        zarr_abort("argument", sprintf("object ids run from 0 to %d here", nrow(got$vertices) - 1L))
+      rows <- ids + 1
+      v <- got$vertices[rows, , drop = FALSE]
+      v$object <- as.integer(ids)
+      rownames(v) <- NULL
+      links <- private$read_links(lv, keys, got)
+      if (!is.null(links)) { # the links between the objects asked for
+        links <- matrix(match(links, rows), ncol = ncol(links))
+        links <- links[stats::complete.cases(links), , drop = FALSE]
+      }
+      list(vertices = v, links = links)
+    },
+    # The implicit_sequential links convention: a line's vertices are linked
+    # in their order, no links array (not for point clouds, which the
+    # reference also marks so).
+    sequential = function() {
+      i <- self$info
+      identical(i$links_convention, "implicit_sequential") &&
+        any(unlist(i$geometry_types) %in% c("line", "polyline", "streamline"))
+    },
+    # Each fragment's consecutive rows linked: as rows of the vertices read.
+    sequential_links = function(lv, keys, got) {
+      fb <- zv_blobs(self, paste0(lv, "/vertex_fragments"), keys)
+      parts <- lapply(seq_along(keys), function(k) {
+        if (is.null(fb[[k]])) zv_error(sprintf("chunk '%s' has no fragment index", keys[k]), paste0(self$path, lv, "/vertex_fragments"))
+        fi <- .Call(ffi_zv_frag_parse, fb[[k]], got$rows[k], paste0(self$path, lv, "/vertex_fragments/", keys[k]))
+        r <- fi$rows
+        if (length(r) < 2L) return(matrix(0, 0, 2))
+        f <- rep.int(seq_along(fi$is_range), diff(fi$offsets))
+        same <- f[-1L] == f[-length(f)]
+        cbind(r[-length(r)], r[-1L])[same, , drop = FALSE] + got$offsets[k] + 1
+      })
+      do.call(rbind, c(list(matrix(0, 0, 2)), parts))
+    },
     # Link records (link_width endpoints, each chunk coordinates and a row)
     # of the blobs `keys` under `path` (all of them when NULL): cross-chunk
     # links (one "data" blob) and cross-level links (one blob per chunk).
@@ -548,7 +709,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       L <- as.integer(la$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, path))
       keys <- keys %||% private$list_dir(path)
-      R <- zv_rows(lapply(keys, function(k) zv_blob(self, paste0(path, "/", k)) %||% raw()), "int64", L * (d + 1L), path)
+      R <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), "int64", L * (d + 1L), path)
       if (!is.null(la$num_links) && nrow(R) != la$num_links)
         zv_error(sprintf("%d link records, but num_links says %s", nrow(R), format(la$num_links)), paste0(self$path, path))
       list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
@@ -652,6 +813,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
     },
     read_objects = function(ids, level = 0) {
       lv <- private$level_path(level)
+      if (identical(self$info$object_index_convention, "identity")) return(private$identity_objects(lv, ids, level))
       m <- self$manifests(ids, level)
       keys <- zv_chunk_key(m$coords)
       ukeys <- unique(keys)
@@ -699,15 +861,46 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       private$records(paste0(private$level_path(level), "/links/", zv_delta(delta)), NULL),
     object_attributes = function(level = 0) {
       lv <- private$level_path(level)
-      nms <- private$list_dir(paste0(lv, "/object_attributes"))
+      cols <- private$read_columns(paste0(lv, "/object_attributes"), "data")
+      private$frame(cols, attr(cols, "rows")[1L])
+    },
+    group_attributes = function(level = 0) {
+      lv <- private$level_path(level)
+      cols <- private$read_columns(paste0(lv, "/group_attributes"), "data")
+      private$frame(cols, attr(cols, "rows")[1L])
+    },
+    fragment_attributes = function(level = 0) {
+      lv <- private$level_path(level)
+      keys <- rownames(self$chunks(level))
+      cols <- private$read_columns(paste0(lv, "/fragment_attributes"), keys)
+      rows <- attr(cols, "rows")
+      df <- data.frame(chunk = structure(rep.int(seq_along(keys), rows), levels = keys, class = "factor"),
+                       fragment = sequence(rows) - 1L)
+      for (nm in names(cols)) df[[nm]] <- cols[[nm]]
+      df
+    },
+    link_attributes = function(level = 0) {
+      lv <- private$level_path(level)
+      keys <- rownames(self$chunks(level))
+      intra <- private$read_columns(paste0(lv, "/link_attributes"), keys, "/0")
+      cross <- private$read_columns(paste0(lv, "/cross_chunk_link_attributes"), "data", "/0")
+      nms <- union(names(intra), names(cross))
+      ni <- sum(attr(intra, "rows"))
+      nc <- sum(attr(cross, "rows"))
+      # the rows of read_level()$links: the links inside chunks, then across
+      nl <- c(private$array_attributes(paste0(lv, "/links/0"))$num_links %||% ni,
+              private$array_attributes(paste0(lv, "/cross_chunk_links/0"))$num_links %||% nc)
+      if (length(nms) && !identical(as.numeric(nl), c(ni, nc)))
+        zv_error("link attributes are not row-aligned with the links", paste0(self$path, lv, "/link_attributes"))
       cols <- lapply(nms, function(nm) {
-        aa <- private$array_attributes(paste0(lv, "/object_attributes/", nm))
-        v <- zv_rows(list(zv_blob(self, paste0(lv, "/object_attributes/", nm, "/data")) %||% integer()),
-                     aa$dtype %||% "float64", 1L, paste0(lv, "/object_attributes/", nm))[, 1L]
-        if (identical(aa$dtype, "int32")) as.integer(v) else v
+        a <- intra[[nm]]
+        b <- cross[[nm]]
+        if (is.null(a) && ni > 0 || is.null(b) && nc > 0)
+          zv_error(sprintf("link attribute '%s' misses links inside or across chunks", nm), paste0(self$path, lv))
+        if (is.matrix(a) || is.matrix(b)) rbind(a, b) else c(a, b)
       })
       names(cols) <- nms
-      as.data.frame(cols)[intersect(self$get_node(paste0(lv, "/object_attributes"))$attributes$names %||% nms, nms)]
+      private$frame(cols, ni + nc)
     },
     object_groups = function(level = 0) {
       lv <- private$level_path(level)

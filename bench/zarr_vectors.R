@@ -1,7 +1,8 @@
 # Zarr Vectors: reading every vertex of a point cloud against reading the
 # same bytes as one plain uint8 array (same chunk count, same Blosc + Zstd
-# codec). The ZV read adds the opening of one array per chunk and the one C
-# pass per blob that turns bytes into a coordinate matrix.
+# codec). The ZV read fetches and decodes its blobs (one single-chunk array
+# each) in one engine call, as the plain read does its chunks; it adds one C
+# pass that turns the bytes into double columns and the chunk/row columns.
 #
 # usage: Rscript bench/zarr_vectors.R   (from the repository root)
 #   ZARR_BENCH_ZV_N      points (default 1e7)
@@ -40,8 +41,7 @@ time_it <- function(f) {
 }
 t_zv <- time_it(function() open_zarr(zv_path)$root$read_level()$vertices)
 t_plain <- time_it(function() open_zarr(file.path(dir, "plain.zarr"))[["/bytes"]][])
-# each ZV blob is an array of one chunk, so blobs are decoded one after the
-# other; the plain array's chunks are decoded in parallel: also on one thread
+# also on one thread (the machine's other work makes the parallel numbers move)
 t_plain1 <- withr::with_options(list(zarr.num_threads = 1L),
                                 time_it(function() open_zarr(file.path(dir, "plain.zarr"))[["/bytes"]][]))
 cat(sprintf("%s points, %d chunks (%s MB of positions); written in %.1f s\n",

@@ -10,6 +10,8 @@ void slab_init(void);
 
 static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_array_read, 4),
+    CALLDEF(ffi_arrays_read, 6),
+    CALLDEF(ffi_store_get_many, 3),
     CALLDEF(ffi_array_write, 5),
     CALLDEF(ffi_chunk_keys, 2),
     CALLDEF(ffi_codec_encode, 2),
@@ -19,7 +21,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_zv_frag_encode, 5),
     CALLDEF(ffi_zv_manifests, 5),
     CALLDEF(ffi_zv_manifest_encode, 4),
-    CALLDEF(ffi_zv_rows_decode, 5),
+    CALLDEF(ffi_zv_rows_decode, 6),
     CALLDEF(ffi_zv_rows_encode, 3),
     CALLDEF(ffi_file_read, 2),
     CALLDEF(ffi_file_write, 2),

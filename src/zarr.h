@@ -46,6 +46,8 @@ int interrupt_pending(void);
 
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts);
 SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts);
+SEXP ffi_arrays_read(SEXP spec, SEXP store, SEXP keys, SEXP shape, SEXP chunk, SEXP opts);
+SEXP ffi_store_get_many(SEXP store, SEXP keys, SEXP nthreads);
 SEXP ffi_chunk_keys(SEXP spec, SEXP coords);
 SEXP ffi_codec_encode(SEXP codec, SEXP data);
 void codec_r_init(void); /* adds the row of codecs written in R */
@@ -55,7 +57,7 @@ SEXP ffi_zv_frag_parse(SEXP blob, SEXP nrows, SEXP what);
 SEXP ffi_zv_frag_encode(SEXP is_range, SEXP start, SEXP count, SEXP offsets, SEXP indices);
 SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what);
 SEXP ffi_zv_manifest_encode(SEXP object, SEXP coords, SEXP fragment, SEXP nobj);
-SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what);
+SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what, SEXP nthreads);
 SEXP ffi_zv_rows_encode(SEXP x, SEXP dtype, SEXP breaks);
 SEXP ffi_file_read(SEXP path, SEXP range);
 SEXP ffi_file_write(SEXP path, SEXP data);

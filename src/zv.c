@@ -1,6 +1,7 @@
 /* R entry points of the Zarr Vectors layouts (zv_layout.c). A blob comes as
  * a raw vector, or as the integer vector that reading a uint8 array gives;
  * temporary memory is R_alloc()ed, so an error leaves nothing behind. */
+#include <limits.h>
 #include <string.h>
 #include "zarr.h"
 #include "zv.h"
@@ -273,17 +274,56 @@ SEXP ffi_zv_manifest_encode(SEXP object, SEXP coords, SEXP fragment, SEXP nobj) 
   return out;
 }
 
+/* One blob's rows per task, on the worker threads (R-free). */
+typedef struct {
+  const uint8_t **p;
+  size_t *n;
+  const int64_t *at, *rows;
+  zv_type t;
+  int nc;
+  double **cols;
+  int *chunk, *row; /* NULL, or each row's blob (1-based) and row within it */
+  int failed;
+  zerr err;
+} rows_job;
+
+static void rows_task(void *ctx, size_t i, int thread) {
+  rows_job *j = ctx;
+  (void)thread;
+  zerr e = {ZE_OK, {0}};
+  if (j->chunk != NULL)
+    for (int64_t r = 0; r < j->rows[i]; r++) {
+      j->chunk[j->at[i] + r] = (int)i + 1;
+      j->row[j->at[i] + r] = (int)r;
+    }
+  if (zv_rows_decode(j->p[i], j->n[i], j->t, j->nc, j->cols, j->at[i], j->rows[i], &e)) {
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&j->failed, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      j->err = e;
+  }
+}
+
 /* The rows of a list of blobs, one after the other, as a double matrix of
  * ncol columns, or (columns TRUE) a list of ncol double vectors, which a data
- * frame takes without a copy; attribute "rows" gives the rows of each blob. */
-SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what) {
+ * frame takes without a copy; attribute "rows" gives the rows of each blob.
+ * columns 2: the list also holds, last, each row's blob (integer, 1-based)
+ * and its row in the blob (0-based). Blobs are decoded on up to nthreads
+ * threads. */
+SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what, SEXP nthreads) {
   const char *w = what_of(what);
   zv_type t = type_of(dtype, w);
-  int nc = asInteger(ncol), as_cols = asLogical(columns) == TRUE;
+  int nc = asInteger(ncol), as_cols = asInteger(columns);
+  if (as_cols == NA_INTEGER || as_cols < 0 || as_cols > 2) as_cols = 0;
   if (TYPEOF(blobs) != VECSXP || nc < 1 || nc > ZARR_MAX_DIMS * 4) zv_abort(w, "bad arguments to the row decoder");
   R_xlen_t k = XLENGTH(blobs);
   size_t rs = zv_type_size(t) * (size_t)nc;
   SEXP rows = PROTECT(allocVector(REALSXP, k));
+  rows_job j;
+  memset(&j, 0, sizeof j);
+  j.p = (const uint8_t **)R_alloc((size_t)k + 1, sizeof(uint8_t *));
+  j.n = (size_t *)R_alloc((size_t)k + 1, sizeof(size_t));
+  int64_t *at = (int64_t *)R_alloc((size_t)k + 1, sizeof(int64_t));
+  int64_t *nr = (int64_t *)R_alloc((size_t)k + 1, sizeof(int64_t));
   int64_t total = 0;
   for (R_xlen_t i = 0; i < k; i++) {
     SEXP b = VECTOR_ELT(blobs, i);
@@ -294,29 +334,42 @@ SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP wh
                (long long)len, nc, rs);
       zv_fail(&e, w);
     }
+    size_t n;
+    j.p[i] = blob_bytes(b, &n, w);
+    j.n[i] = n;
     REAL(rows)[i] = (double)(len / (R_xlen_t)rs);
-    total += len / (R_xlen_t)rs;
+    at[i] = total;
+    nr[i] = len / (R_xlen_t)rs;
+    total += nr[i];
   }
   SEXP out;
   double *cols[ZARR_MAX_DIMS * 4];
   if (as_cols) {
-    out = PROTECT(allocVector(VECSXP, nc));
+    out = PROTECT(allocVector(VECSXP, nc + (as_cols == 2 ? 2 : 0)));
     for (int c = 0; c < nc; c++) {
       SET_VECTOR_ELT(out, c, allocVector(REALSXP, (R_xlen_t)total));
       cols[c] = REAL(VECTOR_ELT(out, c));
+    }
+    if (as_cols == 2) {
+      if (total > INT_MAX) zv_abort(w, "more rows than an integer vector indexes");
+      SET_VECTOR_ELT(out, nc, allocVector(INTSXP, (R_xlen_t)total));
+      SET_VECTOR_ELT(out, nc + 1, allocVector(INTSXP, (R_xlen_t)total));
+      j.chunk = INTEGER(VECTOR_ELT(out, nc));
+      j.row = INTEGER(VECTOR_ELT(out, nc + 1));
     }
   } else {
     out = PROTECT(allocMatrix(REALSXP, (int)total, nc));
     for (int c = 0; c < nc; c++) cols[c] = REAL(out) + (R_xlen_t)c * total;
   }
-  int64_t at = 0;
-  zerr e = {ZE_OK, {0}};
-  for (R_xlen_t i = 0; i < k; i++) {
-    size_t n;
-    const uint8_t *p = blob_bytes(VECTOR_ELT(blobs, i), &n, w);
-    if (zv_rows_decode(p, n, t, nc, cols, at, (int64_t)REAL(rows)[i], &e)) zv_fail(&e, w);
-    at += (int64_t)REAL(rows)[i];
-  }
+  j.at = at;
+  j.rows = nr;
+  j.t = t;
+  j.nc = nc;
+  j.cols = cols;
+  int nt = asInteger(nthreads);
+  if (nt == NA_INTEGER || nt < 1 || (double)total * (double)rs < 1024.0 * 1024.0) nt = 1; /* threads would cost more */
+  parallel_for((size_t)k, nt, rows_task, &j, NULL);
+  if (j.failed) zv_fail(&j.err, w);
   setAttrib(out, install("rows"), rows);
   UNPROTECT(2);
   return out;
