@@ -16,8 +16,11 @@
 #' so reads of nearby ranges are merged and run concurrently as for
 #' Kerchunk references. A virtual chunk whose file was modified after the
 #' time its reference records (the file's modification time, or the
-#' `Last-Modified` its server gives) is not read: the read fails with a
-#' condition of class `zarr_error_icechunk_stale`.
+#' `Last-Modified` its server gives), or whose reference records an ETag
+#' that its server or bucket no longer gives, is not read: the read fails
+#' with a condition of class `zarr_error_icechunk_stale`. Each file is asked
+#' once per store (a request for its first bytes). Local files have no
+#' ETag: chunks recording one are read unchecked.
 #'
 #' A malformed, truncated or missing repository object (wrong magic bytes,
 #' an unknown spec version, a payload that does not decompress, flatbuffer
@@ -29,8 +32,7 @@
 #' be read fails the reads of its arrays' chunks only.
 #'
 #' Not supported: writing (commits, branches, tags; every writer raises
-#' `zarr_error_read_only`), comparing the ETags that virtual chunks may
-#' record (only modification times are checked), and the repository's
+#' `zarr_error_read_only`) and the repository's
 #' configuration (virtual chunk containers and their credentials: every
 #' virtual location is read, `s3://` ones with the credentials found in the
 #' environment).
@@ -343,7 +345,7 @@ ic_manifest_entries <- function(man, node_id, prefix, sep, v2, from, to, key) {
   data <- man$inline[rows]
   data[kind != 0L] <- list(raw())
   list(key = keys, kind = ifelse(kind == 0L, 0L, 1L), url = url, offset = man$offset[rows],
-       length = man$length[rows], data = data, last_modified = man$last_modified[rows])
+       length = man$length[rows], data = data, last_modified = man$last_modified[rows], etag = man$etag[rows])
 }
 
 ref_bind_all <- function(parts) {
@@ -351,5 +353,6 @@ ref_bind_all <- function(parts) {
   cols <- c("key", "kind", "url", "offset", "length", "data")
   out <- lapply(stats::setNames(nm = cols), function(k) do.call(c, lapply(parts, `[[`, k)))
   out$last_modified <- unlist(lapply(parts, function(p) p$last_modified %||% rep(NA_real_, length(p$key))))
+  out$etag <- unlist(lapply(parts, function(p) p$etag %||% rep(NA_character_, length(p$key))))
   out
 }

@@ -219,7 +219,8 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     # `own`: NULL, or list(prefix, store, shown): target URLs starting with
     # `prefix` are keys of `store` (a repository's own chunk objects).
     # `p$last_modified` (optional): the time (seconds since 1970) after
-    # which a target must not have been modified (Icechunk's virtual chunks);
+    # which a target must not have been modified, `p$etag` (optional): the
+    # ETag it must still have (Icechunk's virtual chunks; NA: no condition);
     # `p$bad_prefix`, `p$bad_msg`: keys without an entry below a prefix fail
     # with the message (an Icechunk array whose manifest is unreadable).
     .build = function(p, base, own = NULL) {
@@ -231,8 +232,9 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       urls <- p$url
       has <- p$kind != 0L
       since <- p$last_modified %||% rep(NA_real_, length(keys))
+      etag <- p$etag %||% rep(NA_character_, length(keys))
       # a target is a URL and its condition
-      tid <- if (is.null(p$last_modified)) urls else paste(urls, since)
+      tid <- if (is.null(p$last_modified) && is.null(p$etag)) urls else paste(urls, since, etag)
       tids <- unique(tid[has])
       tix <- rep(NA_integer_, length(keys))
       tix[has] <- match(tid[has], tids) - 1L
@@ -254,9 +256,9 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       t_store <- ifelse(nzchar(groups), match(groups, ugroups) - 1L, -1L)
       t_key <- vapply(res, function(r) r$key, "")
       t_err <- vapply(res, function(r) r$error, "")
-      t_check <- if (!is.null(own) || !is.null(p$last_modified))
+      t_check <- if (!is.null(own) || !is.null(p$last_modified) || !is.null(p$etag))
         list(as.numeric(since[first]), !is.null(own) & groups == (own$prefix %||% ""),
-             as.character(p$bad_prefix), as.character(p$bad_msg))
+             as.character(p$bad_prefix), as.character(p$bad_msg), as.character(etag[first]))
       o <- engine_opts()
       private$.io <- .Call(ffi_store_ref, keys, as.integer(p$kind), as.integer(tix),
                            as.numeric(p$offset), as.numeric(p$length), p$data,

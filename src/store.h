@@ -56,9 +56,13 @@ typedef struct {
    * either drops them. Else each store is a cache identity of its own. */
   int shared_where;
   /* When a value was last modified (seconds since 1970, -1 when the store
-   * cannot tell), *missing = 1 when it does not exist. NULL: not known. */
-  int (*stat)(zstore *s, const char *key, double *mtime, int *missing, zerr *e);
+   * cannot tell) and its ETag (as the server sends it, "" when the store
+   * cannot tell; etag holds ZSTAT_ETAG_MAX bytes), *missing = 1 when it
+   * does not exist. NULL: not known. */
+  int (*stat)(zstore *s, const char *key, double *mtime, char *etag, int *missing, zerr *e);
 } zstore_ops;
+
+#define ZSTAT_ETAG_MAX 160
 
 struct zstore {
   const zstore_ops *ops;

@@ -50,6 +50,7 @@ typedef struct {
    * read (t_ok); a missing target of t_own (the repository's own chunk
    * objects) is an Icechunk error rather than a store error */
   double *t_since;
+  char **t_etag; /* or: the ETag it must still have (NULL: none) */
   uint8_t *t_own;
   int *t_ok;
   /* Icechunk: keys below these prefixes without an entry fail with the
@@ -94,6 +95,7 @@ static void refstore_free(refstore *rs) {
   for (size_t t = 0; t < rs->ntargets; t++) {
     if (rs->t_key) free(rs->t_key[t]);
     if (rs->t_err) free(rs->t_err[t]);
+    if (rs->t_etag) free(rs->t_etag[t]);
   }
   for (size_t k = 0; k < rs->nbad; k++) {
     free(rs->bad_prefix[k]);
@@ -103,6 +105,7 @@ static void refstore_free(refstore *rs) {
   free(rs->bad_msg);
   free(rs->t_store);
   free(rs->t_since);
+  free(rs->t_etag);
   free(rs->t_own);
   free(rs->t_ok);
   free(rs->t_key);
@@ -161,25 +164,54 @@ static int missing_target(const refstore *rs, int32_t t, const char *key, zerr *
   return zerr_set(e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist", rs->t_key[t], key);
 }
 
-/* A target with a modification-time condition: once, before its first
- * read, ask its store when it was last modified. */
+/* An ETag without its weak marker and quotes: servers and writers differ in
+ * which they keep. Points into `t`; *n its length. */
+static const char *etag_core(const char *t, size_t *n) {
+  if (strncmp(t, "W/", 2) == 0) t += 2;
+  size_t k = strlen(t);
+  if (k >= 2 && t[0] == '"' && t[k - 1] == '"') {
+    t++;
+    k -= 2;
+  }
+  *n = k;
+  return t;
+}
+
+static int stale(const refstore *rs, int32_t t, const char *key, const char *how, zerr *e) {
+  return zerr_set(e, ZE_ICECHUNK_STALE, "virtual chunk of key '%.200s' is stale: '/%.300s' %s", key, rs->t_key[t], how);
+}
+
+/* A target with a condition (a modification time, or an ETag): once, before
+ * its first read, ask its store when it was last modified and for its ETag.
+ * A store that cannot tell (files have no ETag) passes. */
 static int check_target(refstore *rs, int32_t t, const char *key, zerr *e) {
-  if (rs->t_since == NULL || isnan(rs->t_since[t]) || __atomic_load_n(&rs->t_ok[t], __ATOMIC_ACQUIRE)) return 0;
+  if (rs->t_since == NULL || __atomic_load_n(&rs->t_ok[t], __ATOMIC_ACQUIRE)) return 0;
+  const char *want = rs->t_etag[t];
+  if (isnan(rs->t_since[t]) && want == NULL) return 0;
   zstore *sub = rs->stores[rs->t_store[t]];
   if (sub->ops->stat != NULL) {
     double mtime = -1;
+    char etag[ZSTAT_ETAG_MAX];
     int missing = 0;
-    if (sub->ops->stat(sub, rs->t_key[t], &mtime, &missing, e)) return -1;
+    etag[0] = '\0';
+    if (sub->ops->stat(sub, rs->t_key[t], &mtime, etag, &missing, e)) return -1;
     if (missing) return missing_target(rs, t, key, e);
-    if (mtime > rs->t_since[t]) {
-      char was[32], now[32];
+    if (want != NULL && etag[0] != '\0') {
+      size_t a, b;
+      const char *x = etag_core(want, &a), *y = etag_core(etag, &b);
+      if (a != b || memcmp(x, y, a) != 0) {
+        char how[400];
+        snprintf(how, sizeof how, "has ETag %.150s, its reference recorded %.150s", etag, want);
+        return stale(rs, t, key, how, e);
+      }
+    } else if (want == NULL && mtime > rs->t_since[t]) {
+      char was[32], now[32], how[200];
       time_t a = (time_t)rs->t_since[t], b = (time_t)mtime;
       struct tm ta, tb;
       strftime(was, sizeof was, "%Y-%m-%d %H:%M:%S", gmtime_r(&a, &ta));
       strftime(now, sizeof now, "%Y-%m-%d %H:%M:%S", gmtime_r(&b, &tb));
-      return zerr_set(e, ZE_ICECHUNK_STALE,
-                      "virtual chunk of key '%.200s' is stale: '/%.300s' was modified at %s UTC, after its "
-                      "reference was recorded (%s UTC)", key, rs->t_key[t], now, was);
+      snprintf(how, sizeof how, "was modified at %s UTC, after its reference was recorded (%s UTC)", now, was);
+      return stale(rs, t, key, how, e);
     }
   }
   __atomic_store_n(&rs->t_ok[t], 1, __ATOMIC_RELEASE);
@@ -502,8 +534,8 @@ static void check_len(SEXP x, R_xlen_t n, const char *what) {
  * data: list of raw (inline) or NULL; t_store: integer (0-based index into
  * stores, or -1); t_key, t_err: character; stores: list of store handles;
  * opts: c(gap, max); t_check: NULL, or list(since = double (NA: none),
- * own = logical) per target, bad_prefix, bad_msg = character (Icechunk:
- * see refstore). */
+ * own = logical, etag = character (NA: none)) per target, bad_prefix,
+ * bad_msg = character (Icechunk: see refstore). */
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
                    SEXP t_key, SEXP t_err, SEXP stores, SEXP opts, SEXP t_check) {
   if (TYPEOF(keys) != STRSXP || TYPEOF(kind) != INTSXP || TYPEOF(target) != INTSXP ||
@@ -519,18 +551,20 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
   check_len(data, n, "internal: data");
   check_len(t_key, nt, "internal: t_key");
   check_len(t_err, nt, "internal: t_err");
-  SEXP since = R_NilValue, own = R_NilValue, bad_prefix = R_NilValue, bad_msg = R_NilValue;
+  SEXP since = R_NilValue, own = R_NilValue, bad_prefix = R_NilValue, bad_msg = R_NilValue, etags = R_NilValue;
   if (t_check != R_NilValue) {
-    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 4) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
+    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 5) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
     since = VECTOR_ELT(t_check, 0);
     own = VECTOR_ELT(t_check, 1);
     bad_prefix = VECTOR_ELT(t_check, 2);
     bad_msg = VECTOR_ELT(t_check, 3);
+    etags = VECTOR_ELT(t_check, 4);
     if (TYPEOF(since) != REALSXP || TYPEOF(own) != LGLSXP || TYPEOF(bad_prefix) != STRSXP ||
-        TYPEOF(bad_msg) != STRSXP || XLENGTH(bad_msg) != XLENGTH(bad_prefix))
+        TYPEOF(bad_msg) != STRSXP || XLENGTH(bad_msg) != XLENGTH(bad_prefix) || TYPEOF(etags) != STRSXP)
       zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
     check_len(since, nt, "internal: since");
     check_len(own, nt, "internal: own");
+    check_len(etags, nt, "internal: etag");
   }
   /* validate everything before allocating C memory */
   size_t inl_total = 0;
@@ -624,11 +658,13 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
     rs->t_since = malloc((nt ? (size_t)nt : 1) * sizeof *rs->t_since);
     rs->t_own = calloc(nt ? (size_t)nt : 1, 1);
     rs->t_ok = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_ok);
-    if (!rs->t_since || !rs->t_own || !rs->t_ok) goto nomem;
+    rs->t_etag = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_etag);
+    if (!rs->t_since || !rs->t_own || !rs->t_ok || !rs->t_etag) goto nomem;
     for (R_xlen_t t = 0; t < nt; t++) {
       double v = REAL(since)[t];
       rs->t_since[t] = ISNAN(v) ? NAN : v;
       rs->t_own[t] = LOGICAL(own)[t] == TRUE;
+      if (STRING_ELT(etags, t) != NA_STRING && (rs->t_etag[t] = dup_utf8(STRING_ELT(etags, t))) == NULL) goto nomem;
     }
     size_t nb = (size_t)XLENGTH(bad_prefix);
     rs->bad_prefix = calloc(nb ? nb : 1, sizeof *rs->bad_prefix);
