@@ -205,7 +205,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
   ),
   private = list(
     .location = NULL, .secret = NULL, .format = "json", .base = NULL, .keys = character(), .sizes = numeric(),
-    .targets = character(), .http = list(),
+    .targets = character(), .http = list(), .substores = list(),
     check_writable = function() zarr_abort("read_only", "reference stores are read-only"),
     # The store from parsed entries (see ref_parse_doc()); `own` (see
     # .build()) serves targets of a store that holds them (Icechunk).
@@ -252,7 +252,9 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       })
       groups <- vapply(res, function(r) r$group, "")
       ugroups <- unique(groups[nzchar(groups)])
-      stores <- lapply(ugroups, function(g) res[[match(g, groups)]]$make())
+      # sub-stores made before (a store rebuilt with more entries) are kept
+      stores <- lapply(ugroups, function(g) private$.substores[[g]] %||% res[[match(g, groups)]]$make())
+      private$.substores <- stats::setNames(stores, ugroups)
       t_store <- ifelse(nzchar(groups), match(groups, ugroups) - 1L, -1L)
       t_key <- vapply(res, function(r) r$key, "")
       t_err <- vapply(res, function(r) r$error, "")

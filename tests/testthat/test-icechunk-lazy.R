@@ -1,0 +1,48 @@
+# An Icechunk store reads an array's manifests when that array's chunks are
+# first needed: opening the repository, listing its hierarchy and reading
+# metadata and attributes fetch none.
+
+ice_manifest_paths <- function(srv) {
+  log <- srv$stats()$log
+  unique(log$path[grepl("/manifests/", log$path)])
+}
+
+test_that("manifests are fetched when an array's chunks are first read, not when the repository opens", {
+  ice <- icechunk_oracle()
+  rep <- ice$expected$repos$v2
+  main <- Find(function(r) r$kind == "branch" && r$name == "main", rep$refs)
+  srv <- ice$server
+  srv$reset()
+  z <- open_zarr(paste0(ice$url, "/v2"))
+  expect_setequal(z$arrays, names(Filter(function(n) identical(n$type, "array"), main$nodes)))
+  expect_setequal(z$groups, names(Filter(function(n) identical(n$type, "group"), main$nodes)))
+  a <- z[["/float64"]]
+  expect_equal(a$attributes %||% list(), main$nodes[["/float64"]]$attributes %||% list())
+  expect_identical(as.integer(a$shape), as.integer(unlist(main$nodes[["/float64"]]$shape)))
+  expect_length(ice_manifest_paths(srv), 0L)
+  # reading: that array's manifest (one), and no other
+  expect_equal(as.vector(a$read()), as.vector(icechunk_expected_array(main$nodes[["/float64"]])), tolerance = 0)
+  got <- ice_manifest_paths(srv)
+  expect_length(got, 1L)
+  # a second read, and a read of an array of the same manifest, fetch no more
+  a$read()
+  expect_identical(ice_manifest_paths(srv), got)
+  # an array split over several manifests fetches those
+  sp <- z[["/split"]]
+  expect_equal(as.vector(sp$read()), as.vector(icechunk_expected_array(main$nodes[["/split"]])), tolerance = 0)
+  expect_gt(length(ice_manifest_paths(srv)), 2L)
+  # requests counted before the manifests were read are kept
+  expect_gt(z$store$io_stats()[["requests"]], 0)
+})
+
+test_that("listing an array's chunk keys reads its manifests (and only its)", {
+  ice <- icechunk_oracle()
+  st <- zarr_icechunkstore$new(file.path(ice$dir, "v2"))
+  expect_false(any(grepl("^float64/c", st$list_prefix("grp/"))))
+  expect_true(length(st$list_prefix("float64/")) > 1L)
+  expect_true("c" %in% st$list_dir("float64/"))
+  expect_true(st$exists("uint16/c/0"))
+  expect_false(is.null(st$get("uint16/c/0")))
+  all <- st$list_prefix("")
+  expect_true(any(grepl("^split/c/", all)))
+})
