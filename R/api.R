@@ -133,8 +133,8 @@ open_existing <- function(store) {
   z <- tryCatch(zarr$new(store), zarr_error_not_found = function(e) e)
   if (inherits(z, "error") || is.null(z$root)) {
     # a location without root metadata may hold an Icechunk repository
-    if (!inherits(store, "zarr_refstore") && ic_is_repository(store))
-      return(open_existing(zarr_icechunkstore$new(store)))
+    info <- if (!inherits(store, "zarr_refstore")) ic_probe(store)
+    if (!is.null(info)) return(open_existing(ic_open_probed(store, info)))
     if (inherits(z, "error")) stop(z)
     abort_no_root(store)
   }

@@ -6,7 +6,10 @@
 #' Repositories of spec version 1 (Icechunk 1.x: `refs/branch.<name>/ref.json`
 #' files) and 2 (Icechunk 2.x: a `repo` object) are read. [open_zarr()]
 #' makes one when a location holds a repository, or when it is given a
-#' `branch`, `tag` or `snapshot`.
+#' `branch`, `tag` or `snapshot`. On a web server, a location without a
+#' `zarr.json` is asked for `.zmetadata` and `repo` in one round trip, so a
+#' spec 2 repository opens in four requests (with its snapshot); objects read
+#' to recognise a repository are not read again.
 #'
 #' The snapshot gives the groups and arrays and their metadata; its chunk
 #' manifests say where each chunk is: inline in the manifest, an object
@@ -271,12 +274,25 @@ ic_storage <- function(location, ...) {
   zarr_localstore$new(p, read_only = TRUE)
 }
 
-# Whether a store holds an Icechunk repository (spec 2: `repo`; spec 1:
-# the main branch's ref).
-ic_is_repository <- function(store) {
-  ok <- function(k) isTRUE(tryCatch(store$exists(k), zarr_error = function(e) FALSE))
-  ok("repo") || ok("refs/branch.main/ref.json")
+# What a store holding an Icechunk repository says of itself (see
+# ic_repo_info()), or NULL when it holds none (spec 2: no `repo` object;
+# spec 1: no main branch). A damaged `repo` object is an error.
+ic_probe <- function(store) {
+  raw <- ic_get(store, "repo")
+  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
+  main <- ic_get(store, "refs/branch.main/ref.json")
+  if (!is.null(main)) list(spec_version = 1L, main_ref = main)
 }
+
+# The Icechunk store on `store`, whose ic_probe() gave `info`: its
+# constructor takes that over instead of asking again.
+ic_open_probed <- function(store, info) {
+  ic_probed$store <- store
+  ic_probed$info <- info
+  on.exit(rm(list = c("store", "info"), envir = ic_probed))
+  zarr_icechunkstore$new(store)
+}
+ic_probed <- new.env(parent = emptyenv())
 
 # The same for a local folder, before a store is made for it.
 ic_is_repository_dir <- function(root) {
@@ -294,14 +310,15 @@ ic_read_object <- function(storage, key, parser, what) {
 }
 
 # What the repository says of itself: list(spec_version, branches, tags,
-# snapshots) for spec 2; list(spec_version = 1) for spec 1 (refs are files).
+# snapshots) for spec 2; list(spec_version = 1, main_ref) for spec 1 (refs
+# are files; main_ref: the main branch's, read on the way).
 ic_repo_info <- function(storage) {
-  raw <- ic_get(storage, "repo")
-  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
-  if (is.null(ic_get(storage, "refs/branch.main/ref.json")))
+  if (identical(ic_probed$store, storage)) return(ic_probed$info)
+  info <- ic_probe(storage)
+  if (is.null(info))
     zarr_abort("not_found", sprintf("'%s' is not an Icechunk repository (no 'repo' object, no main branch)",
                                     redact(storage$root)))
-  list(spec_version = 1L)
+  info
 }
 
 ic_has_snapshot <- function(storage, info, id) {
@@ -325,7 +342,7 @@ ic_resolve_ref <- function(storage, info, kind, name) {
   }
   if (grepl("/", name, fixed = TRUE)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
   key <- sprintf("refs/%s.%s/ref.json", kind, name)
-  raw <- ic_get(storage, key)
+  raw <- if (kind == "branch" && name == "main" && !is.null(info$main_ref)) info$main_ref else ic_get(storage, key)
   if (is.null(raw) || (kind == "tag" && !is.null(ic_get(storage, paste0(key, ".deleted")))))
     zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
   doc <- tryCatch(json_parse(raw, key, key = key), zarr_error = function(e) NULL)

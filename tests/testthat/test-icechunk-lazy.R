@@ -46,3 +46,29 @@ test_that("listing an array's chunk keys reads its manifests (and only its)", {
   all <- st$list_prefix("")
   expect_true(any(grepl("^split/c/", all)))
 })
+
+test_that("open_zarr() recognises a repository over HTTP in few requests, and plain stores take no more", {
+  ice <- icechunk_oracle()
+  srv <- ice$server
+  opened <- function(loc) {
+    srv$reset()
+    z <- open_zarr(paste0(ice$url, "/", loc))
+    list(z = z, log = srv$stats()$log)
+  }
+  # spec 2: zarr.json (absent), .zmetadata with repo in one round trip, the snapshot
+  v2 <- opened("v2")
+  expect_s3_class(v2$z$store, "zarr_icechunkstore")
+  expect_identical(nrow(v2$log), 4L, info = paste(v2$log$path, collapse = " "))
+  expect_identical(sum(v2$log$path == "/v2/repo"), 1L)
+  # spec 1: the v2 probes, then main's ref (read once) and the snapshot
+  v1 <- opened("v1")
+  expect_s3_class(v1$z$store, "zarr_icechunkstore")
+  expect_identical(nrow(v1$log), 7L, info = paste(v1$log$path, collapse = " "))
+  expect_identical(sum(v1$log$path == "/v1/refs/branch.main/ref.json"), 1L)
+  # a plain v3 store: its zarr.json only
+  plain <- file.path(ice$dir, "plain-lazy.zarr")
+  as_zarr(array(1:6, c(2, 3)), location = plain)
+  p <- opened("plain-lazy.zarr")
+  expect_identical(p$log$path, "/plain-lazy.zarr/zarr.json")
+  expect_identical(as.vector(p$z[["/"]]$read()), 1:6)
+})
