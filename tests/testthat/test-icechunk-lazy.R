@@ -72,3 +72,23 @@ test_that("open_zarr() recognises a repository over HTTP in few requests, and pl
   expect_identical(p$log$path, "/plain-lazy.zarr/zarr.json")
   expect_identical(as.vector(p$z[["/"]]$read()), 1:6)
 })
+
+test_that("open_zarr() recognises a repository in S3 without listing its folders", {
+  ice <- icechunk_oracle()
+  s3 <- s3_server()
+  for (name in c("v1", "v2")) s3_upload_dir(s3$store("private", paste0("lazy/", name)), file.path(ice$dir, name))
+  withr::local_envvar(c(AWS_ENDPOINT_URL = s3$endpoint, AWS_ACCESS_KEY_ID = s3$key, AWS_SECRET_ACCESS_KEY = s3$secret,
+                        AWS_REGION = "us-east-1"))
+  for (name in c("v1", "v2")) {
+    s3$reset()
+    z <- open_zarr(paste0("s3://private/lazy/", name))
+    expect_s3_class(z$store, "zarr_icechunkstore")
+    log <- s3$stats()$log
+    info <- paste(name, paste(log$path, collapse = " "))
+    # the store's version probes, the root metadata, the repository's object(s), the snapshot: no listing
+    expect_lte(nrow(log), if (name == "v1") 10L else 9L)
+    expect_false(any(grepl("list-type", log$query)), info = info)
+    expect_false(any(grepl("/manifests/", log$path)), info = info)
+    expect_identical(sum(grepl("/(repo|refs/branch[.]main/ref[.]json)$", log$path) & log$status == 200), 1L, info = info)
+  }
+})
