@@ -231,15 +231,19 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       # targets: distinct URLs, each resolved to a sub-store and a key in it
       urls <- p$url
       has <- p$kind != 0L
+      tnames <- unique(urls[has])
+      tix <- rep(NA_integer_, length(keys))
+      tix[has] <- match(urls[has], tnames) - 1L
+      # conditions: a target and what it must not have changed since (a
+      # modification time or an ETag); entries without one share the target
       since <- p$last_modified %||% rep(NA_real_, length(keys))
       etag <- p$etag %||% rep(NA_character_, length(keys))
-      # a target is a URL and its condition
-      tid <- if (is.null(p$last_modified) && is.null(p$etag)) urls else paste(urls, since, etag)
-      tids <- unique(tid[has])
-      tix <- rep(NA_integer_, length(keys))
-      tix[has] <- match(tid[has], tids) - 1L
-      first <- which(has)[match(tids, tid[has])]
-      tnames <- urls[first]
+      checked <- has & (!is.na(since) | !is.na(etag))
+      cid <- paste(tix, since, etag)
+      cids <- unique(cid[checked])
+      cond <- rep(-1L, length(keys))
+      cond[checked] <- match(cid[checked], cids) - 1L
+      cfirst <- which(checked)[match(cids, cid[checked])]
       # references (or a repository) fetched from elsewhere may not reach into local files
       local_ok <- isTRUE(getOption("zarr.reference_local_targets", FALSE)) ||
         if (is.null(own)) !grepl("^https?://", private$.secret$location %||% "", ignore.case = TRUE)
@@ -259,8 +263,8 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       t_key <- vapply(res, function(r) r$key, "")
       t_err <- vapply(res, function(r) r$error, "")
       t_check <- if (!is.null(own) || !is.null(p$last_modified) || !is.null(p$etag))
-        list(as.numeric(since[first]), !is.null(own) & groups == (own$prefix %||% ""),
-             as.character(p$bad_prefix), as.character(p$bad_msg), as.character(etag[first]))
+        list(!is.null(own) & groups == (own$prefix %||% ""), as.character(p$bad_prefix), as.character(p$bad_msg),
+             cond, as.integer(tix[cfirst]), as.numeric(since[cfirst]), as.character(etag[cfirst]))
       o <- engine_opts()
       private$.io <- .Call(ffi_store_ref, keys, as.integer(p$kind), as.integer(tix),
                            as.numeric(p$offset), as.numeric(p$length), p$data,

@@ -49,3 +49,23 @@ test_that("virtual chunks recording an ETag are checked against an S3 object's E
   log <- s3$stats()
   expect_identical(sum(grepl("etag[.]bin", log$log$path)), 2L, info = paste(log$log$range, collapse = " "))
 })
+
+test_that("virtual ranges of one file with and without a recorded condition go out in the same requests", {
+  ice <- icechunk_oracle()
+  rep <- ice$expected$repos$virtual_compressed
+  main <- Find(function(r) r$kind == "branch" && r$name == "main", rep$refs)
+  srv <- ice$server
+  z <- open_zarr(file.path(ice$dir, "virtual_compressed"))
+  srv$reset()
+  # vmany: 16 http:// chunks of one file, every other one recording an mtime
+  expect_equal(as.vector(z[["/vmany"]]$read()), as.vector(icechunk_expected_array(main$nodes[["/vmany"]])), tolerance = 0)
+  log <- srv$stats()$log
+  log <- log[log$path == "/http/target.bin", ]
+  r <- do.call(rbind, lapply(regmatches(log$range, regexec("bytes=([0-9]+)-([0-9]+)", log$range)),
+                             function(m) as.numeric(m[2:3])))
+  info <- paste(log$range, collapse = " ")
+  # one request for the file's Last-Modified (its first bytes), one for all the chunks
+  expect_identical(nrow(r), 2L, info = info)
+  r <- r[order(r[, 1]), , drop = FALSE]
+  expect_true(all(utils::head(r[, 2], -1) < utils::tail(r[, 1], -1)), info = info) # no overlap
+})
