@@ -18,7 +18,10 @@
 #' Without it, a web server cannot list what it holds: the children of a
 #' group are then unknown, but any node opens by its path, e.g.
 #' `z[["/group/array"]]`, which fetches that node's metadata. Metadata
-#' documents are fetched once per store object and then kept. A query string
+#' documents are fetched once per store object and then kept. When the root
+#' has no `zarr.json`, `.zmetadata` is asked for together with an Icechunk
+#' repository's `repo` object (one round trip), so that [open_zarr()]
+#' recognises a repository without further probes. A query string
 #' in the URL (as in signed URLs) is sent with every request; names with
 #' spaces or other characters are percent-encoded.
 #'
