@@ -225,7 +225,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     # with the message (an Icechunk array whose manifest is unreadable).
     .build = function(p, base, own = NULL) {
       keys <- p$key
-      bad <- !vapply(keys, function(k) .Call(ffi_key_is_safe, k), TRUE)
+      bad <- !.Call(ffi_key_is_safe, keys)
       if (any(bad))
         zarr_abort("key", sprintf("invalid key in the references: '%s'", keys[which(bad)[1L]]))
       # targets: distinct URLs, each resolved to a sub-store and a key in it
