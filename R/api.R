@@ -105,8 +105,13 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
       u <- s3_parse_url(location)
       zarr_s3store$new(u$bucket, u$prefix, read_only = read_only)
     }
-    if (is.null(store$get_metadata("")) && !length(store$list_dir("")))
-      zarr_abort("not_found", sprintf("'%s' holds no Zarr store", location))
+    if (is.null(store$get_metadata(""))) {
+      # an Icechunk repository, known before the listing of an implicit root
+      # group looks into each of its folders
+      info <- ic_probe(store)
+      if (!is.null(info)) return(open_existing(ic_open_probed(store, info)))
+      if (!length(store$list_dir(""))) zarr_abort("not_found", sprintf("'%s' holds no Zarr store", location))
+    }
     return(open_existing(store))
   }
   p <- sub("^file://", "", location)
@@ -133,8 +138,8 @@ open_existing <- function(store) {
   z <- tryCatch(zarr$new(store), zarr_error_not_found = function(e) e)
   if (inherits(z, "error") || is.null(z$root)) {
     # a location without root metadata may hold an Icechunk repository
-    if (!inherits(store, "zarr_refstore") && ic_is_repository(store))
-      return(open_existing(zarr_icechunkstore$new(store)))
+    info <- if (!inherits(store, "zarr_refstore")) ic_probe(store)
+    if (!is.null(info)) return(open_existing(ic_open_probed(store, info)))
     if (inherits(z, "error")) stop(z)
     abort_no_root(store)
   }

@@ -93,7 +93,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.na(mem) && bytes > mem)
         zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
                                      what(), format_bytes(mem)), array = private$.path)
-      run <- function() with_progress(.Call(ffi_array_read, spec, private$.store$io_spec(), sel,
+      run <- function() with_progress(.Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel,
                                             engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path))
       # small results: no handler (setting one up costs as much as a small read)
       out <- if (bytes < 2^24) run() else tryCatch(run(),
@@ -146,7 +146,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (ndata != n && ndata != 1L)
         zarr_abort("value", sprintf("%s value(s) given for a selection of %s element(s)",
                                     format(ndata), format(n)), array = private$.path)
-      with_progress(.Call(ffi_array_write, spec, private$.store$io_spec(), sel, data, engine_opts()),
+      with_progress(.Call(ffi_array_write, spec, store_chunk_io(private$.store, private$.prefix), sel, data, engine_opts()),
                     n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8),
                     sprintf("Writing %s", private$.path))
       invisible(self)

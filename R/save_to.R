@@ -92,7 +92,7 @@ copy_array_chunks <- function(src, path, src_meta, dst, dst_meta, tick) {
       coords <- stored$coords[i, , drop = FALSE]
       from <- stored$keys[i]
     }
-    .Call(ffi_store_copy, src$io_spec(), dst$io_spec(), from, chunk_key_of(prefix, d$enc, coords), nthreads)
+    .Call(ffi_store_copy, store_chunk_io(src, prefix), dst$io_spec(), from, chunk_key_of(prefix, d$enc, coords), nthreads)
     tick(length(i))
   }
   n

@@ -252,6 +252,14 @@ zarr_store <- R6::R6Class("zarr_store",
       metadata
     },
 
+    #' @description Called before the C engine reads or writes chunks of the
+    #'   array at a prefix: a store that finds an array's chunks lazily
+    #'   ([zarr_icechunkstore]: from its manifests) does so here. Others do
+    #'   nothing.
+    #' @param prefix The array's prefix (`""` for the root, else ending in `/`).
+    #' @return `NULL`, invisibly.
+    prepare_chunks = function(prefix) invisible(NULL),
+
     #' @description How the C engine reaches this store. A store written in
     #'   R is called back on the R thread: once per read with all the keys it
     #'   needs, and once per chunk written.
@@ -395,4 +403,13 @@ json_prepare_metadata <- function(meta) {
     if (!length(meta[["attributes"]])) meta[["attributes"]] <- named_list()
   }
   meta
+}
+
+# The C handle of `store` for reading or writing the chunks of the array at
+# `prefix`, after the store has prepared them (see
+# zarr_store$prepare_chunks(); stores of other classes need not have it).
+store_chunk_io <- function(store, prefix) {
+  prep <- store$prepare_chunks
+  if (is.function(prep)) prep(prefix)
+  store$io_spec()
 }

@@ -18,7 +18,10 @@
 #' Without it, a web server cannot list what it holds: the children of a
 #' group are then unknown, but any node opens by its path, e.g.
 #' `z[["/group/array"]]`, which fetches that node's metadata. Metadata
-#' documents are fetched once per store object and then kept. A query string
+#' documents are fetched once per store object and then kept. When the root
+#' has no `zarr.json`, `.zmetadata` is asked for together with an Icechunk
+#' repository's `repo` object (one round trip), so that [open_zarr()]
+#' recognises a repository without further probes. A query string
 #' in the URL (as in signed URLs) is sent with every request; names with
 #' spaces or other characters are percent-encoded.
 #'
@@ -75,9 +78,20 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
         if (is.list(cm) && is.list(cm[["metadata"]]) && length(names(cm[["metadata"]])))
           private$.nodes <- names(cm[["metadata"]])
       } else {
-        zmeta <- self$get(".zmetadata")
+        # v2's consolidated metadata, and in the same round trip the object
+        # that makes the location an Icechunk repository (spec 2), which is
+        # then recognised without the v2 probes (it has no Zarr documents at
+        # its top) and read from what came back (once)
+        got <- .Call(ffi_store_get_keys, private$.io, c(".zmetadata", "repo"))
+        zmeta <- got[[1L]]
+        assign(".zmetadata", zmeta, envir = private$.meta)
         if (!is.null(zmeta)) private$keep_consolidated_v2(zmeta)
-        if (!is.null(self$get(".zgroup")) || !is.null(self$get(".zarray"))) private$.version <- 2L
+        private$.prefetched <- list(repo = got[[2L]] %||% FALSE) # FALSE: not there
+        if (!is.null(got[[2L]])) {
+          for (k in c(".zgroup", ".zarray", ".zattrs")) assign(k, NULL, envir = private$.meta)
+        } else if (!is.null(self$get(".zgroup")) || !is.null(self$get(".zarray"))) {
+          private$.version <- 2L
+        }
       }
     },
 
@@ -151,6 +165,11 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     #' @return A raw vector, or `NULL` when the server has no such key.
     get = function(key, prototype = NULL, byte_range = NULL) {
       check_key(key)
+      if (!is.null(private$.prefetched[[key]]) && is.null(byte_range)) {
+        value <- private$.prefetched[[key]]
+        private$.prefetched[[key]] <- NULL
+        return(if (is.raw(value)) value)
+      }
       meta <- is_metadata_key(key) && is.null(byte_range)
       if (meta && exists(key, envir = private$.meta, inherits = FALSE))
         return(get(key, envir = private$.meta, inherits = FALSE))
@@ -197,7 +216,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
     supports_listing = function(value) !is.null(private$.nodes)
   ),
   private = list(
-    .url = NULL, .secret = NULL, .meta = NULL, .nodes = NULL, .consolidated_v2 = FALSE,
+    .url = NULL, .secret = NULL, .meta = NULL, .nodes = NULL, .consolidated_v2 = FALSE, .prefetched = list(),
     .said_unlisted = FALSE,
     check_writable = function() zarr_abort("read_only", "HTTP stores are read-only"),
     # The URL with its secrets, for requests only (never shown).

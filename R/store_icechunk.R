@@ -6,7 +6,10 @@
 #' Repositories of spec version 1 (Icechunk 1.x: `refs/branch.<name>/ref.json`
 #' files) and 2 (Icechunk 2.x: a `repo` object) are read. [open_zarr()]
 #' makes one when a location holds a repository, or when it is given a
-#' `branch`, `tag` or `snapshot`.
+#' `branch`, `tag` or `snapshot`. On a web server, a location without a
+#' `zarr.json` is asked for `.zmetadata` and `repo` in one round trip, so a
+#' spec 2 repository opens in four requests (with its snapshot); objects read
+#' to recognise a repository are not read again.
 #'
 #' The snapshot gives the groups and arrays and their metadata; its chunk
 #' manifests say where each chunk is: inline in the manifest, an object
@@ -16,8 +19,11 @@
 #' so reads of nearby ranges are merged and run concurrently as for
 #' Kerchunk references. A virtual chunk whose file was modified after the
 #' time its reference records (the file's modification time, or the
-#' `Last-Modified` its server gives) is not read: the read fails with a
-#' condition of class `zarr_error_icechunk_stale`.
+#' `Last-Modified` its server gives), or whose reference records an ETag
+#' that its server or bucket no longer gives, is not read: the read fails
+#' with a condition of class `zarr_error_icechunk_stale`. Each file is asked
+#' once per store (a request for its first bytes). Local files have no
+#' ETag: chunks recording one are read unchecked.
 #'
 #' A malformed, truncated or missing repository object (wrong magic bytes,
 #' an unknown spec version, a payload that does not decompress, flatbuffer
@@ -25,12 +31,14 @@
 #' class `zarr_error_icechunk` naming the object; an unknown branch, tag or
 #' snapshot is a `zarr_error_not_found`.
 #'
-#' All manifests of the snapshot are read when it is opened; one that cannot
-#' be read fails the reads of its arrays' chunks only.
+#' An array's manifests are read when its chunks are first needed (a read,
+#' or listing or asking for its chunk keys), not when the snapshot is opened:
+#' opening it, listing its groups and arrays and reading their metadata and
+#' attributes read the snapshot only. A manifest that cannot be read fails
+#' the reads of its arrays' chunks only.
 #'
 #' Not supported: writing (commits, branches, tags; every writer raises
-#' `zarr_error_read_only`), comparing the ETags that virtual chunks may
-#' record (only modification times are checked), and the repository's
+#' `zarr_error_read_only`) and the repository's
 #' configuration (virtual chunk containers and their credentials: every
 #' virtual location is read, `s3://` ones with the credentials found in the
 #' environment).
@@ -82,11 +90,80 @@ zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
       if (!is.null(snapshot) && !ic_has_snapshot(private$.storage, private$.info, id))
         zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", snapshot))
       snap <- ic_read_object(private$.storage, paste0("snapshots/", id), ffi_icechunk_snapshot, "snapshot")
-      entries <- ic_entries(private$.storage, snap)
+      private$.nodes <- snap$nodes
+      private$.prefixes <- ic_node_prefix(snap$nodes$path)
+      private$.parts <- list(ic_node_entries(snap$nodes))
+      # arrays whose chunks are in manifests not read yet (see load())
+      private$.pending <- which(snap$nodes$is_array & lengths(lapply(snap$nodes$manifests, `[[`, "id")) > 0L)
+      private$.manifests <- new.env(parent = emptyenv())
       private$.format <- "icechunk"
       shown <- redact(if (is.character(private$.loc)) private$.loc else "(store)")
       private$.location <- shown
-      private$.init_entries(entries, getwd(), own = list(prefix = "icechunk-repository:", store = private$.storage, shown = shown))
+      private$.own <- list(prefix = "icechunk-repository:", store = private$.storage, shown = shown)
+      private$.init_entries(private$.parts[[1L]], getwd(), own = private$.own)
+    },
+
+    #' @description Read the manifests of the array at a prefix, if not read
+    #'   yet (the engine calls this before it reads the array's chunks).
+    #' @param prefix The array's prefix.
+    #' @return `NULL`, invisibly.
+    prepare_chunks = function(prefix) {
+      if (length(private$.pending)) private$load(private$.pending[private$.prefixes[private$.pending] == prefix])
+      invisible(NULL)
+    },
+
+    #' @description Whether a key exists (an array's chunk keys are known
+    #'   once its manifests are read, which this does).
+    #' @param key The key.
+    #' @return `TRUE` or `FALSE`.
+    exists = function(key) {
+      private$load_for(key, inside = TRUE)
+      super$exists(key)
+    },
+
+    #' @description Retrieve a value or a byte range of it.
+    #' @param key The key.
+    #' @param prototype Ignored.
+    #' @param byte_range See [zarr_store].
+    #' @return A raw vector, or `NULL`.
+    get = function(key, prototype = NULL, byte_range = NULL) {
+      private$load_for(key, inside = TRUE)
+      super$get(key, prototype, byte_range)
+    },
+
+    #' @description Size of a value in bytes.
+    #' @param key The key.
+    #' @return The size, or `NA`.
+    getsize = function(key) {
+      private$load_for(key, inside = TRUE)
+      super$getsize(key)
+    },
+
+    #' @description The names directly below a prefix (below an array: its
+    #'   chunk keys, read from its manifests).
+    #' @param prefix The prefix.
+    #' @return A character vector.
+    list_dir = function(prefix) {
+      private$load_for(prefix, inside = TRUE)
+      super$list_dir(prefix)
+    },
+
+    #' @description All keys below a prefix (the manifests of the arrays
+    #'   there are read).
+    #' @param prefix The prefix.
+    #' @return A character vector of full keys.
+    list_prefix = function(prefix) {
+      private$load_for(prefix, inside = TRUE, below = TRUE)
+      super$list_prefix(prefix)
+    },
+
+    #' @description Requests made by the C engine and bytes they returned
+    #'   since the store was opened (see [zarr_store]).
+    #' @return A named numeric vector.
+    io_stats = function() {
+      s <- super$io_stats()
+      s[1:4] <- s[1:4] + private$.carried
+      s
     },
 
     #' @description Print a summary of the store.
@@ -129,8 +206,37 @@ zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
   ),
   private = list(
     .storage = NULL, .loc = NULL, .info = NULL, .branch = NULL, .tag = NULL, .snap = NULL,
+    .nodes = NULL, .prefixes = character(), .parts = list(), .pending = integer(), .manifests = NULL, .own = NULL,
+    .bad_prefix = character(), .bad_msg = character(), .carried = c(0, 0, 0, 0),
     check_writable = function() zarr_abort("read_only", "Icechunk repositories are read-only here"),
-    ref = function(kind, name) ic_resolve_ref(private$.storage, private$.info, kind, name)
+    ref = function(kind, name) ic_resolve_ref(private$.storage, private$.info, kind, name),
+    # Load the arrays (of .pending) whose chunk keys are at or below `key`
+    # (inside: or that hold it; below: or that lie below it).
+    load_for = function(key, inside = FALSE, below = FALSE) {
+      if (!length(private$.pending) || !is.character(key) || length(key) != 1L || is.na(key)) return(invisible())
+      pre <- private$.prefixes[private$.pending]
+      hit <- (inside & startsWith(key, pre) & key != paste0(pre, "zarr.json")) | (below & startsWith(pre, key))
+      if (any(hit)) private$load(private$.pending[hit])
+      invisible()
+    },
+    # Read the manifests of nodes `i` and rebuild the reference map with
+    # their chunks (the sub-stores, and the counts of requests, carry over).
+    load = function(i) {
+      if (!length(i)) return(invisible())
+      private$.pending <- setdiff(private$.pending, i)
+      for (k in i) {
+        got <- ic_array_entries(private$.storage, private$.nodes, k, private$.manifests)
+        private$.parts <- c(private$.parts, got$parts)
+        private$.bad_prefix <- c(private$.bad_prefix, got$bad_prefix)
+        private$.bad_msg <- c(private$.bad_msg, got$bad_msg)
+      }
+      entries <- ref_bind_all(private$.parts)
+      entries$bad_prefix <- private$.bad_prefix
+      entries$bad_msg <- private$.bad_msg
+      private$.carried <- private$.carried + .Call(ffi_store_stats, private$.io)[1:4]
+      private$.build(entries, getwd(), private$.own)
+      invisible()
+    }
   )
 )
 
@@ -168,12 +274,25 @@ ic_storage <- function(location, ...) {
   zarr_localstore$new(p, read_only = TRUE)
 }
 
-# Whether a store holds an Icechunk repository (spec 2: `repo`; spec 1:
-# the main branch's ref).
-ic_is_repository <- function(store) {
-  ok <- function(k) isTRUE(tryCatch(store$exists(k), zarr_error = function(e) FALSE))
-  ok("repo") || ok("refs/branch.main/ref.json")
+# What a store holding an Icechunk repository says of itself (see
+# ic_repo_info()), or NULL when it holds none (spec 2: no `repo` object;
+# spec 1: no main branch). A damaged `repo` object is an error.
+ic_probe <- function(store) {
+  raw <- ic_get(store, "repo")
+  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
+  main <- ic_get(store, "refs/branch.main/ref.json")
+  if (!is.null(main)) list(spec_version = 1L, main_ref = main)
 }
+
+# The Icechunk store on `store`, whose ic_probe() gave `info`: its
+# constructor takes that over instead of asking again.
+ic_open_probed <- function(store, info) {
+  ic_probed$store <- store
+  ic_probed$info <- info
+  on.exit(rm(list = c("store", "info"), envir = ic_probed))
+  zarr_icechunkstore$new(store)
+}
+ic_probed <- new.env(parent = emptyenv())
 
 # The same for a local folder, before a store is made for it.
 ic_is_repository_dir <- function(root) {
@@ -191,14 +310,15 @@ ic_read_object <- function(storage, key, parser, what) {
 }
 
 # What the repository says of itself: list(spec_version, branches, tags,
-# snapshots) for spec 2; list(spec_version = 1) for spec 1 (refs are files).
+# snapshots) for spec 2; list(spec_version = 1, main_ref) for spec 1 (refs
+# are files; main_ref: the main branch's, read on the way).
 ic_repo_info <- function(storage) {
-  raw <- ic_get(storage, "repo")
-  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
-  if (is.null(ic_get(storage, "refs/branch.main/ref.json")))
+  if (identical(ic_probed$store, storage)) return(ic_probed$info)
+  info <- ic_probe(storage)
+  if (is.null(info))
     zarr_abort("not_found", sprintf("'%s' is not an Icechunk repository (no 'repo' object, no main branch)",
                                     redact(storage$root)))
-  list(spec_version = 1L)
+  info
 }
 
 ic_has_snapshot <- function(storage, info, id) {
@@ -222,7 +342,7 @@ ic_resolve_ref <- function(storage, info, kind, name) {
   }
   if (grepl("/", name, fixed = TRUE)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
   key <- sprintf("refs/%s.%s/ref.json", kind, name)
-  raw <- ic_get(storage, key)
+  raw <- if (kind == "branch" && name == "main" && !is.null(info$main_ref)) info$main_ref else ic_get(storage, key)
   if (is.null(raw) || (kind == "tag" && !is.null(ic_get(storage, paste0(key, ".deleted")))))
     zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
   doc <- tryCatch(json_parse(raw, key, key = key), zarr_error = function(e) NULL)
@@ -276,44 +396,42 @@ ic_history <- function(storage, info, id) {
              stringsAsFactors = FALSE)
 }
 
-# A snapshot as reference entries (see ref_parse_doc()): every node's
-# zarr.json inline, every chunk of every array from its manifests.
-ic_entries <- function(storage, snap) {
-  nodes <- snap$nodes
-  prefix <- ifelse(nodes$path == "/", "", paste0(sub("^/", "", nodes$path), "/"))
-  out <- list(key = paste0(prefix, "zarr.json"), kind = integer(length(prefix)), url = character(length(prefix)),
-              offset = numeric(length(prefix)), length = numeric(length(prefix)),
-              data = lapply(nodes$user_data, function(u) charToRaw(enc2utf8(u))))
-  arrays <- which(nodes$is_array)
-  manifests <- list()
-  parts <- list(out)
-  bad_prefix <- bad_msg <- character()
-  for (i in arrays) {
-    m <- nodes$manifests[[i]]
-    if (!length(m$id)) next
-    meta <- json_parse(charToRaw(enc2utf8(nodes$user_data[i])), "metadata", key = paste0(prefix[i], "zarr.json"))
-    enc <- meta[["chunk_key_encoding"]]
-    sep <- enc[["configuration"]][["separator"]] %||% if (identical(enc[["name"]], "v2")) "." else "/"
-    v2 <- identical(enc[["name"]], "v2")
-    for (j in seq_along(m$id)) {
-      mid <- m$id[j]
-      if (is.null(manifests[[mid]]))
-        manifests[[mid]] <- tryCatch(ic_read_object(storage, paste0("manifests/", mid), ffi_icechunk_manifest, "manifest"),
-                                     zarr_error_icechunk = function(e) e)
-      if (inherits(manifests[[mid]], "error")) {
-        # the array's groups and metadata still open; reading its chunks fails
-        bad_prefix <- c(bad_prefix, paste0(prefix[i], if (!v2) "c"))
-        bad_msg <- c(bad_msg, conditionMessage(manifests[[mid]]))
-        break
-      }
-      parts[[length(parts) + 1L]] <- ic_manifest_entries(manifests[[mid]], nodes$node_id[i], prefix[i], sep, v2,
-                                                         m$from[j, ], m$to[j, ], paste0("manifests/", mid))
-    }
+# The store prefix of each node of a snapshot ("" for the root).
+ic_node_prefix <- function(path) ifelse(path == "/", "", paste0(sub("^/", "", path), "/"))
+
+# A snapshot's nodes as reference entries (see ref_parse_doc()): every
+# node's zarr.json inline. The chunks come from the manifests, array by
+# array (ic_array_entries()).
+ic_node_entries <- function(nodes) {
+  prefix <- ic_node_prefix(nodes$path)
+  list(key = paste0(prefix, "zarr.json"), kind = integer(length(prefix)), url = character(length(prefix)),
+       offset = numeric(length(prefix)), length = numeric(length(prefix)),
+       data = lapply(nodes$user_data, function(u) charToRaw(enc2utf8(u))))
+}
+
+# The chunk entries of array node `i` from its manifests (parsed ones kept in
+# the environment `cache` by id, as several arrays share one): list(parts,
+# bad_prefix, bad_msg). A manifest that cannot be read leaves the array's
+# metadata readable; reading its chunks fails with the message.
+ic_array_entries <- function(storage, nodes, i, cache) {
+  prefix <- ic_node_prefix(nodes$path[i])
+  m <- nodes$manifests[[i]]
+  meta <- json_parse(charToRaw(enc2utf8(nodes$user_data[i])), "metadata", key = paste0(prefix, "zarr.json"))
+  enc <- meta[["chunk_key_encoding"]]
+  v2 <- identical(enc[["name"]], "v2")
+  sep <- enc[["configuration"]][["separator"]] %||% if (v2) "." else "/"
+  parts <- list()
+  for (j in seq_along(m$id)) {
+    mid <- m$id[j]
+    if (is.null(cache[[mid]]))
+      cache[[mid]] <- tryCatch(ic_read_object(storage, paste0("manifests/", mid), ffi_icechunk_manifest, "manifest"),
+                               zarr_error_icechunk = function(e) e)
+    if (inherits(cache[[mid]], "error"))
+      return(list(parts = parts, bad_prefix = paste0(prefix, if (!v2) "c"), bad_msg = conditionMessage(cache[[mid]])))
+    parts[[length(parts) + 1L]] <- ic_manifest_entries(cache[[mid]], nodes$node_id[i], prefix, sep, v2,
+                                                       m$from[j, ], m$to[j, ], paste0("manifests/", mid))
   }
-  out <- ref_bind_all(parts)
-  out$bad_prefix <- bad_prefix
-  out$bad_msg <- bad_msg
-  out
+  list(parts = parts, bad_prefix = character(), bad_msg = character())
 }
 
 # The entries of one array from one manifest, within the extents its
@@ -343,7 +461,7 @@ ic_manifest_entries <- function(man, node_id, prefix, sep, v2, from, to, key) {
   data <- man$inline[rows]
   data[kind != 0L] <- list(raw())
   list(key = keys, kind = ifelse(kind == 0L, 0L, 1L), url = url, offset = man$offset[rows],
-       length = man$length[rows], data = data, last_modified = man$last_modified[rows])
+       length = man$length[rows], data = data, last_modified = man$last_modified[rows], etag = man$etag[rows])
 }
 
 ref_bind_all <- function(parts) {
@@ -351,5 +469,6 @@ ref_bind_all <- function(parts) {
   cols <- c("key", "kind", "url", "offset", "length", "data")
   out <- lapply(stats::setNames(nm = cols), function(k) do.call(c, lapply(parts, `[[`, k)))
   out$last_modified <- unlist(lapply(parts, function(p) p$last_modified %||% rep(NA_real_, length(p$key))))
+  out$etag <- unlist(lapply(parts, function(p) p$etag %||% rep(NA_character_, length(p$key))))
   out
 }

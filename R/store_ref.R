@@ -205,7 +205,7 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
   ),
   private = list(
     .location = NULL, .secret = NULL, .format = "json", .base = NULL, .keys = character(), .sizes = numeric(),
-    .targets = character(), .http = list(),
+    .targets = character(), .http = list(), .substores = list(),
     check_writable = function() zarr_abort("read_only", "reference stores are read-only"),
     # The store from parsed entries (see ref_parse_doc()); `own` (see
     # .build()) serves targets of a store that holds them (Icechunk).
@@ -219,25 +219,31 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
     # `own`: NULL, or list(prefix, store, shown): target URLs starting with
     # `prefix` are keys of `store` (a repository's own chunk objects).
     # `p$last_modified` (optional): the time (seconds since 1970) after
-    # which a target must not have been modified (Icechunk's virtual chunks);
+    # which a target must not have been modified, `p$etag` (optional): the
+    # ETag it must still have (Icechunk's virtual chunks; NA: no condition);
     # `p$bad_prefix`, `p$bad_msg`: keys without an entry below a prefix fail
     # with the message (an Icechunk array whose manifest is unreadable).
     .build = function(p, base, own = NULL) {
       keys <- p$key
-      bad <- !vapply(keys, function(k) .Call(ffi_key_is_safe, k), TRUE)
+      bad <- !.Call(ffi_key_is_safe, keys)
       if (any(bad))
         zarr_abort("key", sprintf("invalid key in the references: '%s'", keys[which(bad)[1L]]))
       # targets: distinct URLs, each resolved to a sub-store and a key in it
       urls <- p$url
       has <- p$kind != 0L
-      since <- p$last_modified %||% rep(NA_real_, length(keys))
-      # a target is a URL and its condition
-      tid <- if (is.null(p$last_modified)) urls else paste(urls, since)
-      tids <- unique(tid[has])
+      tnames <- unique(urls[has])
       tix <- rep(NA_integer_, length(keys))
-      tix[has] <- match(tid[has], tids) - 1L
-      first <- which(has)[match(tids, tid[has])]
-      tnames <- urls[first]
+      tix[has] <- match(urls[has], tnames) - 1L
+      # conditions: a target and what it must not have changed since (a
+      # modification time or an ETag); entries without one share the target
+      since <- p$last_modified %||% rep(NA_real_, length(keys))
+      etag <- p$etag %||% rep(NA_character_, length(keys))
+      checked <- has & (!is.na(since) | !is.na(etag))
+      cid <- paste(tix, since, etag)
+      cids <- unique(cid[checked])
+      cond <- rep(-1L, length(keys))
+      cond[checked] <- match(cid[checked], cids) - 1L
+      cfirst <- which(checked)[match(cids, cid[checked])]
       # references (or a repository) fetched from elsewhere may not reach into local files
       local_ok <- isTRUE(getOption("zarr.reference_local_targets", FALSE)) ||
         if (is.null(own)) !grepl("^https?://", private$.secret$location %||% "", ignore.case = TRUE)
@@ -250,13 +256,15 @@ zarr_refstore <- R6::R6Class("zarr_refstore",
       })
       groups <- vapply(res, function(r) r$group, "")
       ugroups <- unique(groups[nzchar(groups)])
-      stores <- lapply(ugroups, function(g) res[[match(g, groups)]]$make())
+      # sub-stores made before (a store rebuilt with more entries) are kept
+      stores <- lapply(ugroups, function(g) private$.substores[[g]] %||% res[[match(g, groups)]]$make())
+      private$.substores <- stats::setNames(stores, ugroups)
       t_store <- ifelse(nzchar(groups), match(groups, ugroups) - 1L, -1L)
       t_key <- vapply(res, function(r) r$key, "")
       t_err <- vapply(res, function(r) r$error, "")
-      t_check <- if (!is.null(own) || !is.null(p$last_modified))
-        list(as.numeric(since[first]), !is.null(own) & groups == (own$prefix %||% ""),
-             as.character(p$bad_prefix), as.character(p$bad_msg))
+      t_check <- if (!is.null(own) || !is.null(p$last_modified) || !is.null(p$etag))
+        list(!is.null(own) & groups == (own$prefix %||% ""), as.character(p$bad_prefix), as.character(p$bad_msg),
+             cond, as.integer(tix[cfirst]), as.numeric(since[cfirst]), as.character(etag[cfirst]))
       o <- engine_opts()
       private$.io <- .Call(ffi_store_ref, keys, as.integer(p$kind), as.integer(tix),
                            as.numeric(p$offset), as.numeric(p$length), p$data,

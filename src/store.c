@@ -417,12 +417,12 @@ typedef struct {
   int missing;
 } one_get;
 
+/* ctx: an array of one_get, request i its element i */
 static int one_req(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zerr *e) {
-  (void)i;
   (void)keybuf;
   (void)cap;
   (void)e;
-  const one_get *g = ctx;
+  const one_get *g = (const one_get *)ctx + i;
   r->key = g->key;
   r->off = g->off;
   r->len = g->len;
@@ -431,10 +431,9 @@ static int one_req(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, zer
 
 static int one_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
                       int writable, zerr *e) {
-  (void)i;
   (void)thread;
   (void)writable;
-  one_get *g = ctx;
+  one_get *g = (one_get *)ctx + i;
   g->missing = missing;
   if (missing) return 0;
   g->data = malloc(n ? n : 1);
@@ -483,6 +482,50 @@ SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
   PROTECT(out);
   if (g.n) memcpy(RAW(out), g.data, g.n);
   free(g.data);
+  UNPROTECT(1);
+  return out;
+}
+
+/* The values of several keys, fetched as one batch (concurrently where the
+ * store can): a list of raw vectors, NULL for absent keys. */
+SEXP ffi_store_get_keys(SEXP ptr, SEXP keys) {
+  zstore *s = store_from(ptr);
+  if (TYPEOF(keys) != STRSXP) zarr_raise(ZE_STORE, NULL, NULL, "internal: keys must be character");
+  size_t n = (size_t)XLENGTH(keys);
+  SEXP out = PROTECT(allocVector(VECSXP, (R_xlen_t)n));
+  if (n == 0) {
+    UNPROTECT(1);
+    return out;
+  }
+  for (size_t i = 0; i < n; i++) translateCharUTF8(STRING_ELT(keys, (R_xlen_t)i)); /* R errors before C memory */
+  one_get *g = calloc(n, sizeof *g);
+  if (g == NULL) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    g[i].key = translateCharUTF8(STRING_ELT(keys, (R_xlen_t)i));
+    g[i].len = -1;
+  }
+  volatile int stop = 0;
+  zerr e = {ZE_OK, ""};
+  int rc = store_fetch(s, n, one_req, one_handle, g, 1, &stop, &e);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (g[i].missing) continue;
+    SEXP v = g[i].n <= (size_t)R_XLEN_T_MAX ? R_tryCatchError(alloc_raw, &g[i], alloc_failed, NULL) : R_NilValue;
+    if (v == R_NilValue) {
+      zerr_set(&e, ZE_NOMEM, "cannot allocate an R vector for the value of '%.200s'", g[i].key);
+      rc = -1;
+      break;
+    }
+    SET_VECTOR_ELT(out, (R_xlen_t)i, v);
+    if (g[i].n) memcpy(RAW(v), g[i].data, g[i].n);
+  }
+  for (size_t i = 0; i < n; i++) free(g[i].data);
+  if (rc) {
+    char key[256];
+    snprintf(key, sizeof key, "%s", n ? translateCharUTF8(STRING_ELT(keys, 0)) : "");
+    free(g);
+    store_raise(s, &e, NULL, key);
+  }
+  free(g);
   UNPROTECT(1);
   return out;
 }

@@ -56,9 +56,13 @@ typedef struct {
    * either drops them. Else each store is a cache identity of its own. */
   int shared_where;
   /* When a value was last modified (seconds since 1970, -1 when the store
-   * cannot tell), *missing = 1 when it does not exist. NULL: not known. */
-  int (*stat)(zstore *s, const char *key, double *mtime, int *missing, zerr *e);
+   * cannot tell) and its ETag (as the server sends it, "" when the store
+   * cannot tell; etag holds ZSTAT_ETAG_MAX bytes), *missing = 1 when it
+   * does not exist. NULL: not known. */
+  int (*stat)(zstore *s, const char *key, double *mtime, char *etag, int *missing, zerr *e);
 } zstore_ops;
+
+#define ZSTAT_ETAG_MAX 160
 
 struct zstore {
   const zstore_ops *ops;
@@ -122,6 +126,7 @@ SEXP ffi_dir_files(SEXP dir, SEXP links);
 SEXP ffi_store_zip(SEXP index, SEXP prefix);
 SEXP ffi_store_r(SEXP env);
 SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);
+SEXP ffi_store_get_keys(SEXP ptr, SEXP keys);
 SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value);
 SEXP ffi_store_stats(SEXP ptr);
 SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts);

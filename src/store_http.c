@@ -1195,10 +1195,11 @@ static int http_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e
   return run_batch(s->impl, r, NULL, 1, one_sink, &c, NULL, e);
 }
 
-/* The first byte (a GET, which every server and signature scheme serves
- * like any other read) for the Last-Modified of its answer. */
-static int http_stat(zstore *s, const char *key, double *mtime, int *missing, zerr *e) {
-  zrange r = {key, 0, 1};
+/* The first bytes (a GET, which every server and signature scheme serves
+ * like any other read) for the Last-Modified and ETag of its answer. Two
+ * bytes, not one: some S3 servers (s3rver) read "bytes=0-0" as "bytes=0-". */
+static int http_stat(zstore *s, const char *key, double *mtime, char *etag, int *missing, zerr *e) {
+  zrange r = {key, 0, 2};
   hreq rq;
   memset(&rq, 0, sizeof rq);
   rq.method = "GET";
@@ -1209,6 +1210,7 @@ static int http_stat(zstore *s, const char *key, double *mtime, int *missing, ze
   int rc = run_batch(s->impl, &r, &rq, 1, one_sink, &c, NULL, e);
   zbuf_free(&out);
   *mtime = rq.last_modified;
+  snprintf(etag, ZSTAT_ETAG_MAX, "%s", rq.etag);
   return rc;
 }
 

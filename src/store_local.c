@@ -192,12 +192,13 @@ static int local_erase(zstore *s, const char *key, zerr *e) {
 
 static void local_destroy(zstore *s) { free(s->impl); }
 
-static int local_stat(zstore *s, const char *key, double *mtime, int *missing, zerr *e) {
+static int local_stat(zstore *s, const char *key, double *mtime, char *etag, int *missing, zerr *e) {
   char path[8192];
   struct stat st;
   if (local_path(s, key, path, sizeof path, e)) return -1;
   *missing = stat(path, &st) != 0 || !S_ISREG(st.st_mode);
   *mtime = *missing ? -1 : (double)st.st_mtime;
+  etag[0] = '\0'; /* files have none */
   return 0;
 }
 

@@ -45,13 +45,21 @@ typedef struct {
   int32_t *t_store; /* index into stores, or -1 */
   char **t_key;     /* the key in the sub-store */
   char **t_err;     /* why it cannot be read, when t_store is -1 */
-  /* Icechunk: a target's file must not have been modified after t_since
-   * (seconds since 1970; NaN: no condition), checked once before its first
-   * read (t_ok); a missing target of t_own (the repository's own chunk
+  /* Icechunk: a missing target of t_own (the repository's own chunk
    * objects) is an Icechunk error rather than a store error */
-  double *t_since;
   uint8_t *t_own;
-  int *t_ok;
+  /* Icechunk: conditions on targets, entry i's e_cond[i] (-1: none):
+   * target c_target[c] must not have been modified after c_since[c]
+   * (seconds since 1970; NaN: no such condition), or must still have the
+   * ETag c_etag[c] (NULL: none); checked once, before the first read of an
+   * entry with the condition (c_ok). Entries of one target with and without
+   * conditions share the target, so their ranges merge. */
+  int32_t *e_cond;
+  size_t nconds;
+  int32_t *c_target;
+  double *c_since;
+  char **c_etag;
+  int *c_ok;
   /* Icechunk: keys below these prefixes without an entry fail with the
    * message (their array's manifest could not be read) */
   size_t nbad;
@@ -95,6 +103,12 @@ static void refstore_free(refstore *rs) {
     if (rs->t_key) free(rs->t_key[t]);
     if (rs->t_err) free(rs->t_err[t]);
   }
+  for (size_t c = 0; c < rs->nconds; c++) free(rs->c_etag[c]);
+  free(rs->e_cond);
+  free(rs->c_target);
+  free(rs->c_since);
+  free(rs->c_etag);
+  free(rs->c_ok);
   for (size_t k = 0; k < rs->nbad; k++) {
     free(rs->bad_prefix[k]);
     free(rs->bad_msg[k]);
@@ -102,9 +116,7 @@ static void refstore_free(refstore *rs) {
   free(rs->bad_prefix);
   free(rs->bad_msg);
   free(rs->t_store);
-  free(rs->t_since);
   free(rs->t_own);
-  free(rs->t_ok);
   free(rs->t_key);
   free(rs->t_err);
   free(rs->stores);
@@ -161,28 +173,58 @@ static int missing_target(const refstore *rs, int32_t t, const char *key, zerr *
   return zerr_set(e, ZE_STORE, "the file '/%.300s' that key '%.200s' refers to does not exist", rs->t_key[t], key);
 }
 
-/* A target with a modification-time condition: once, before its first
- * read, ask its store when it was last modified. */
-static int check_target(refstore *rs, int32_t t, const char *key, zerr *e) {
-  if (rs->t_since == NULL || isnan(rs->t_since[t]) || __atomic_load_n(&rs->t_ok[t], __ATOMIC_ACQUIRE)) return 0;
+/* An ETag without its weak marker and quotes: servers and writers differ in
+ * which they keep. Points into `t`; *n its length. */
+static const char *etag_core(const char *t, size_t *n) {
+  if (strncmp(t, "W/", 2) == 0) t += 2;
+  size_t k = strlen(t);
+  if (k >= 2 && t[0] == '"' && t[k - 1] == '"') {
+    t++;
+    k -= 2;
+  }
+  *n = k;
+  return t;
+}
+
+static int stale(const refstore *rs, int32_t t, const char *key, const char *how, zerr *e) {
+  return zerr_set(e, ZE_ICECHUNK_STALE, "virtual chunk of key '%.200s' is stale: '/%.300s' %s", key, rs->t_key[t], how);
+}
+
+/* A condition (a modification time, or an ETag) on a target: once, before
+ * the first read that needs it, ask the target's store when it was last
+ * modified and for its ETag. A store that cannot tell (files have no ETag)
+ * passes. */
+static int check_cond(refstore *rs, int32_t c, const char *key, zerr *e) {
+  if (__atomic_load_n(&rs->c_ok[c], __ATOMIC_ACQUIRE)) return 0;
+  int32_t t = rs->c_target[c];
+  const char *want = rs->c_etag[c];
   zstore *sub = rs->stores[rs->t_store[t]];
   if (sub->ops->stat != NULL) {
     double mtime = -1;
+    char etag[ZSTAT_ETAG_MAX];
     int missing = 0;
-    if (sub->ops->stat(sub, rs->t_key[t], &mtime, &missing, e)) return -1;
+    etag[0] = '\0';
+    if (sub->ops->stat(sub, rs->t_key[t], &mtime, etag, &missing, e)) return -1;
     if (missing) return missing_target(rs, t, key, e);
-    if (mtime > rs->t_since[t]) {
-      char was[32], now[32];
-      time_t a = (time_t)rs->t_since[t], b = (time_t)mtime;
+    if (want != NULL && etag[0] != '\0') {
+      size_t a, b;
+      const char *x = etag_core(want, &a), *y = etag_core(etag, &b);
+      if (a != b || memcmp(x, y, a) != 0) {
+        char how[400];
+        snprintf(how, sizeof how, "has ETag %.150s, its reference recorded %.150s", etag, want);
+        return stale(rs, t, key, how, e);
+      }
+    } else if (want == NULL && mtime > rs->c_since[c]) {
+      char was[32], now[32], how[200];
+      time_t a = (time_t)rs->c_since[c], b = (time_t)mtime;
       struct tm ta, tb;
       strftime(was, sizeof was, "%Y-%m-%d %H:%M:%S", gmtime_r(&a, &ta));
       strftime(now, sizeof now, "%Y-%m-%d %H:%M:%S", gmtime_r(&b, &tb));
-      return zerr_set(e, ZE_ICECHUNK_STALE,
-                      "virtual chunk of key '%.200s' is stale: '/%.300s' was modified at %s UTC, after its "
-                      "reference was recorded (%s UTC)", key, rs->t_key[t], now, was);
+      snprintf(how, sizeof how, "was modified at %s UTC, after its reference was recorded (%s UTC)", now, was);
+      return stale(rs, t, key, how, e);
     }
   }
-  __atomic_store_n(&rs->t_ok[t], 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&rs->c_ok[c], 1, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -344,7 +386,7 @@ static int ref_get_many(zstore *s, const zrange *r, size_t n, zsink_fn sink, voi
       zerr_set(e, ZE_STORE, "%.300s (key '%.200s')", rs->t_err[t], r[i].key);
       goto out;
     }
-    if (check_target(rs, t, r[i].key, e)) goto out;
+    if (rs->e_cond != NULL && rs->e_cond[at] >= 0 && check_cond(rs, rs->e_cond[at], r[i].key, e)) goto out;
     if (kind == REF_WHOLE) {
       c.pass[nq].req = i;
       c.pass[nq].target = t;
@@ -501,9 +543,11 @@ static void check_len(SEXP x, R_xlen_t n, const char *what) {
  * target: integer (0-based, NA for inline); off, len: double (range);
  * data: list of raw (inline) or NULL; t_store: integer (0-based index into
  * stores, or -1); t_key, t_err: character; stores: list of store handles;
- * opts: c(gap, max); t_check: NULL, or list(since = double (NA: none),
- * own = logical) per target, bad_prefix, bad_msg = character (Icechunk:
- * see refstore). */
+ * opts: c(gap, max); t_check: NULL, or (Icechunk: see refstore)
+ * list(own = logical per target, bad_prefix, bad_msg = character,
+ * cond = integer per entry (0-based, -1: none), and per condition
+ * c_target = integer (0-based), c_since = double (NA: none),
+ * c_etag = character (NA: none)). */
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,
                    SEXP t_key, SEXP t_err, SEXP stores, SEXP opts, SEXP t_check) {
   if (TYPEOF(keys) != STRSXP || TYPEOF(kind) != INTSXP || TYPEOF(target) != INTSXP ||
@@ -519,18 +563,36 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
   check_len(data, n, "internal: data");
   check_len(t_key, nt, "internal: t_key");
   check_len(t_err, nt, "internal: t_err");
-  SEXP since = R_NilValue, own = R_NilValue, bad_prefix = R_NilValue, bad_msg = R_NilValue;
+  SEXP own = R_NilValue, bad_prefix = R_NilValue, bad_msg = R_NilValue;
+  SEXP cond = R_NilValue, c_target = R_NilValue, c_since = R_NilValue, c_etag = R_NilValue;
+  R_xlen_t nc = 0;
   if (t_check != R_NilValue) {
-    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 4) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
-    since = VECTOR_ELT(t_check, 0);
-    own = VECTOR_ELT(t_check, 1);
-    bad_prefix = VECTOR_ELT(t_check, 2);
-    bad_msg = VECTOR_ELT(t_check, 3);
-    if (TYPEOF(since) != REALSXP || TYPEOF(own) != LGLSXP || TYPEOF(bad_prefix) != STRSXP ||
-        TYPEOF(bad_msg) != STRSXP || XLENGTH(bad_msg) != XLENGTH(bad_prefix))
+    if (TYPEOF(t_check) != VECSXP || XLENGTH(t_check) != 7) zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
+    own = VECTOR_ELT(t_check, 0);
+    bad_prefix = VECTOR_ELT(t_check, 1);
+    bad_msg = VECTOR_ELT(t_check, 2);
+    cond = VECTOR_ELT(t_check, 3);
+    c_target = VECTOR_ELT(t_check, 4);
+    c_since = VECTOR_ELT(t_check, 5);
+    c_etag = VECTOR_ELT(t_check, 6);
+    if (TYPEOF(own) != LGLSXP || TYPEOF(bad_prefix) != STRSXP || TYPEOF(bad_msg) != STRSXP ||
+        XLENGTH(bad_msg) != XLENGTH(bad_prefix) || TYPEOF(cond) != INTSXP || TYPEOF(c_target) != INTSXP ||
+        TYPEOF(c_since) != REALSXP || TYPEOF(c_etag) != STRSXP)
       zarr_raise(ZE_STORE, NULL, NULL, "internal: t_check");
-    check_len(since, nt, "internal: since");
     check_len(own, nt, "internal: own");
+    check_len(cond, n, "internal: cond");
+    nc = XLENGTH(c_target);
+    check_len(c_since, nc, "internal: c_since");
+    check_len(c_etag, nc, "internal: c_etag");
+    for (R_xlen_t c = 0; c < nc; c++)
+      if (INTEGER(c_target)[c] == NA_INTEGER || INTEGER(c_target)[c] < 0 || INTEGER(c_target)[c] >= nt)
+        zarr_raise(ZE_STORE, NULL, NULL, "internal: condition target out of range");
+    for (R_xlen_t i = 0; i < n; i++) {
+      int c = INTEGER(cond)[i];
+      if (c != -1 && (c < 0 || c >= nc || INTEGER(kind)[i] == REF_INLINE ||
+                      INTEGER(c_target)[c] != INTEGER(target)[i]))
+        zarr_raise(ZE_STORE, NULL, NULL, "internal: entry condition out of range");
+    }
   }
   /* validate everything before allocating C memory */
   size_t inl_total = 0;
@@ -621,14 +683,21 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
   rs->t_err = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_err);
   if (!rs->t_store || !rs->t_key || !rs->t_err) goto nomem;
   if (t_check != R_NilValue) {
-    rs->t_since = malloc((nt ? (size_t)nt : 1) * sizeof *rs->t_since);
     rs->t_own = calloc(nt ? (size_t)nt : 1, 1);
-    rs->t_ok = calloc(nt ? (size_t)nt : 1, sizeof *rs->t_ok);
-    if (!rs->t_since || !rs->t_own || !rs->t_ok) goto nomem;
-    for (R_xlen_t t = 0; t < nt; t++) {
-      double v = REAL(since)[t];
-      rs->t_since[t] = ISNAN(v) ? NAN : v;
-      rs->t_own[t] = LOGICAL(own)[t] == TRUE;
+    rs->e_cond = malloc((nn ? nn : 1) * sizeof *rs->e_cond);
+    rs->c_target = malloc((nc ? (size_t)nc : 1) * sizeof *rs->c_target);
+    rs->c_since = malloc((nc ? (size_t)nc : 1) * sizeof *rs->c_since);
+    rs->c_etag = calloc(nc ? (size_t)nc : 1, sizeof *rs->c_etag);
+    rs->c_ok = calloc(nc ? (size_t)nc : 1, sizeof *rs->c_ok);
+    if (!rs->t_own || !rs->e_cond || !rs->c_target || !rs->c_since || !rs->c_etag || !rs->c_ok) goto nomem;
+    rs->nconds = (size_t)nc;
+    for (R_xlen_t t = 0; t < nt; t++) rs->t_own[t] = LOGICAL(own)[t] == TRUE;
+    for (size_t i = 0; i < nn; i++) rs->e_cond[i] = INTEGER(cond)[i];
+    for (R_xlen_t c = 0; c < nc; c++) {
+      double v = REAL(c_since)[c];
+      rs->c_target[c] = INTEGER(c_target)[c];
+      rs->c_since[c] = ISNAN(v) ? NAN : v;
+      if (STRING_ELT(c_etag, c) != NA_STRING && (rs->c_etag[c] = dup_utf8(STRING_ELT(c_etag, c))) == NULL) goto nomem;
     }
     size_t nb = (size_t)XLENGTH(bad_prefix);
     rs->bad_prefix = calloc(nb ? nb : 1, sizeof *rs->bad_prefix);

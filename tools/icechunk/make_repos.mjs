@@ -28,12 +28,14 @@
 // (corrupted and stale repos; an array "error" means reading its values
 // failed). The stale repository's http:// array reads without an error:
 // the official implementation leaves the date check to the server
-// (If-Unmodified-Since), which tools/testserver ignores.
+// (If-Unmodified-Since), which tools/testserver ignores. The "etag"
+// repository also has s3_etag: the ETag its s3:// target must have.
 // Everything but snapshot ids and times is deterministic (seeded).
 
 import fs from "node:fs";
 import path from "node:path";
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { Repository, Storage } from "@earthmover/icechunk";
 import * as zarr from "zarrita";
@@ -349,6 +351,42 @@ async function writeStale(name) {
 	return { repo };
 }
 
+// Virtual chunks that record an ETag instead of a modification time: `ok`
+// (http://, target unchanged), `changed` (http://, target rewritten after
+// the commit with its modification time set back: only the ETag tells) and
+// `vs3` (s3://private/icechunk-etag/etag.bin, ETag the MD5 an S3 server gives
+// `http/etag_s3.bin`; no container serves it here: the R tests upload it).
+async function writeEtag(name) {
+	const repo = await createRepo(name, 2, { virtual: true });
+	const s = await repo.writableSession("main");
+	const root = zarr.root(s.store);
+	await zarr.create(root, { attributes: { kind: "etag" } });
+	const data = le(Uint8Array.from({ length: 64 }, () => randInt(0, 255)));
+	for (const arr of ["ok", "changed"]) {
+		const f = path.join(httpDir, `etag_${arr}.bin`);
+		fs.writeFileSync(f, data);
+		fs.utimesSync(f, VIRTUAL_MTIME, VIRTUAL_MTIME);
+		const res = await fetch(`${httpRoot}etag_${arr}.bin`, { headers: { Range: "bytes=0-0" } });
+		const etag = res.headers.get("etag");
+		if (!etag) throw new Error("the HTTP test server sends no ETag");
+		await zarr.create(root.resolve(arr), { shape: [8], chunkShape: [4], dtype: "uint8", fillValue: 0 });
+		await s.store.setVirtualRef(`${arr}/c/0`, `${httpRoot}etag_${arr}.bin`, 8, 4, etag, null, true);
+		await s.store.setVirtualRef(`${arr}/c/1`, `${httpRoot}etag_${arr}.bin`, 16, 4, etag, null, true);
+	}
+	fs.writeFileSync(path.join(httpDir, "etag_s3.bin"), data);
+	const md5 = `"${createHash("md5").update(data).digest("hex")}"`;
+	await zarr.create(root.resolve("vs3"), { shape: [8], chunkShape: [4], dtype: "uint8", fillValue: 0 });
+	await s.store.setVirtualRef("vs3/c/0", "s3://private/icechunk-etag/etag.bin", 8, 4, md5, null, false);
+	await s.store.setVirtualRef("vs3/c/1", "s3://private/icechunk-etag/etag.bin", 16, 4, md5, null, false);
+	await s.commit("virtual chunks with ETags");
+	const f = path.join(httpDir, "etag_changed.bin");
+	const b = fs.readFileSync(f);
+	b[9] ^= 0xff;
+	fs.writeFileSync(f, b);
+	fs.utimesSync(f, VIRTUAL_MTIME, VIRTUAL_MTIME);
+	return { repo, s3_etag: md5 };
+}
+
 // ------------------------------------------------------------------ reading
 // Everything below is what the official implementation reads back from a
 // fresh read-only open.
@@ -492,6 +530,7 @@ try {
 	made.virtual_compressed = await writeVirtualCompressed("virtual_compressed");
 	writeTargets();
 	made.stale = await writeStale("stale");
+	made.etag = await writeEtag("etag");
 
 	// head snapshot ids of main, for the corruptions
 	const heads = {};
@@ -551,6 +590,9 @@ try {
 	expected.repos.virtual_compressed = await describe("virtual_compressed", 2,
 		"spec 2: 48 virtual chunks, virtual locations compressed in the manifest");
 	expected.repos.stale = await describe("stale", 2, "virtual targets modified after the commit (recorded mtime older); one target missing");
+	expected.repos.etag = { ...(await describe("etag", 2,
+		"virtual chunks recording ETags: ok (unchanged), changed (rewritten, mtime set back), vs3 (s3://, no container)")),
+		s3_etag: made.etag.s3_etag };
 	for (const [name, spec, what, mustFail] of corrupt) {
 		const source = expected.repos[`v${spec}`];
 		expected.repos[name] = { ...(await describe(name, spec, what, { source })), corrupted: true, must_fail: mustFail };

@@ -26,6 +26,12 @@
 // "Content-Range: bytes */<size>". A Range header that is not a single valid
 // bytes range is ignored (200 with the whole file), as RFC 9110 allows.
 //
+// Validators: every file answer carries Last-Modified and an ETag made of
+// the file's size, modification and change times (so rewriting a file
+// changes it even when its modification time is set back). A request with
+// If-Match that names no current ETag (and is not "*") answers 412; quotes
+// and weak markers are not compared.
+//
 // Fault profiles: when the first path segment contains "=", it is a
 // comma-separated list of options for this request and the rest of the path
 // is the file path, e.g. /latency=20,fail=3,retryafter=1/store.zarr/zarr.json.
@@ -75,8 +81,9 @@
 //                time: milliseconds since the server started, on arrival)
 //                Log entries also carry host (the Host header), auth (an
 //                Authorization header was sent), amztoken (an
-//                x-amz-security-token header was sent) and acceptencoding
-//                (the Accept-Encoding header or null).
+//                x-amz-security-token header was sent), acceptencoding
+//                (the Accept-Encoding header or null) and ifmatch (the
+//                If-Match header or null).
 //   GET /_reset  clears the statistics, the log, the fault counters and the
 //                default profile
 //   GET /_default?PROFILE  sets the fault profile of requests that have none
@@ -144,6 +151,10 @@ function resetStats() {
   defaultProfile = null;
 }
 resetStats();
+
+// An ETag without weak marker and quotes (clients that drop the quotes
+// still match, as with S3).
+const bareEtag = (t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
 
 function logEntry(entry) {
   stats.log.push(entry);
@@ -312,7 +323,7 @@ async function handle(req, res) {
     status: 0, bytes: 0, time: nowMs(), host: req.headers.host ?? null,
     auth: req.headers.authorization !== undefined,
     amztoken: req.headers['x-amz-security-token'] !== undefined,
-    acceptencoding: req.headers['accept-encoding'] ?? null });
+    acceptencoding: req.headers['accept-encoding'] ?? null, ifmatch: req.headers['if-match'] ?? null });
 
   const finish = (status, headers, body) => {
     entry.status = status;
@@ -412,8 +423,14 @@ async function handle(req, res) {
   if (!st.isFile()) return text(404, 'not found');
   const size = st.size;
 
+  const etag = `"${[size, Math.floor(st.mtimeMs), Math.floor(st.ctimeMs)].map((v) => v.toString(16)).join('-')}"`;
   const headers = { 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes',
-    'Last-Modified': st.mtime.toUTCString() };
+    'Last-Modified': st.mtime.toUTCString(), ETag: etag };
+  const ifMatch = req.headers['if-match'];
+  if (ifMatch !== undefined && ifMatch.trim() !== '*' &&
+      !ifMatch.split(',').map(bareEtag).includes(bareEtag(etag))) {
+    return text(412, 'precondition failed (If-Match)', { ETag: etag });
+  }
   let status = 200, start = 0, end = size - 1;
   const rangeHeader = req.headers.range;
   if (rangeHeader !== undefined && !(active && profile.norange)) {

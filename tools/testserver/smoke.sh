@@ -71,6 +71,14 @@ check "GET a file: 200, the whole file" test "$code" = 200 -a "$(hdr content-len
 check "  body is bytes 0..99" body_is "$(seq_json 0 99)"
 check "  Accept-Ranges: bytes" test "$(hdr accept-ranges)" = bytes
 check "  keep-alive (HTTP/1.1, no Connection: close)" test "$(hdr connection)" != close
+etag=$(hdr etag)
+check "  an ETag" test -n "$etag"
+get "$base/a.bin" -H "If-Match: $etag"
+check "If-Match with the ETag: 200" test "$code" = 200
+get "$base/a.bin" -H "If-Match: $(echo "$etag" | tr -d '"')"
+check "  unquoted too" test "$code" = 200
+get "$base/a.bin" -H 'If-Match: "other"'
+check "If-Match with another ETag: 412" test "$code" = 412
 get "$base/%E5%90%8D%20with%20space/f.txt"
 check "UTF-8 name with spaces, percent-encoded" test "$code" = 200 -a "$(cat "$tmp/body")" = hello
 get "$base/a.bin?sig=abc&exp=1"
