@@ -10,7 +10,7 @@
 
 # The values of many store keys in one batch: raw vectors, NULL where absent.
 store_get_many <- function(store, keys)
-  .Call(ffi_store_get_many, store$io_spec(), as.character(keys), zarr_num_threads())
+  .Call(ffi_store_get_keys, store$io_spec(), as.character(keys), zarr_num_threads())
 
 # The elements (C order, as plain vectors) of the arrays at `paths` under
 # `group`, NULL for paths holding no node. The arrays must be Zarr v3 arrays

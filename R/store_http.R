@@ -82,7 +82,7 @@ zarr_httpstore <- R6::R6Class("zarr_httpstore",
         # that makes the location an Icechunk repository (spec 2), which is
         # then recognised without the v2 probes (it has no Zarr documents at
         # its top) and read from what came back (once)
-        got <- .Call(ffi_store_get_keys, private$.io, c(".zmetadata", "repo"))
+        got <- .Call(ffi_store_get_keys, private$.io, c(".zmetadata", "repo"), 1L)
         zmeta <- got[[1L]]
         assign(".zmetadata", zmeta, envir = private$.meta)
         if (!is.null(zmeta)) private$keep_consolidated_v2(zmeta)

@@ -11,7 +11,6 @@ void slab_init(void);
 static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_array_read, 4),
     CALLDEF(ffi_arrays_read, 6),
-    CALLDEF(ffi_store_get_many, 3),
     CALLDEF(ffi_array_write, 5),
     CALLDEF(ffi_chunk_keys, 2),
     CALLDEF(ffi_codec_encode, 2),
@@ -48,7 +47,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_zip, 2),
     CALLDEF(ffi_store_r, 1),
     CALLDEF(ffi_store_get, 3),
-    CALLDEF(ffi_store_get_keys, 2),
+    CALLDEF(ffi_store_get_keys, 3),
     CALLDEF(ffi_store_set, 3),
     CALLDEF(ffi_store_stats, 1),
     CALLDEF(ffi_store_http, 3),

@@ -486,9 +486,10 @@ SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
   return out;
 }
 
-/* The values of several keys, fetched as one batch (concurrently where the
- * store can): a list of raw vectors, NULL for absent keys. */
-SEXP ffi_store_get_keys(SEXP ptr, SEXP keys) {
+/* The values of several keys (small documents, such as the metadata of many
+ * arrays), fetched as one batch on `nthreads` threads where the store can:
+ * a list of raw vectors, NULL for absent keys. */
+SEXP ffi_store_get_keys(SEXP ptr, SEXP keys, SEXP nthreads) {
   zstore *s = store_from(ptr);
   if (TYPEOF(keys) != STRSXP) zarr_raise(ZE_STORE, NULL, NULL, "internal: keys must be character");
   size_t n = (size_t)XLENGTH(keys);
@@ -506,7 +507,9 @@ SEXP ffi_store_get_keys(SEXP ptr, SEXP keys) {
   }
   volatile int stop = 0;
   zerr e = {ZE_OK, ""};
-  int rc = store_fetch(s, n, one_req, one_handle, g, 1, &stop, &e);
+  int nt = asInteger(nthreads);
+  if (nt == NA_INTEGER || nt < 1) nt = 1;
+  int rc = store_fetch(s, n, one_req, one_handle, g, nt, &stop, &e);
   for (size_t i = 0; i < n && rc == 0; i++) {
     if (g[i].missing) continue;
     SEXP v = g[i].n <= (size_t)R_XLEN_T_MAX ? R_tryCatchError(alloc_raw, &g[i], alloc_failed, NULL) : R_NilValue;

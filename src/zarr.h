@@ -47,7 +47,6 @@ int interrupt_pending(void);
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts);
 SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts);
 SEXP ffi_arrays_read(SEXP spec, SEXP store, SEXP keys, SEXP shape, SEXP chunk, SEXP opts);
-SEXP ffi_store_get_many(SEXP store, SEXP keys, SEXP nthreads);
 SEXP ffi_chunk_keys(SEXP spec, SEXP coords);
 SEXP ffi_codec_encode(SEXP codec, SEXP data);
 void codec_r_init(void); /* adds the row of codecs written in R */
