@@ -23,7 +23,8 @@ if [ -z "${NAPI_RS_NATIVE_LIBRARY_PATH:-}" ]; then
     if [ -f "$f" ]; then export NAPI_RS_NATIVE_LIBRARY_PATH="$f"; break; fi
   done
 fi
-export LD_PRELOAD="$shim${LD_PRELOAD:+:$LD_PRELOAD}"
+# only the shim: a preload of the caller (AddressSanitizer under tools/asan.sh) breaks node
+export LD_PRELOAD="$shim"
 cd "$here"
 if ! node -e 'require("@earthmover/icechunk").Storage.newLocalFilesystem' >/dev/null 2>&1; then
   echo "icechunk: the native module of @earthmover/icechunk does not load (npm install in tools/icechunk?)" >&2
