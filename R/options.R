@@ -109,6 +109,12 @@
 #'   [zarr_array]'s `chunk_cache_bytes` field caps what one array may hold.
 #'   The `cache_hits`, `cache_misses` and `cache_bytes` of a store's
 #'   `io_stats()` show what the cache did. Strings are not cached.
+#' * `zarr.scratch_bytes`: Reads keep the memory they decode chunks in
+#'   (a chunk's stored bytes and its decoded values, per thread) for the
+#'   next read while it is at most this many bytes (default 256 MiB; 0 frees
+#'   it after every read), so that reading chunk by chunk does not ask the
+#'   system for fresh memory on every call. It is freed when the package is
+#'   unloaded.
 #' * `zarr.progress`: Unset (default): in interactive sessions, reads,
 #'   writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
 #'   longer than about 2 seconds show a progress bar (with the \pkg{cli}
@@ -146,7 +152,8 @@ engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
   list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na,
        range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
        range_max = zarr_num_option("zarr.range_max", 16777216, 1),
-       cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0))
+       cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0),
+       scratch_bytes = zarr_num_option("zarr.scratch_bytes", 256 * 2^20, 0))
 }
 
 # A numeric option: its default when unset, an error when not a number >= min.
@@ -231,6 +238,7 @@ zarr_option_table <- function() list(
   min_compress         = list(100L, function(v) is_count(v, 1)),
   eps                  = list(sqrt(.Machine$double.eps), function(v) is_count(v, 0) && v > 0),
   chunk_cache_bytes    = list(64 * 2^20, function(v) is_count(v, 0)),
+  scratch_bytes        = list(256 * 2^20, function(v) is_count(v, 0)),
   group_style          = list(c("blue", "bold"), is_text),
   array_style          = list(c("green", "bold"), is_text),
   label_style          = list(c("black", "bold"), is_text),

@@ -189,6 +189,7 @@ typedef struct {
   zcache_entry **hits;       /* a batch's jobs found in the cache */
   /* results */
   tbufs *tb;
+  zbuf *fetch;               /* per thread: the stored bytes of get() stores (NULL: the store's own) */
   int interrupted;
   double next_poll;
   int failed;
@@ -737,7 +738,7 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   if (g->cache && (by_parts || g->cache_whole)) njobs = serve_cached(g, &jobs, njobs);
   g->jobs = jobs;
   if (!g->failed &&
-      store_fetch(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, &g->stop, &e))
+      store_fetch_bufs(g->st, (size_t)njobs, req_chunk, handle_chunk, g, g->nthreads, g->fetch, &g->stop, &e))
     engine_fail(g, &e, NULL);
   if (by_parts && !g->failed) {
     int64_t nr = 0;
@@ -754,7 +755,7 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
           g->r2_job[nr] = j;
           g->r2_range[nr++] = k;
         }
-      if (store_fetch(g->st, (size_t)nr, req_range, handle_range, g, g->nthreads, &g->stop, &e))
+      if (store_fetch_bufs(g->st, (size_t)nr, req_range, handle_range, g, g->nthreads, g->fetch, &g->stop, &e))
         engine_fail(g, &e, NULL);
     }
     free(g->r2_job);
@@ -987,6 +988,75 @@ static void tbufs_free(tbufs *tb, int nt) {
   free(tb);
 }
 
+/* A read's scratch (a chunk's stored bytes, its decoded values) is fresh
+ * memory every call otherwise: large buffers come from the system, whose
+ * kernel zeroes every page on its first write again (a 256^3 uint16 zstd
+ * chunk read alone: 14 % of its cpu in page faults). So one set, with the
+ * buffers a local store reads chunk bytes into, is kept between reads while
+ * it holds at most zarr.scratch_bytes; a read that starts while it is in
+ * use (a store or codec written in R reading an array) gets a set of its
+ * own, freed after it. */
+static tbufs *kept_tb;
+static zbuf *kept_fetch; /* the store's buffers for chunk bytes, one per thread */
+static int kept_nt, kept_busy;
+
+static size_t kept_bytes(void) {
+  size_t n = 0;
+  for (int t = 0; t < kept_nt; t++) {
+    const tbufs *tb = &kept_tb[t];
+    n += tb->whole.cap + kept_fetch[t].cap;
+    for (int d = 0; d < MAX_DEPTH; d++) n += tb->a[d].cap + tb->b[d].cap + tb->elem[d].cap;
+  }
+  return n;
+}
+
+/* Also at unload: a read left by a long jump (an interrupt in a store
+ * written in R) leaves the set marked busy, so later reads use their own. */
+void tbufs_release(void) {
+  tbufs_free(kept_tb, kept_nt);
+  for (int t = 0; kept_fetch != NULL && t < kept_nt; t++) zbuf_free(&kept_fetch[t]);
+  free(kept_fetch);
+  kept_fetch = NULL;
+  kept_tb = NULL;
+  kept_nt = 0;
+  kept_busy = 0;
+}
+
+/* *fetch: the kept store buffers, or NULL with a set of its own */
+static tbufs *tbufs_take(int nt, zbuf **fetch) {
+  *fetch = NULL;
+  if (kept_busy) return tbufs_new(nt);
+  if (kept_nt < nt) {
+    tbufs_release();
+    kept_tb = tbufs_new(nt);
+    kept_fetch = calloc((size_t)nt, sizeof(zbuf));
+    if (kept_tb == NULL || kept_fetch == NULL) {
+      tbufs_release();
+      return NULL;
+    }
+    kept_nt = nt;
+  }
+  kept_busy = 1;
+  *fetch = kept_fetch;
+  return kept_tb;
+}
+
+static void tbufs_give(tbufs *tb, int nt, double cap) {
+  if (tb != kept_tb) {
+    tbufs_free(tb, nt);
+    return;
+  }
+  for (int t = 0; t < kept_nt; t++) { /* what belongs to one call */
+    pool_free(tb[t].pools);
+    tb[t].pools = NULL;
+    tb[t].key = NULL;
+    tb[t].job = 0;
+    tb[t].from_cache = 0;
+  }
+  kept_busy = 0;
+  if (!((double)kept_bytes() <= cap)) tbufs_release();
+}
+
 static SEXPTYPE rtype_sexp(zrtype rt) {
   switch (rt) {
   case RT_LOGICAL: return LGLSXP;
@@ -1182,7 +1252,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   int strings = a.dtype == DT_STRING;
   g.rdata = strings ? (uint8_t *)R_alloc((size_t)total, sizeof(zstr)) : (uint8_t *)DATAPTR(out);
   cache_setup(&g, spec, opts);
-  g.tb = tbufs_new(g.nthreads);
+  g.tb = tbufs_take(g.nthreads, &g.fetch);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
   /* a store whose requests take the time (get_many: remote) starts them at
    * once; its pages fault in while the bytes arrive */
@@ -1197,7 +1267,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
     strings_to_r(&g, out, (const zstr *)g.rdata, total, a.rtype,
                  g.na && a.rtype == RT_STRING ? &fill : NULL);
   }
-  tbufs_free(g.tb, g.nthreads);
+  tbufs_give(g.tb, g.nthreads, asReal(list_get(opts, "scratch_bytes")));
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */

@@ -73,6 +73,7 @@ static const R_CallMethodDef call_methods[] = {
 void R_unload_zarr(DllInfo *dll) {
   (void)dll;
   threads_shutdown();
+  tbufs_release();
 }
 
 void R_init_zarr(DllInfo *dll) {

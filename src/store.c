@@ -356,6 +356,11 @@ static void borrowed_task(void *ctx, size_t i, int thread) {
 
 int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
                 volatile int *stop, zerr *e) {
+  return store_fetch_bufs(s, n, req, handle, ctx, nthreads, NULL, stop, e);
+}
+
+int store_fetch_bufs(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
+                     zbuf *fetch, volatile int *stop, zerr *e) {
   if (n == 0) return 0;
   if (nthreads < 1) nthreads = 1;
   if (nthreads > 64) nthreads = 64;
@@ -369,11 +374,13 @@ int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, 
   b.stop = stop;
   int rc = 0;
   if (s->ops->get_many == NULL) {
-    b.fetch = calloc((size_t)nthreads, sizeof(zbuf));
+    b.fetch = fetch != NULL ? fetch : calloc((size_t)nthreads, sizeof(zbuf));
     if (b.fetch == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
     parallel_for(n, nthreads, get_task, &b, poll_fn);
-    for (int t = 0; t < nthreads; t++) zbuf_free(&b.fetch[t]);
-    free(b.fetch);
+    if (fetch == NULL) {
+      for (int t = 0; t < nthreads; t++) zbuf_free(&b.fetch[t]);
+      free(b.fetch);
+    }
   } else {
     b.bodies = calloc(n, sizeof(zbuf));
     b.missing = calloc(n, sizeof(int));

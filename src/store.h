@@ -91,6 +91,10 @@ zstore *store_from(SEXP ptr);
 SEXP store_wrap(zstore *s, SEXP keep);
 int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
                 volatile int *stop, zerr *e);
+/* The same, with `fetch`: nthreads buffers the caller lends for the bytes
+ * of stores read by the workers (NULL: the batch's own, freed after it). */
+int store_fetch_bufs(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
+                     zbuf *fetch, volatile int *stop, zerr *e);
 double zarr_now(void); /* seconds, monotonic: for polling intervals */
 /* The store's name in the decoded-chunk cache (R thread; made on first use). */
 const char *store_ident(zstore *s);

@@ -432,6 +432,7 @@ typedef int (*zpoll_fn)(void *ctx);
  * calling thread is thread 0). Workers must not call the R API. */
 void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll);
 void threads_shutdown(void); /* joins the persistent workers (package unload) */
+void tbufs_release(void);     /* frees the read scratch kept between reads (engine.c) */
 /* ---- local files that a store names (fileio.c) ---- */
 
 /* Open a file for reading without ever blocking: a FIFO, socket or device is
