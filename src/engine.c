@@ -208,19 +208,22 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
 }
 
 /* Thread 0, between tasks: a user interrupt stops the call (checked at most
- * every 50 ms of wall time: the check itself is not free). */
-static int engine_poll(void *ctx) {
-  engine *g = ctx;
+ * every 50 ms of wall time: the check itself is not free); `progress`: the
+ * progress bar is brought up to date too (not before the bar's total is
+ * known). */
+static int poll_stop(engine *g, int progress) {
   double now = zarr_now();
   if (now < g->next_poll) return 0;
   g->next_poll = now + 0.05;
-  if (!progress_poll() && !interrupt_pending()) return 0;
+  if (!(progress && progress_poll()) && !interrupt_pending()) return 0;
   g->interrupted = 1;
   zerr e = {ZE_OK, ""};
   zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
   engine_fail(g, &e, NULL);
   return 1;
 }
+
+static int engine_poll(void *ctx) { return poll_stop(ctx, 1); }
 
 static void job_coords(const engine *g, int64_t job, int64_t *jc) {
   if (g->pts) {
@@ -1115,7 +1118,7 @@ typedef struct {
   int64_t *bad, *first; /* per piece */
 } validate_ctx;
 
-static int validate_poll(void *ctx) { return engine_poll(((validate_ctx *)ctx)->g); }
+static int validate_poll(void *ctx) { return poll_stop(((validate_ctx *)ctx)->g, 0); }
 
 static void validate_task(void *ctx, size_t i, int thread) {
   (void)thread;
@@ -1157,7 +1160,7 @@ typedef struct {
   int64_t n, piece;
 } widen_ctx;
 
-static int widen_poll(void *ctx) { return engine_poll(((widen_ctx *)ctx)->g); }
+static int widen_poll(void *ctx) { return poll_stop(((widen_ctx *)ctx)->g, 0); }
 
 static void widen_task(void *ctx, size_t i, int thread) {
   (void)thread;
@@ -1368,6 +1371,7 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     }
   }
   progress_total(npartial + g.njobs);
+  g.next_poll = 0; /* the checks above polled without the bar: bring it up now */
   if (!nomem && npartial) engine_fetch(&g, partial, npartial);
   /* phase 2: encode and store every chunk; the R thread only looks for an
    * interrupt meanwhile (every 20 ms), so a stop waits for the chunks being

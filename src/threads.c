@@ -116,6 +116,7 @@ static void pool_register_atfork(void) { pthread_atfork(NULL, NULL, pool_after_f
  * once the poll says stop, no more tasks are handed out and the workers end
  * with the task each is running. */
 static void watch_tasks(pool_state *st) {
+  if (st->poll(st->ctx)) __atomic_store_n(&st->stop, 1, __ATOMIC_RELAXED); /* as thread 0 would after a task */
   pthread_mutex_lock(&pool_mu);
   while (P.remaining > 0) {
     struct timespec ts;
