@@ -1388,7 +1388,8 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     int64_t jc[ZARR_MAX_DIMS];
     zerr e = {ZE_OK, ""};
     for (int64_t j = 0; j < g.njobs; j++) {
-      if (!g.failed && !nomem && g.out_state[j] != 0) {
+      /* a store written in R can take its time per chunk: each is whole, so stop between them */
+      if (!g.failed && !nomem && g.out_state[j] != 0 && !engine_poll(&g)) {
         job_coords(&g, j, jc);
         job_key(&g, jc, key);
         int rc = g.out_state[j] == 1 ? g.st->ops->set(g.st, key, g.out[j], g.out_n[j], &e)

@@ -12,11 +12,15 @@ skip_interrupts <- function() {
 }
 
 # An interrupt that lands in R code before the call reaches C (a loaded
-# machine) is R's own: try again, later in the call.
+# machine) is R's own: try again, later in the call; a call that ended
+# before the interrupt came (an idle machine): try again, sooner.
 interrupt_in_c <- function(setup, call, delay, ...) {
-  for (d in c(delay, delay * 2, delay * 3)) {
+  d <- delay
+  for (k in 1:4) {
     res <- interrupt_child(setup, call, d, ...)
-    if (!identical(res$class, c("interrupt", "condition"))) break
+    if (identical(res$class, "finished")) d <- d / 3
+    else if (identical(res$class, c("interrupt", "condition"))) d <- d * 2
+    else break
   }
   res
 }
