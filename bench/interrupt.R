@@ -48,9 +48,12 @@ stages <- list(
   list(name = "encoding a write (gzip 9, one thread)", setup = paste(write_setup, "options(zarr.num_threads = 1)",
                                                                     sep = "; "),
        call = "a[] <- v", env = character()),
+  list(name = "encoding a write (gzip 9, one 48 MB chunk)",
+       setup = sub("d$chunk_shape <- c(500, 500)", "d$chunk_shape <- c(2000, 3000)", write_setup, fixed = TRUE),
+       call = "a[] <- v", env = character()),
   list(name = "checking and converting a write (double to int32, 288 MB)", setup = int_setup, call = "a[] <- v",
-       env = character()),
-  list(name = "converting a write in R (integer to float64, 144 MB)", setup = i2f_setup, call = "a[] <- v",
+       env = character(), delays = c(0.03, 0.06, 0.1, 0.15, 0.2, 0.25, 0.3)),
+  list(name = "converting a write (integer to float64, 144 MB)", setup = i2f_setup, call = "a[] <- v",
        env = character())
 )
 
@@ -85,7 +88,7 @@ pattern <- commandArgs(TRUE)[1]
 if (!is.na(pattern)) stages <- Filter(function(s) grepl(pattern, s$name), stages)
 cat("Interrupt latency (seconds from SIGINT to the call's end; target < 0.2)\n")
 for (s in stages) {
-  r <- lapply(delays, function(dl) interrupt_child(s$setup, s$call, dl, lib = libs, env = s$env))
+  r <- lapply(s$delays %||% delays, function(dl) interrupt_child(s$setup, s$call, dl, lib = libs, env = s$env))
   ok <- vapply(r, function(x) "interrupt" %in% x$class, TRUE)
   ours <- vapply(r, function(x) "zarr_error_interrupted" %in% x$class, TRUE)
   lat <- vapply(r, `[[`, 0, "latency")
@@ -94,5 +97,5 @@ for (s in stages) {
               sum(ok), sum(ours), if (all(ok)) "" else sprintf(", %d not interrupted", sum(!ok)),
               if (isTRUE(worst < 0.2)) "  ok" else "  MISSES"))
 }
-if (!is.null(server)) server$kill()
+if (!is.null(server)) invisible(server$kill())
 unlink(wdir, recursive = TRUE)
