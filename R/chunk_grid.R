@@ -137,7 +137,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         r_dtype_encode(private$.dt$data_type, data, private$.path)
       else if (identical(dtype_kind(private$.dt$data_type), "t"))
         struct_records(private$.dt, data, private$.codecs, private$.path)
-      else coerce_for_dtype(data, private$.dt$data_type, array = private$.path)
+      else coerce_for_dtype(data, private$.dt$data_type, array = private$.path, widen = FALSE)
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
       warn_na_as_fill(data, private$.dt, spec$fill_marks_missing, private$.path)

@@ -711,8 +711,10 @@ as_data_type <- function(x) {
 }
 
 # Make R data fit the array: the engine takes logical, integer, double,
-# integer64 and complex vectors and checks ranges itself.
-coerce_for_dtype <- function(data, dtype, array = NULL) {
+# integer64 and complex vectors and checks ranges itself. `widen = FALSE`:
+# the caller's C code widens integers for a floating-point type itself
+# (ffi_array_write, in pieces that an interrupt can stop).
+coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is_string_dtype(dtype)) {
     if (dtype == "variable_length_bytes") {
       if (is.raw(data)) data <- list(data)
@@ -729,7 +731,7 @@ coerce_for_dtype <- function(data, dtype, array = NULL) {
   if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
   # NA of a logical or integer vector is R's NA in a floating point array too
   if (identical(dtype_kind(dtype), "f") && (is.logical(data) || is.integer(data)))
-    return(as.double(data))
+    return(if (widen) as.double(data) else data)
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
   if (is.complex(data)) {

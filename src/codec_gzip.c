@@ -77,9 +77,15 @@ static int gzip_encode(const uint8_t *src, size_t n, zbuf *out, int level, int g
   size_t in_left = n, out_left;
   int rc = Z_OK;
   zs.next_in = (Bytef *)src;
+  /* high levels compress a few MB a second: a cancel is seen between pieces of 64 KiB */
+  size_t piece = zarr_codec_piece < ((size_t)64 << 10) ? zarr_codec_piece : (size_t)64 << 10;
   while (rc == Z_OK) {
+    if (zarr_cancelled()) {
+      zerr_set(e, ZE_INTERRUPT, "interrupted");
+      break;
+    }
     if (zs.avail_in == 0 && in_left > 0) {
-      zs.avail_in = (uInt)(in_left > zarr_codec_piece ? zarr_codec_piece : in_left);
+      zs.avail_in = (uInt)(in_left > piece ? piece : in_left);
       in_left -= zs.avail_in;
     }
     out_left = out->cap - out->size;

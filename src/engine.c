@@ -209,19 +209,22 @@ static void engine_fail(engine *g, const zerr *e, const char *key) {
 }
 
 /* Thread 0, between tasks: a user interrupt stops the call (checked at most
- * every 50 ms of wall time: the check itself is not free). */
-static int engine_poll(void *ctx) {
-  engine *g = ctx;
+ * every 50 ms of wall time: the check itself is not free); `progress`: the
+ * progress bar is brought up to date too (not before the bar's total is
+ * known). */
+static int poll_stop(engine *g, int progress) {
   double now = zarr_now();
   if (now < g->next_poll) return 0;
   g->next_poll = now + 0.05;
-  if (!progress_poll() && !interrupt_pending()) return 0;
+  if (!(progress && progress_poll()) && !interrupt_pending()) return 0;
   g->interrupted = 1;
   zerr e = {ZE_OK, ""};
   zerr_set(&e, ZE_INTERRUPT, "interrupted by the user");
   engine_fail(g, &e, NULL);
   return 1;
 }
+
+static int engine_poll(void *ctx) { return poll_stop(ctx, 1); }
 
 static void job_coords(const engine *g, int64_t job, int64_t *jc) {
   if (g->pts) {
@@ -775,8 +778,17 @@ static int all_fill(const uint8_t *p, int64_t ne, const uint8_t *fill, size_t es
   return 1;
 }
 
+static void write_chunk(engine *g, size_t task, int thread);
+
+/* A codec may give up a chunk half-way once the call stops (zarr_cancel_flag) */
 static void write_task(void *ctx, size_t task, int thread) {
   engine *g = ctx;
+  zarr_cancel_flag = &g->stop;
+  write_chunk(g, task, thread);
+  zarr_cancel_flag = NULL;
+}
+
+static void write_chunk(engine *g, size_t task, int thread) {
   const zarray *a = g->arr;
   tbufs *tb = &g->tb[thread];
   int64_t jc[ZARR_MAX_DIMS];
@@ -1165,6 +1177,77 @@ static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
   parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, prefault_poll);
 }
 
+/* Checking that every value to write fits the data type reads all of them:
+ * on hundreds of MB that takes long enough to be worth threads, and to look
+ * for an interrupt between pieces. */
+typedef struct {
+  engine *g;
+  const uint8_t *data;
+  int64_t n, piece;
+  size_t rsize;
+  int64_t *bad, *first; /* per piece */
+} validate_ctx;
+
+static int validate_poll(void *ctx) { return poll_stop(((validate_ctx *)ctx)->g, 0); }
+
+static void validate_task(void *ctx, size_t i, int thread) {
+  (void)thread;
+  validate_ctx *c = ctx;
+  int64_t off = (int64_t)i * c->piece, m = c->n - off < c->piece ? c->n - off : c->piece;
+  c->bad[i] = slab_validate(c->g->arr->dtype, c->g->arr->rtype, c->data + off * (int64_t)c->rsize, m,
+                            &c->first[i]);
+  if (c->first[i] >= 0) c->first[i] += off;
+}
+
+/* The number of values that do not fit (*first: the first of them), or -1
+ * when interrupted (the engine then holds the error). */
+static int64_t validate_values(engine *g, const uint8_t *data, int64_t n, int64_t *first) {
+  validate_ctx c = {g, data, n, 0, elem_rsize(g->arr->dtype, g->arr->rtype), NULL, NULL};
+  c.piece = (int64_t)(PREFAULT_PIECE / c.rsize);
+  if (n <= c.piece) return slab_validate(g->arr->dtype, g->arr->rtype, data, n, first);
+  size_t np = (size_t)((n + c.piece - 1) / c.piece);
+  c.bad = (int64_t *)R_alloc(np, sizeof(int64_t));
+  c.first = (int64_t *)R_alloc(np, sizeof(int64_t));
+  for (size_t i = 0; i < np; i++) c.bad[i] = 0; /* pieces not run (interrupted) */
+  parallel_for(np, g->nthreads, validate_task, &c, validate_poll);
+  if (g->failed) return -1;
+  int64_t bad = 0;
+  *first = -1;
+  for (size_t i = 0; i < np; i++) {
+    if (c.bad[i] > 0 && *first < 0) *first = c.first[i];
+    bad += c.bad[i];
+  }
+  return bad;
+}
+
+/* Integers (or logicals) written to a floating-point type: widened to
+ * doubles as as.double() does (NA stays NA), in pieces that look for an
+ * interrupt between them. */
+typedef struct {
+  engine *g;
+  const int *src;
+  double *dst;
+  int64_t n, piece;
+} widen_ctx;
+
+static int widen_poll(void *ctx) { return poll_stop(((widen_ctx *)ctx)->g, 0); }
+
+static void widen_task(void *ctx, size_t i, int thread) {
+  (void)thread;
+  widen_ctx *c = ctx;
+  int64_t j = (int64_t)i * c->piece, end = c->n - j < c->piece ? c->n : j + c->piece;
+  for (; j < end; j++) c->dst[j] = c->src[j] == NA_INTEGER ? NA_REAL : (double)c->src[j];
+}
+
+/* A new double vector (protected by the caller), or R_NilValue when interrupted. */
+static SEXP widen_to_double(engine *g, SEXP x) {
+  SEXP out = PROTECT(allocVector(REALSXP, XLENGTH(x)));
+  widen_ctx c = {g, (const int *)DATAPTR_RO(x), REAL(out), (int64_t)XLENGTH(x), (int64_t)1 << 20};
+  parallel_for((size_t)((c.n + c.piece - 1) / c.piece), g->nthreads, widen_task, &c, widen_poll);
+  UNPROTECT(1);
+  return g->failed ? R_NilValue : out;
+}
+
 /* What identifies an array's chunks in the cache besides their keys: every
  * field of its description that changes how stored bytes decode or where
  * they go (a new codec, a resize), not how the values reach R. */
@@ -1286,6 +1369,9 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   zarray a;
   spec_parse(spec, &a);
   grid_parse(spec, &a);
+  zrtype given = a.rtype;
+  int widen = dtype_def(a.dtype)->kind == 'f' && (given == RT_INTEGER || given == RT_LOGICAL);
+  if (widen) a.rtype = RT_DOUBLE;
   if (!kernel_supported(a.dtype, a.rtype, 1))
     zarr_raise(ZE_VALUE, a.name, NULL, "these R values cannot be written to this data type");
   engine g;
@@ -1294,8 +1380,12 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     zarr_raise(ZE_READ_ONLY, a.name, NULL, "the store is read-only");
   int64_t total = engine_total(&g);
   if (total == 0) return R_NilValue;
-  if ((SEXPTYPE)TYPEOF(data) != rtype_sexp(a.rtype))
+  if ((SEXPTYPE)TYPEOF(data) != rtype_sexp(given))
     zarr_raise(ZE_VALUE, a.name, NULL, "internal: data has the wrong R type");
+  if (widen) {
+    data = PROTECT(widen_to_double(&g, data));
+    if (data == R_NilValue) store_raise(g.st, &g.err, a.name, g.err_key); /* interrupted */
+  }
   R_xlen_t ndata = XLENGTH(data) / (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
   if (ndata == 1 && total > 1) {
     for (int d = 0; d < a.ndim; d++) g.ostride[d] = 0; /* recycle one value */
@@ -1305,9 +1395,12 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   }
   zstr fill;
   memcpy(&fill, a.fill, sizeof fill);
-  g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data, &fill) : (uint8_t *)DATAPTR(data);
+  /* read-only: a writable pointer into R's wrapper of a shared vector (what
+   * dropping its dim in R gives) would copy all of it here, uninterruptibly */
+  g.rdata = a.dtype == DT_STRING ? (uint8_t *)strings_from_r(data, &fill) : (uint8_t *)DATAPTR_RO(data);
   int64_t first = -1;
-  int64_t bad = slab_validate(a.dtype, a.rtype, g.rdata, ndata, &first);
+  int64_t bad = validate_values(&g, g.rdata, ndata, &first);
+  if (bad < 0) store_raise(g.st, &g.err, a.name, g.err_key); /* interrupted */
   if (bad > 0) {
     char msg[ZARR_MSG_LEN];
     snprintf(msg, sizeof msg,
@@ -1348,9 +1441,16 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     }
   }
   progress_total(npartial + g.njobs);
+  g.next_poll = 0; /* the checks above polled without the bar: bring it up now */
   if (!nomem && npartial) engine_fetch(&g, partial, npartial);
-  /* phase 2: encode and store every chunk */
-  if (!nomem && !g.failed) parallel_for((size_t)g.njobs, g.nthreads, write_task, &g, engine_poll);
+  /* phase 2: encode and store every chunk; the R thread only looks for an
+   * interrupt meanwhile (every 20 ms), so a stop waits for the chunks being
+   * encoded then (and codecs that can give up a chunk half-way do), not for
+   * one of its own; even one chunk of gzip 9 can take seconds */
+  double work = (double)g.njobs * (double)chunk_bytes;
+  int watch = !chain_main_thread(&a.chain) && work >= ZARR_SMALL_WORK; /* one thread: one worker */
+  if (!nomem && !g.failed)
+    (watch ? parallel_for_watched : parallel_for)((size_t)g.njobs, g.nthreads, write_task, &g, engine_poll);
   for (int64_t j = 0; j < g.njobs; j++) free(g.merged[j]);
   tbufs_free(g.tb, g.nthreads);
   if (collect) { /* the R thread stores what the workers encoded */
@@ -1358,7 +1458,8 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
     int64_t jc[ZARR_MAX_DIMS];
     zerr e = {ZE_OK, ""};
     for (int64_t j = 0; j < g.njobs; j++) {
-      if (!g.failed && !nomem && g.out_state[j] != 0) {
+      /* a store written in R can take its time per chunk: each is whole, so stop between them */
+      if (!g.failed && !nomem && g.out_state[j] != 0 && !engine_poll(&g)) {
         job_coords(&g, j, jc);
         job_key(&g, jc, key);
         int rc = g.out_state[j] == 1 ? g.st->ops->set(g.st, key, g.out[j], g.out_n[j], &e)
@@ -1379,5 +1480,6 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
   }
   if (nomem) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
+  UNPROTECT(widen);
   return R_NilValue;
 }

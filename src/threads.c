@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include "zarr.h"
 
 /* Each thread starts on its own contiguous share of the tasks: tasks next to
@@ -13,6 +14,8 @@
  * at the same time. A thread that finishes its share takes tasks from the
  * shares of the others, so uneven costs still balance. */
 #define MAX_SHARES 64
+
+_Thread_local const volatile int *zarr_cancel_flag;
 
 typedef struct {
   size_t next; /* claimed through an atomic add; >= end: this share is done */
@@ -28,6 +31,7 @@ typedef struct {
   ztask_fn fn;
   void *ctx;
   zpoll_fn poll;
+  int watch; /* 1: thread 0 only polls; workers 1..n run the tasks as threads 0..n-1 */
 } pool_state;
 
 typedef struct {
@@ -36,13 +40,14 @@ typedef struct {
 } worker_arg;
 
 static void run_tasks(pool_state *st, int id) {
+  int tid = id - st->watch;
   for (int k = 0; k < st->nshares; k++) {
-    share *sh = &st->sh[(id + k) % st->nshares];
+    share *sh = &st->sh[(tid + k) % st->nshares];
     while (!__atomic_load_n(&st->stop, __ATOMIC_RELAXED)) {
       if (__atomic_load_n(&sh->next, __ATOMIC_RELAXED) >= sh->end) break;
       size_t i = __atomic_fetch_add(&sh->next, 1, __ATOMIC_RELAXED);
       if (i >= sh->end) break;
-      st->fn(st->ctx, i, id);
+      st->fn(st->ctx, i, tid);
       if (id == 0 && st->poll != NULL && st->poll(st->ctx)) {
         __atomic_store_n(&st->stop, 1, __ATOMIC_RELAXED); /* hand out no more tasks */
         return;
@@ -107,8 +112,32 @@ static void pool_after_fork_child(void) {
 
 static void pool_register_atfork(void) { pthread_atfork(NULL, NULL, pool_after_fork_child); }
 
-/* Runs `st` on this thread and up to nthreads - 1 persistent workers;
- * returns 0 when the pool is taken (the caller then starts threads). */
+/* Watched jobs: this thread waits for the workers, polling every 20 ms;
+ * once the poll says stop, no more tasks are handed out and the workers end
+ * with the task each is running. */
+static void watch_tasks(pool_state *st) {
+  if (st->poll(st->ctx)) __atomic_store_n(&st->stop, 1, __ATOMIC_RELAXED); /* as thread 0 would after a task */
+  pthread_mutex_lock(&pool_mu);
+  while (P.remaining > 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&pool_done, &pool_mu, &ts);
+    if (P.remaining == 0 || __atomic_load_n(&st->stop, __ATOMIC_RELAXED)) continue;
+    pthread_mutex_unlock(&pool_mu); /* the poll may call R (a progress bar) */
+    if (st->poll(st->ctx)) __atomic_store_n(&st->stop, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&pool_mu);
+  }
+  pthread_mutex_unlock(&pool_mu);
+}
+
+/* Runs `st` on this thread and up to nthreads - 1 persistent workers (a
+ * watched job: on nthreads workers, this thread polling); returns 0 when
+ * the pool is taken (the caller then starts threads). */
 static int pool_run(pool_state *st, int nthreads) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, pool_register_atfork);
@@ -118,18 +147,21 @@ static int pool_run(pool_state *st, int nthreads) {
     return 0;
   }
   P.busy = 1;
-  while (P.nworkers < nthreads - 1 && P.nworkers < MAX_WORKERS) {
+  int nw = nthreads - 1 + st->watch;
+  while (P.nworkers < nw && P.nworkers < MAX_WORKERS) {
     P.born[P.nworkers] = P.gen;
     if (pthread_create(&P.tids[P.nworkers], NULL, persistent_main, (void *)(intptr_t)(P.nworkers + 1)) != 0) break;
     P.nworkers++;
   }
-  P.want = nthreads - 1 < P.nworkers ? nthreads - 1 : P.nworkers;
+  P.want = nw < P.nworkers ? nw : P.nworkers;
+  if (P.want == 0) st->watch = 0; /* no worker started: this thread runs the tasks */
   P.remaining = P.want;
   P.job = st;
   P.gen++;
   pthread_cond_broadcast(&pool_go);
   pthread_mutex_unlock(&pool_mu);
-  run_tasks(st, 0); /* thread 0 also takes the shares of workers that could not start */
+  if (st->watch) watch_tasks(st);
+  else run_tasks(st, 0); /* thread 0 also takes the shares of workers that could not start */
   pthread_mutex_lock(&pool_mu);
   while (P.remaining > 0) pthread_cond_wait(&pool_done, &pool_mu);
   P.job = NULL;
@@ -155,7 +187,7 @@ static void *worker_main(void *p) {
   return NULL;
 }
 
-void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll) {
+static void run_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll, int watch) {
   if (nthreads > (int)n) nthreads = (int)n;
   if (nthreads > MAX_SHARES) nthreads = MAX_SHARES;
   if (nthreads < 1) nthreads = 1;
@@ -171,13 +203,14 @@ void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll)
   stp->fn = fn;
   stp->ctx = ctx;
   stp->poll = poll;
+  stp->watch = watch && poll != NULL;
   stp->nshares = nthreads;
   for (int t = 0; t < nthreads; t++) {
     stp->sh[t].next = n * (size_t)t / (size_t)nthreads;
     stp->sh[t].end = n * (size_t)(t + 1) / (size_t)nthreads;
   }
   pool_state *st = stp;
-  if (nthreads == 1) {
+  if (nthreads == 1 && !st->watch) {
     run_tasks(st, 0);
     free(stp);
     return;
@@ -186,7 +219,8 @@ void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll)
     free(stp);
     return;
   }
-  /* the pool is busy: threads of this call's own */
+  /* the pool is busy: threads of this call's own, thread 0 among them */
+  st->watch = 0;
   pthread_t *tids = malloc(sizeof(pthread_t) * (size_t)nthreads);
   worker_arg *args = malloc(sizeof(worker_arg) * (size_t)nthreads);
   int started = 0;
@@ -203,4 +237,12 @@ void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll)
   free(tids);
   free(args);
   free(stp);
+}
+
+void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll) {
+  run_for(n, nthreads, fn, ctx, poll, 0);
+}
+
+void parallel_for_watched(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll) {
+  run_for(n, nthreads, fn, ctx, poll, 1);
 }

@@ -431,6 +431,18 @@ typedef int (*zpoll_fn)(void *ctx);
 /* Run fn(ctx, i, thread) for i in [0, n) on up to `nthreads` threads (the
  * calling thread is thread 0). Workers must not call the R API. */
 void parallel_for(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll);
+/* The same, but the calling thread runs no task: `nthreads` workers (one
+ * when nthreads is 1) run them while it polls every 20 ms, so that a stop
+ * waits for the tasks running then (one each; see zarr_cancel_flag), not
+ * for a task of the calling thread's own to end. For long tasks (encoding
+ * large chunks); tasks must not call the R API. */
+void parallel_for_watched(size_t n, int nthreads, ztask_fn fn, void *ctx, zpoll_fn poll);
+/* While a task encodes a chunk, the flag that asks it to give up (the
+ * engine's stop): a codec whose one call on a large chunk takes long (gzip
+ * at high levels) looks at it between pieces and fails with ZE_INTERRUPT.
+ * NULL elsewhere. */
+extern _Thread_local const volatile int *zarr_cancel_flag;
+static inline int zarr_cancelled(void) { return zarr_cancel_flag != NULL && *zarr_cancel_flag; }
 void threads_shutdown(void); /* joins the persistent workers (package unload) */
 void tbufs_release(void);     /* frees the read scratch kept between reads (engine.c) */
 /* ---- local files that a store names (fileio.c) ---- */

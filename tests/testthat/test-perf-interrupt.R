@@ -12,11 +12,15 @@ skip_interrupts <- function() {
 }
 
 # An interrupt that lands in R code before the call reaches C (a loaded
-# machine) is R's own: try again, later in the call.
+# machine) is R's own: try again, later in the call; a call that ended
+# before the interrupt came (an idle machine): try again, sooner.
 interrupt_in_c <- function(setup, call, delay, ...) {
-  for (d in c(delay, delay * 2, delay * 3)) {
+  d <- delay
+  for (k in 1:4) {
     res <- interrupt_child(setup, call, d, ...)
-    if (!identical(res$class, c("interrupt", "condition"))) break
+    if (identical(res$class, "finished")) d <- d / 3
+    else if (identical(res$class, c("interrupt", "condition"))) d <- d * 2
+    else break
   }
   res
 }
@@ -87,5 +91,70 @@ test_that("a remote read is interrupted while its requests are under way", {
   # 64 chunks, 2 at a time, 0.4 s each: about 13 s uninterrupted
   setup <- sprintf("options(zarr.http_concurrency = 2); a <- open_zarr('%s')$root[['x']]", url)
   res <- interrupt_in_c(setup, "x <- a[]", delay = 1)
+  expect_interrupted(res)
+})
+
+# A local array of `shape` doubles (gzip at `level`, chunks `chunk`) and its
+# values `v`, as the setup of a child.
+gzip_write_setup <- function(path, shape, chunk, level, extra = character()) {
+  paste(c(sprintf("path <- '%s'", path),
+          "z <- create_zarr(path)",
+          sprintf("d <- define_array('float64', c(%s)); d$chunk_shape <- c(%s)", toString(shape), toString(chunk)),
+          sprintf("d$remove_codec('zstd'); d$add_codec('gzip', list(level = %d))", level),
+          "a <- z$add_array('/', 'w', d)",
+          sprintf("set.seed(1); v <- matrix(round(runif(%.0f), 3), %d, %d)", prod(shape), shape[1], shape[2]),
+          extra), collapse = "; ")
+}
+
+test_that("a write of one large gzip chunk stops within the chunk and leaves nothing behind", {
+  skip_interrupts()
+  path <- local_store_path()
+  # 48 MB as one chunk at gzip 9: about ten seconds of one codec call
+  setup <- gzip_write_setup(path, c(2000, 3000), c(2000, 3000), 9L)
+  res <- interrupt_in_c(setup, "a[] <- v", delay = 0.5,
+                        after = "r <- paste(r, length(a[1:2, 1:2]) == 4L)")
+  expect_interrupted(res)
+  expect_true(grepl("TRUE", res$output)) # the session reads the array afterwards
+  expect_lt(res$ran, 5) # it stopped in the chunk, not after it
+  expect_length(partial_files(path), 0L)
+  expect_setequal(list.files(file.path(path, "w"), recursive = TRUE, all.files = TRUE), "zarr.json")
+})
+
+test_that("a write on one thread is interrupted between and within chunks", {
+  skip_interrupts()
+  path <- local_store_path()
+  setup <- gzip_write_setup(path, c(2000, 3000), c(500, 500), 9L, "options(zarr.num_threads = 1)")
+  res <- interrupt_in_c(setup, "a[] <- v", delay = 0.6)
+  expect_interrupted(res)
+  set.seed(1)
+  v <- matrix(round(runif(6e6), 3), 2000, 3000)
+  got <- open_zarr(path)$root[["w"]][] # every chunk decodes: none is torn
+  expect_length(partial_files(path), 0L)
+  kept <- !is.na(got)
+  expect_identical(got[kept], v[kept])
+  expect_lt(sum(kept), length(v)) # it did stop
+})
+
+test_that("integers written to a floating-point array are widened in C, and an interrupt stops that write", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  for (dt in c("float64", "float32", "float16")) {
+    a <- z$add_array("/", dt, define_array(dt, c(2e6)))
+    x <- sample.int(1000L, 2e6, TRUE)
+    x[c(1, 77, 2e6)] <- NA
+    a[] <- x
+    expect_identical(a[], as.double(x))
+    l <- rep(c(TRUE, NA, FALSE), length.out = 2e6)
+    a[] <- l
+    expect_identical(a[], as.double(l))
+    a[2:3] <- c(7L, NA)
+    expect_identical(a[1:4], c(1, 7, NA, 1))
+  }
+  skip_interrupts()
+  setup <- paste(sprintf("z <- create_zarr('%s')", local_store_path()),
+                 "d <- define_array('float64', c(4000, 4000)); d$remove_codec('zstd'); d$add_codec('gzip', list(level = 5))",
+                 "a <- z$add_array('/', 'w', d)",
+                 "v <- matrix(sample.int(1e6, 16e6, TRUE), 4000, 4000)", sep = "; ")
+  res <- interrupt_in_c(setup, "a[] <- v", delay = 0.3)
   expect_interrupted(res)
 })
