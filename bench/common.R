@@ -376,3 +376,29 @@ same_values <- function(got, want) {
   if (!identical(dd(got), dd(want))) return(FALSE)
   identical(as.vector(got), as.vector(want))
 }
+
+# The project's HTTP test server (tools/testserver/server.js) serving `dir`
+# on a free port of 127.0.0.1: list(process, url, control), control("stats")
+# etc. querying it; process is NULL (and `why` says why) when it did not start.
+start_test_server <- function(dir, root = bench_root()) {
+  Sys.setenv(no_proxy = "127.0.0.1,localhost", NO_PROXY = "127.0.0.1,localhost")
+  srv <- processx::process$new("node", c(file.path(root, "tools", "testserver", "server.js"), "--root", dir,
+                                         "--port", "0"), stdin = "|", stdout = "|", stderr = "|", cleanup = TRUE)
+  port <- NA_integer_
+  out <- ""
+  deadline <- Sys.time() + 20
+  while (is.na(port) && srv$is_alive() && Sys.time() < deadline) {
+    srv$poll_io(200)
+    out <- paste0(out, srv$read_output())
+    m <- regmatches(out, regexec("(^|\n)listening ([0-9]+)\n", out))[[1]]
+    if (length(m)) port <- as.integer(m[3])
+  }
+  if (is.na(port)) return(list(process = NULL, why = paste(out, srv$read_all_error())))
+  url <- sprintf("http://127.0.0.1:%d", port)
+  control <- function(what) {
+    con <- url(paste0(url, "/_", what), open = "rb")
+    on.exit(close(con))
+    jsonlite::fromJSON(paste(readLines(con, warn = FALSE), collapse = ""), simplifyVector = FALSE)
+  }
+  list(process = srv, url = url, control = control)
+}

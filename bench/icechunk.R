@@ -70,25 +70,11 @@ say("plain store and repository (%d native chunk objects) written in %.1f s",
     imported$native_chunk_objects, proc.time()[["elapsed"]] - t0)
 
 # ---------------------------------------------------------------- the server
-Sys.setenv(no_proxy = "127.0.0.1,localhost", NO_PROXY = "127.0.0.1,localhost")
-srv <- processx::process$new("node", c(file.path(root, "tools", "testserver", "server.js"), "--root", workdir,
-                                       "--port", "0"), stdin = "|", stdout = "|", stderr = "|", cleanup = TRUE)
-port <- NA_integer_
-out <- ""
-deadline <- Sys.time() + 20
-while (is.na(port) && srv$is_alive() && Sys.time() < deadline) {
-  srv$poll_io(200)
-  out <- paste0(out, srv$read_output())
-  m <- regmatches(out, regexec("(^|\n)listening ([0-9]+)\n", out))[[1]]
-  if (length(m)) port <- as.integer(m[3])
-}
-if (is.na(port)) stop("the test server did not start: ", out, srv$read_all_error())
-base_url <- sprintf("http://127.0.0.1:%d", port)
-control <- function(what) {
-  con <- url(paste0(base_url, "/_", what), open = "rb")
-  on.exit(close(con))
-  jsonlite::fromJSON(paste(readLines(con, warn = FALSE), collapse = ""), simplifyVector = FALSE)
-}
+server <- start_test_server(workdir, root)
+if (is.null(server$process)) stop("the test server did not start: ", server$why)
+srv <- server$process
+base_url <- server$url
+control <- server$control
 where <- function(name, latency) {
   if (is.na(latency)) file.path(workdir, name)
   else paste0(base_url, if (latency > 0) sprintf("/latency=%d", latency), "/", name)

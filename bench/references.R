@@ -88,20 +88,10 @@ readers$`zarr (references, local)` <- list(
 
 srv <- NULL
 if (nzchar(Sys.which("node")) && requireNamespace("processx", quietly = TRUE)) {
-  Sys.setenv(no_proxy = "127.0.0.1,localhost", NO_PROXY = "127.0.0.1,localhost")
-  srv <- processx::process$new("node", c(file.path(root, "tools", "testserver", "server.js"), "--root", workdir,
-                                         "--port", "0"), stdin = "|", stdout = "|", stderr = "|", cleanup = TRUE)
-  out <- ""
-  port <- NA
-  deadline <- Sys.time() + 20
-  while (is.na(port) && srv$is_alive() && Sys.time() < deadline) {
-    srv$poll_io(200)
-    out <- paste0(out, srv$read_output())
-    m <- regmatches(out, regexec("(^|\n)listening ([0-9]+)\n", out))[[1]]
-    if (length(m)) port <- as.integer(m[3])
-  }
-  if (!is.na(port)) {
-    url <- sprintf("http://127.0.0.1:%d/refs_bench.json", port)
+  server <- start_test_server(workdir, root)
+  srv <- server$process
+  if (!is.null(srv)) {
+    url <- paste0(server$url, "/refs_bench.json")
     readers$`zarr (references, HTTP)` <- list(
       all = function() open_zarr(url)[["/t2m"]][],
       one = function() open_zarr(url)[["/t2m"]][2, , , drop = FALSE], ours = TRUE)

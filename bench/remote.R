@@ -51,29 +51,14 @@ load_start <- loadavg()
 say("work dir %s; %d timed repetitions after a warm-up, medians; load average %s", workdir, reps, load_start)
 
 # ---------------------------------------------------------------- the server
-server_js <- file.path(root, "tools", "testserver", "server.js")
 if (!nzchar(Sys.which("node"))) stop("node not found: the remote benchmarks need it (tools/setup.sh installs it)")
 if (!requireNamespace("processx", quietly = TRUE)) stop("the processx package is needed (tools/setup.sh installs it)")
-Sys.setenv(no_proxy = "127.0.0.1,localhost", NO_PROXY = "127.0.0.1,localhost")
-srv <- processx::process$new("node", c(server_js, "--root", workdir, "--port", "0"),
-                             stdin = "|", stdout = "|", stderr = "|", cleanup = TRUE)
-port <- NA_integer_
-out <- ""
-deadline <- Sys.time() + 20
-while (is.na(port) && srv$is_alive() && Sys.time() < deadline) {
-  srv$poll_io(200)
-  out <- paste0(out, srv$read_output())
-  m <- regmatches(out, regexec("(^|\n)listening ([0-9]+)\n", out))[[1]]
-  if (length(m)) port <- as.integer(m[3])
-}
-if (is.na(port)) stop("the test server did not start: ", out, srv$read_all_error())
-base_url <- sprintf("http://127.0.0.1:%d", port)
+server <- start_test_server(workdir, root)
+if (is.null(server$process)) stop("the test server did not start: ", server$why)
+srv <- server$process
+base_url <- server$url
 say("test server %s (node %s), root = work dir", base_url, system2("node", "--version", stdout = TRUE))
-control <- function(what) {
-  con <- url(paste0(base_url, "/_", what), open = "rb")
-  on.exit(close(con))
-  jsonlite::fromJSON(paste(readLines(con, warn = FALSE), collapse = ""), simplifyVector = FALSE)
-}
+control <- server$control
 url_of <- function(store, latency = 0) {
   paste0(base_url, if (latency > 0) sprintf("/latency=%d", latency), "/", store)
 }
