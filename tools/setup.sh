@@ -216,75 +216,40 @@ install.packages(need, lib = lib, quiet = TRUE)
 quit(status = if (all(vapply(need, function(p) requireNamespace(p, quietly = TRUE), logical(1)))) 0 else 1)
 RSCRIPT
 
-# ---- zarrita.js for the interop tests
-interop="$repo/tools/interop"
+# ---- node tools, each in its own tools/<dir> with its package.json: npm
+# install when node_modules is missing, older than package(-lock).json, or
+# the probe (a command run in that folder) fails; a failure only makes the
+# tests that need the tool skip.
+npm_tool() { # dir label skips probe...
+  local dir="$repo/tools/$1" label=$2 skips=$3
+  shift 3
+  local stamp="$dir/node_modules/.package-lock.json"
+  if [ -f "$stamp" ] && [ ! "$dir/package.json" -nt "$stamp" ] &&
+     { [ ! -f "$dir/package-lock.json" ] || [ ! "$dir/package-lock.json" -nt "$stamp" ]; } &&
+     (cd "$dir" && "$@") >/dev/null 2>&1; then
+    say "$label: up to date in tools/${dir##*/}/node_modules"
+  else
+    say "npm install in tools/${dir##*/} (node $(node --version), npm $(npm --version 2>/dev/null))"
+    if npm install --no-audit --no-fund --prefix "$dir" </dev/null; then
+      say "$label: installed"
+    else
+      warn "npm install failed in tools/${dir##*/}: $skips will skip"
+    fi
+  fi
+}
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  warn "node or npm not found: zarrita.js not installed, interop tests will skip"
+  warn "node or npm not found: zarrita.js, s3rver, Azurite and Icechunk not installed, their tests will skip"
 else
-  stamp="$interop/node_modules/.package-lock.json"
-  if [ -f "$stamp" ] && [ ! "$interop/package.json" -nt "$stamp" ] &&
-     { [ ! -f "$interop/package-lock.json" ] || [ ! "$interop/package-lock.json" -nt "$stamp" ]; } &&
-     (cd "$interop" && node --input-type=module -e 'import "zarrita"; import "@zarrita/storage";') >/dev/null 2>&1; then
-    say "zarrita.js: up to date in tools/interop/node_modules (node $(node --version))"
-  else
-    say "npm install in tools/interop (node $(node --version), npm $(npm --version 2>/dev/null))"
-    if npm install --no-audit --no-fund --prefix "$interop" </dev/null; then
-      say "zarrita.js: installed"
-    else
-      warn "npm install failed: interop tests will skip"
-    fi
-  fi
-fi
-
-# ---- s3rver for the S3 tests (behind tools/s3server/proxy.js, which checks signatures)
-s3dir="$repo/tools/s3server"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  if (cd "$s3dir" && node -e 'require("s3rver")') >/dev/null 2>&1 &&
-     [ ! "$s3dir/package.json" -nt "$s3dir/node_modules/.package-lock.json" ]; then
-    say "s3rver: up to date in tools/s3server/node_modules"
-  else
-    say "npm install in tools/s3server"
-    if npm install --no-audit --no-fund --prefix "$s3dir" </dev/null; then
-      say "s3rver: installed"
-    else
-      warn "npm install failed in tools/s3server: S3 tests will skip"
-    fi
-  fi
-fi
-
-# ---- Azurite (Azure Storage emulator, checks Shared Key and SAS) for the Azure tests
-azdir="$repo/tools/azurite"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  if [ -f "$azdir/node_modules/azurite/dist/src/blob/main.js" ] &&
-     [ ! "$azdir/package.json" -nt "$azdir/node_modules/.package-lock.json" ]; then
-    say "azurite: up to date in tools/azurite/node_modules"
-  else
-    say "npm install in tools/azurite"
-    if npm install --no-audit --no-fund --prefix "$azdir" </dev/null; then
-      say "azurite: installed"
-    else
-      warn "npm install failed in tools/azurite: Azure tests will skip"
-    fi
-  fi
-fi
-
-# ---- the official Icechunk implementation (native module) with zarrita: the
-# oracle of the Icechunk tests and bench (tools/icechunk/run.sh builds the
-# glibc shim it needs on Debian 12 when it runs)
-icdir="$repo/tools/icechunk"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
-  if [ -f "$icdir/node_modules/@earthmover/icechunk/index.js" ] &&
-     [ ! "$icdir/package.json" -nt "$icdir/node_modules/.package-lock.json" ] &&
-     [ ! "$icdir/package-lock.json" -nt "$icdir/node_modules/.package-lock.json" ]; then
-    say "icechunk: up to date in tools/icechunk/node_modules"
-  else
-    say "npm install in tools/icechunk"
-    if npm install --no-audit --no-fund --prefix "$icdir" </dev/null; then
-      say "icechunk: installed"
-    else
-      warn "npm install failed in tools/icechunk: Icechunk tests will skip"
-    fi
-  fi
+  # zarrita.js for the interop tests
+  npm_tool interop zarrita.js "interop tests" node --input-type=module -e 'import "zarrita"; import "@zarrita/storage";'
+  # s3rver for the S3 tests (behind tools/s3server/proxy.js, which checks signatures)
+  npm_tool s3server s3rver "S3 tests" node -e 'require("s3rver")'
+  # Azurite (Azure Storage emulator, checks Shared Key and SAS) for the Azure tests
+  npm_tool azurite azurite "Azure tests" test -f node_modules/azurite/dist/src/blob/main.js
+  # the official Icechunk implementation (native module) with zarrita: the
+  # oracle of the Icechunk tests and bench (tools/icechunk/run.sh builds the
+  # glibc shim it needs on Debian 12 when it runs)
+  npm_tool icechunk icechunk "Icechunk tests" test -f node_modules/@earthmover/icechunk/index.js
 fi
 
 say "done"
