@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
-#include "zarr.h"
+#include "zarr_core.h" /* no R: the fuzz targets link it too */
 
 /* Each thread starts on its own contiguous share of the tasks: tasks next to
  * each other usually write next to each other in the result (chunks along

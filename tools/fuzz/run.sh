@@ -39,7 +39,7 @@ codecs=()
 for f in "$src"/codec_*.c; do
   case $(basename "$f") in codec_r.c) ;; *) codecs+=("$(basename "$f")") ;; esac
 done
-core=(zbuf.c "${codecs[@]}" strings.c slab.c keys.c dtype.c refplan.c redact.c zv_layout.c)
+core=(zbuf.c "${codecs[@]}" strings.c slab.c keys.c dtype.c refplan.c redact.c zv_layout.c threads.c)
 
 build_one() {
   local t=$1 extra=()
