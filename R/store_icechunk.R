@@ -89,7 +89,7 @@ zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
       private$.snap <- id
       if (!is.null(snapshot) && !ic_has_snapshot(private$.storage, private$.info, id))
         zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", snapshot))
-      snap <- ic_read_object(private$.storage, paste0("snapshots/", id), ffi_icechunk_snapshot, "snapshot")
+      snap <- ic_read_object(private$.storage, paste0("snapshots/", id), "snapshot")
       private$.nodes <- snap$nodes
       private$.prefixes <- ic_node_prefix(snap$nodes$path)
       private$.parts <- list(ic_node_entries(snap$nodes))
@@ -303,10 +303,13 @@ ic_get <- function(storage, key) {
   tryCatch(storage$get(key), zarr_error_not_found = function(e) NULL)
 }
 
-ic_read_object <- function(storage, key, parser, what) {
+ic_read_object <- function(storage, key, what = c("snapshot", "manifest")) {
+  what <- match.arg(what)
   raw <- ic_get(storage, key)
   if (is.null(raw)) zarr_abort("icechunk", sprintf("the %s object is missing from the repository", what), key = key)
-  .Call(parser, raw, key)
+  switch(what,
+         snapshot = .Call(ffi_icechunk_snapshot, raw, key),
+         manifest = .Call(ffi_icechunk_manifest, raw, key))
 }
 
 # What the repository says of itself: list(spec_version, branches, tags,
@@ -385,7 +388,7 @@ ic_history <- function(storage, info, id) {
     msg <- character()
     while (!is.na(id)) {
       if (id %in% ids) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = paste0("snapshots/", id))
-      sn <- ic_read_object(storage, paste0("snapshots/", id), ffi_icechunk_snapshot, "snapshot")
+      sn <- ic_read_object(storage, paste0("snapshots/", id), "snapshot")
       ids <- c(ids, sn$id)
       time <- c(time, sn$time)
       msg <- c(msg, sn$message)
@@ -424,7 +427,7 @@ ic_array_entries <- function(storage, nodes, i, cache) {
   for (j in seq_along(m$id)) {
     mid <- m$id[j]
     if (is.null(cache[[mid]]))
-      cache[[mid]] <- tryCatch(ic_read_object(storage, paste0("manifests/", mid), ffi_icechunk_manifest, "manifest"),
+      cache[[mid]] <- tryCatch(ic_read_object(storage, paste0("manifests/", mid), "manifest"),
                                zarr_error_icechunk = function(e) e)
     if (inherits(cache[[mid]], "error"))
       return(list(parts = parts, bad_prefix = paste0(prefix, if (!v2) "c"), bad_msg = conditionMessage(cache[[mid]])))
