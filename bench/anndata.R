@@ -30,7 +30,6 @@ source(file.path(here, "common.R"))
 root <- bench_root()
 our_lib <- bench_our_lib(root)
 our_path <- load_our_zarr(our_lib)
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 reps <- max(1L, as.integer(Sys.getenv("ZARR_BENCH_REPS", "3")))
 n_obs <- max(1000L, as.integer(Sys.getenv("ZARR_BENCH_NOBS", "100000")))
 

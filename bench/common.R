@@ -402,3 +402,10 @@ start_test_server <- function(dir, root = bench_root()) {
   }
   list(process = srv, url = url, control = control)
 }
+
+# One line of output, formatted as sprintf() does.
+say <- function(...) cat(sprintf(...), "\n", sep = "")
+
+# The load averages of the machine (1, 5 and 15 minutes), NA where unknown.
+loadavg <- function() tryCatch(paste(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3], collapse = " "),
+                               error = function(e) NA_character_)

@@ -20,7 +20,6 @@ source(file.path(here, "common.R"))
 root <- bench_root()
 our_path <- load_our_zarr(bench_our_lib(root))
 reps <- max(1L, as.integer(Sys.getenv("ZARR_BENCH_REPS", "5")))
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 skip_bench <- function(why) {
   say("bench/icechunk.R: skipped: %s", why)
   quit(save = "no", status = 0)
@@ -41,8 +40,6 @@ workdir <- file.path(workdir, "icechunk")
 unlink(workdir, recursive = TRUE)
 dir.create(workdir, recursive = TRUE, showWarnings = FALSE)
 workdir <- normalizePath(workdir)
-loadavg <- function() tryCatch(paste(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3], collapse = " "),
-                               error = function(e) NA_character_)
 say("zarr %s from %s; %d cores; load average %s; %d timed repetitions after a warm-up, medians",
     utils::packageVersion("zarr"), our_path, parallel::detectCores(), loadavg(), reps)
 

@@ -26,7 +26,6 @@ our_path <- load_our_zarr(bench_our_lib(root))
 reps <- max(3L, as.integer(Sys.getenv("ZARR_BENCH_REPS", "7")))
 min_time <- 0.2
 only <- Sys.getenv("ZARR_BENCH_ONLY", "")
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 
 py <- Sys.getenv("ZARR_BENCH_PYTHON", "")
 if (!nzchar(py)) {

@@ -26,9 +26,6 @@ here <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value =
 if (is.na(here)) here <- "bench"
 source(file.path(here, "common.R"))
 root <- bench_root()
-say <- function(...) cat(sprintf(...), "\n", sep = "")
-loadavg <- function() tryCatch(paste(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3], collapse = " "),
-                               error = function(e) NA_character_)
 
 # ---------------------------------------------------------------- zarr-python
 find_python <- function() {

@@ -29,7 +29,6 @@ reps <- max(1L, as.integer(Sys.getenv("ZARR_BENCH_REPS", "5")))
 do_cran <- !is_false(Sys.getenv("ZARR_BENCH_CRAN", "true"))
 cran_timeout <- as.numeric(Sys.getenv("ZARR_BENCH_CRAN_TIMEOUT", "900"))
 rscript <- file.path(R.home("bin"), "Rscript")
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 
 workdir <- Sys.getenv("ZARR_BENCH_DIR", "")
 own_workdir <- !nzchar(workdir)
@@ -45,8 +44,6 @@ say("zarr %s from %s", utils::packageVersion("zarr"), our_path)
 say("%s; %d cores; options: zarr.http_concurrency = %s, zarr.range_gap = %s, zarr.range_max = %s",
     R.version.string, parallel::detectCores(), format(getOption("zarr.http_concurrency", "(unset)")),
     format(getOption("zarr.range_gap", "(unset)")), format(getOption("zarr.range_max", "(unset)")))
-loadavg <- function() tryCatch(paste(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3], collapse = " "),
-                               error = function(e) NA_character_)
 load_start <- loadavg()
 say("work dir %s; %d timed repetitions after a warm-up, medians; load average %s", workdir, reps, load_start)
 

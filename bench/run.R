@@ -51,12 +51,9 @@ n_cores <- parallel::detectCores()
 def_threads <- tryCatch(zarr:::zarr_num_threads(), error = function(e) NA)
 cpu_model <- tryCatch(sub(".*: ", "", grep("^model name", readLines("/proc/cpuinfo"), value = TRUE)[1]),
                       error = function(e) NA)
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 say("zarr %s from %s", utils::packageVersion("zarr"), our_path)
 say("%s; %s; %d cores (%s); default zarr.num_threads = %s",
     R.version.string, sh1("uname", c("-sr")), n_cores, cpu_model, def_threads)
-loadavg <- function() tryCatch(paste(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3], collapse = " "),
-                               error = function(e) NA_character_)
 load_start <- loadavg()
 say("work dir %s (%s); %d timed repetitions after a warm-up (%d for operations under %.1f s); medians",
     workdir, fs_type, reps, reps_fast, fast_rep)

@@ -16,7 +16,6 @@ source(file.path(here, "common.R"))
 root <- bench_root()
 our_path <- load_our_zarr(bench_our_lib(root))
 reps <- max(1L, as.integer(Sys.getenv("ZARR_BENCH_REPS", "3")))
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 
 proxy <- file.path(root, "tools", "s3server", "proxy.js")
 if (!nzchar(Sys.which("node")) || !dir.exists(file.path(root, "tools", "s3server", "node_modules", "s3rver")))

@@ -53,7 +53,6 @@ if (length(args) && args[1] == "--share") {
   quit(save = "no")
 }
 
-say <- function(...) cat(sprintf(...), "\n", sep = "")
 is_true <- function(x) tolower(x) %in% c("true", "1", "yes")
 scale <- as.numeric(Sys.getenv("ZARR_BENCH_SCALE", "1"))
 n12 <- max(256L, as.integer(round(1024 * scale / 256)) * 256L)
@@ -70,7 +69,6 @@ results_dir <- file.path(root, "bench", "results")
 dir.create(results_dir, recursive = TRUE, showWarnings = FALSE)
 rscript <- file.path(R.home("bin"), "Rscript")
 peers_py <- file.path(root, "bench", "zb_peers.py")
-loadavg <- function() paste(strsplit(readLines("/proc/loadavg"), " ")[[1]][1:3], collapse = " ")
 nbytes <- prod(shape) * 2
 say("zarr %s from %s; %s; %d cores; zarr.num_threads = %d", utils::packageVersion("zarr"), our_path,
     R.version.string, parallel::detectCores(), zarr:::zarr_num_threads())
