@@ -30,6 +30,7 @@ int fb_root(const fb_buf *b, fb_table *t, zerr *e) {
 
 /* Where field `id` of `size` inline bytes is: 1 (at *at), 0 absent, -1 bad. */
 static int field(const fb_table *t, int id, size_t size, uint64_t *at, zerr *e) {
+  *at = 0; /* set on every path: callers read it only when 1 is returned */
   if (id < 0 || id >= t->nfields) return 0;
   uint16_t off = fb_rd16(t->b->p + t->vt + 4 + 2 * (size_t)id);
   if (off == 0) return 0;
