@@ -79,6 +79,13 @@
 #'   naming the URL instead of filling the memory. Byte-range requests
 #'   accept at most the bytes asked for. Bodies are taken as the server
 #'   stores them: a `Content-Encoding` such as gzip is never inflated.
+#' * `zarr.max_decoded_bytes`: The most memory (default 1 GiB, at least
+#'   1 MiB) that the parse of one piece of store content may produce: an
+#'   Icechunk snapshot or manifest, a Zarr Vectors fragment index or link
+#'   record, Kerchunk references, a zip central directory, consolidated
+#'   metadata. Such content comes from whoever wrote the store; a small
+#'   object that would expand beyond this budget fails with a classed
+#'   error before the memory is taken.
 #' * `zarr.reference_local_targets`: Whether references read from a
 #'   remote location (a Kerchunk file or Parquet folder on a web server, an
 #'   Icechunk repository on a server or in a bucket) may name local files as
@@ -156,6 +163,10 @@ engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
        scratch_bytes = zarr_num_option("zarr.scratch_bytes", 256 * 2^20, 0))
 }
 
+# The parse budget for store content (zarr.max_decoded_bytes), as the C
+# parsers take it.
+max_decoded_bytes <- function() zarr_num_option("zarr.max_decoded_bytes", 2^30, 2^20)
+
 # A numeric option: its default when unset, an error when not a number >= min.
 zarr_num_option <- function(name, default, min = 0) {
   v <- getOption(name, default)
@@ -231,6 +242,7 @@ zarr_option_table <- function() list(
   http_connect_timeout = list(10, function(v) is_count(v, 0)),
   http_low_speed_time  = list(30, function(v) is_count(v, 0)),
   max_body_bytes       = list(2^31, function(v) is_count(v, 1)),
+  max_decoded_bytes    = list(2^30, function(v) is_count(v, 2^20)),
   reference_local_targets = list(FALSE, is_flag),
   s3_multipart_size    = list(64 * 2^20, function(v) is_count(v, 5 * 2^20)),
   azure_block_size     = list(64 * 2^20, function(v) is_count(v, 2^20)),
