@@ -1336,6 +1336,7 @@ static void cache_setup(engine *g, SEXP spec, SEXP opts) {
   if (!any && zcache_count() == 0) return;
   g->cache_ident = store_ident(g->st);
   g->cache_meta = spec_hash(0xcbf29ce484222325ULL, spec);
+  g->cache_meta = zcache_hash(g->cache_meta, &g->st->cache_salt, sizeof g->st->cache_salt);
   g->cache_owner = zcache_hash(g->cache_meta, g->cache_ident, strlen(g->cache_ident));
   g->cache_owner_cap = ocap >= (double)SIZE_MAX ? SIZE_MAX : (size_t)ocap;
   g->cache_whole = g->arr->chain.ab != AB_SHARDING;

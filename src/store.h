@@ -78,7 +78,10 @@ struct zstore {
   int64_t cache_hits, cache_misses; /* chunks of this store found (not) in the cache */
   char *ident;      /* its name in the decoded-chunk cache (store_ident()); a
                      * constructor may set it (what the store reaches: a
-                     * folder, a URL and credentials) */
+                     * folder, a URL) */
+  uint64_t cache_salt; /* what else decides the bytes a key gets (credentials, a
+                        * URL's query): entries are shared only by stores with
+                        * one salt, and dropped by a write through any */
 };
 
 /* What the engine asks for: request i of a batch. `keybuf` (cap bytes) may

@@ -1334,13 +1334,14 @@ static void opts_from_r(SEXP opts, zhttp_opts *o) {
   o->user_agent = list_str(opts, "user_agent", "");
 }
 
-/* The store's name in the decoded-chunk cache: kind, a digest of what
- * decides which bytes a request gets besides the URL (the user-info of the
- * URL, the query, every credential), and the URL without user-info, ending
- * in "/", so that entries are named by URL (whichever folder the store
- * was opened at) and shared only by stores that send the same credentials.
- * Set once the store is made (the S3 and Azure constructors add their
- * credentials after http_store_new()); raises when out of memory. */
+/* The store's name in the decoded-chunk cache: its URL without user-info,
+ * ending in "/", so that entries are named by URL whichever folder the
+ * store was opened at, and a write through any store of the URL (plain
+ * HTTP, S3, Azure) drops them; and its salt, a digest of what else decides
+ * the bytes a request gets (the URL's user-info and query, every
+ * credential), so that entries are shared only by stores that send the
+ * same. Set once the store is made (S3 and Azure add their credentials
+ * after http_store_new()); raises when out of memory. */
 static void http_set_ident(zstore *s) {
   hstore *hs = s->impl;
   const char *b = hs->base, *auth = strstr(b, "://");
@@ -1352,21 +1353,19 @@ static void http_set_ident(zstore *s) {
   unsigned int mdn = 0;
   EVP_MD_CTX *c = EVP_MD_CTX_new();
   int ok = c != NULL && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1;
-  const char *parts[] = {s->ops->kind, hs->query, hs->userpwd, hs->token_hdr, hs->sigv4,
-                         hs->az_account, hs->az_sas};
+  const char *parts[] = {hs->query, hs->userpwd, hs->token_hdr, hs->sigv4, hs->az_account, hs->az_sas};
   if (ok && at) ok = EVP_DigestUpdate(c, auth, (size_t)(at - auth)) == 1;
   for (size_t i = 0; ok && i < sizeof parts / sizeof *parts; i++)
     ok = EVP_DigestUpdate(c, parts[i] ? parts[i] : "", parts[i] ? strlen(parts[i]) + 1 : 0) == 1 &&
          EVP_DigestUpdate(c, parts[i] ? "\1" : "\2", 1) == 1;
   if (ok && hs->az_key_n > 0) ok = EVP_DigestUpdate(c, hs->az_key, (size_t)hs->az_key_n) == 1;
-  if (ok) ok = EVP_DigestFinal_ex(c, md, &mdn) == 1 && mdn >= 16;
+  if (ok) ok = EVP_DigestFinal_ex(c, md, &mdn) == 1 && mdn >= 8;
   EVP_MD_CTX_free(c);
-  size_t n = strlen(s->ops->kind) + 34 + (size_t)(auth - b) + strlen(host) + 2;
+  size_t n = (size_t)(auth - b) + strlen(host) + 6;
   char *id = ok ? malloc(n) : NULL;
   if (id != NULL) {
-    int k = snprintf(id, n, "%s:", s->ops->kind);
-    for (int i = 0; i < 16; i++) k += snprintf(id + k, n - (size_t)k, "%02x", md[i]);
-    snprintf(id + k, n - (size_t)k, ":%.*s%s/", (int)(auth - b), b, host);
+    snprintf(id, n, "url:%.*s%s/", (int)(auth - b), b, host);
+    memcpy(&s->cache_salt, md, sizeof s->cache_salt);
   }
   OPENSSL_cleanse(md, sizeof md);
   free(s->ident);

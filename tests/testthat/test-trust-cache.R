@@ -223,3 +223,31 @@ test_that("a cached partial read with the stat is still much faster than an unca
   uncached <- time_of(10)
   expect_lt(cached, uncached / 3)
 })
+
+test_that("S3 stores with other credentials do not share cached chunks, and a write through either drops them", {
+  s3 <- s3_server()
+  local_s3_fast()
+  withr::local_options(zarr.chunk_cache_bytes = 2^24)
+  zarr_clear_cache()
+  up <- s3$store("public", "trust-cache.zarr")
+  up$create_group("/", "")
+  d <- define_array("float64", c(6, 5))
+  d$chunk_shape <- c(6, 5)
+  d$fill_value <- -7
+  x <- matrix(as.double(1:30), 6, 5)
+  signed <- zarr$new(up)[["/"]]
+  signed$add_array("x", d)$write(x)
+  anon <- zarr$new(zarr_s3store$new("public", "trust-cache.zarr", endpoint = s3$endpoint, anonymous = TRUE))
+  chunk_gets <- function() sum(grepl("trust-cache.zarr/x/c/0/0$", s3$stats()$log$path))
+  expect_identical(signed[["x"]][1:2, 1], c(1, 2)) # kept
+  s3$reset()
+  expect_identical(signed[["x"]][1:2, 2], c(7, 8))
+  expect_identical(chunk_gets(), 0L)
+  expect_identical(anon[["/x"]][1:2, 1], c(1, 2)) # its own request
+  expect_identical(chunk_gets(), 1L)
+  expect_identical(anon[["/x"]][1:3, 1], c(1, 2, 3))
+  expect_identical(chunk_gets(), 1L)
+  # erased through the signed store: the anonymous one reads the fill value
+  up$erase("x/c/0/0")
+  expect_identical(anon[["/x"]]$read(fill_as_na = FALSE)[1:2, 1], c(-7, -7))
+})
