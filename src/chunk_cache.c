@@ -76,13 +76,7 @@ static int path_is(const zcache_group *g, const char *ident, const char *key) {
   return strncmp(g->path, ident, li) == 0 && strcmp(g->path + li, key) == 0;
 }
 
-int zstamp_same(const zstamp *a, const zstamp *b) {
-  if (!a->valid || !b->valid) return !a->valid && !b->valid;
-  if (a->unknown || b->unknown) return 0;
-  if (a->missing || b->missing) return a->missing && b->missing;
-  return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_s == b->mtime_s &&
-         a->mtime_ns == b->mtime_ns && a->ctime_s == b->ctime_s && a->ctime_ns == b->ctime_ns;
-}
+
 
 /* Grow a table of chains to twice its buckets (entries and groups keep
  * their hashes). Failing to grow only makes chains longer. */

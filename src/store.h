@@ -67,6 +67,9 @@ typedef struct {
   void (*stamp)(zstore *s, const char *key, zstamp *out);
 } zstore_ops;
 
+/* stat() of a file as a stamp (store_local.c) */
+void file_stamp(const char *path, zstamp *out);
+
 #define ZSTAT_ETAG_MAX 160
 
 struct zstore {

@@ -206,16 +206,10 @@ static int local_stat(zstore *s, const char *key, double *mtime, char *etag, int
  * makes another), its size, and its modification and change times to the
  * nanosecond where the system keeps them. Anything but a regular file is a
  * missing value, as for local_get(). */
-static void local_stamp(zstore *s, const char *key, zstamp *out) {
-  char path[8192];
-  zerr e = {ZE_OK, ""};
+void file_stamp(const char *path, zstamp *out) {
   struct stat st;
   memset(out, 0, sizeof *out);
   out->valid = 1;
-  if (local_path(s, key, path, sizeof path, &e)) {
-    out->unknown = 1;
-    return;
-  }
   if (stat(path, &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) out->missing = 1;
     else out->unknown = 1;
@@ -237,6 +231,17 @@ static void local_stamp(zstore *s, const char *key, zstamp *out) {
   out->mtime_ns = (int64_t)st.st_mtim.tv_nsec;
   out->ctime_ns = (int64_t)st.st_ctim.tv_nsec;
 #endif
+}
+
+static void local_stamp(zstore *s, const char *key, zstamp *out) {
+  char path[8192];
+  zerr e = {ZE_OK, ""};
+  if (local_path(s, key, path, sizeof path, &e)) {
+    memset(out, 0, sizeof *out);
+    out->valid = out->unknown = 1;
+    return;
+  }
+  file_stamp(path, out);
 }
 
 static const zstore_ops local_ops = {

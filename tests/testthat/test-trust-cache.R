@@ -251,3 +251,31 @@ test_that("S3 stores with other credentials do not share cached chunks, and a wr
   up$erase("x/c/0/0")
   expect_identical(anon[["/x"]]$read(fill_as_na = FALSE)[1:2, 1], c(-7, -7))
 })
+
+test_that("a read-only zip store reads a zip file written again since it was opened anew", {
+  withr::local_options(zarr.chunk_cache_bytes = 2^24)
+  zarr_clear_cache()
+  p <- tempfile(fileext = ".zip")
+  withr::defer(unlink(p))
+  write_zip <- function(x) {
+    st <- zarr_zipstore$new(p, read_only = FALSE)
+    if (is.null(st$get_metadata(""))) st$create_group("/", "")
+    z <- zarr$new(st)
+    if (is.null(z[["/a"]])) {
+      d <- define_array("float64", dim(x))
+      d$chunk_shape <- c(5, 5)
+      z$add_array("/", "a", d)
+    }
+    z[["/a"]]$write(x)
+    st$close()
+  }
+  x <- matrix(as.numeric(1:100), 10, 10)
+  write_zip(x)
+  ro <- open_zarr(p)
+  expect_identical(ro[["/a"]][1:2, 1:2], x[1:2, 1:2]) # cached
+  expect_identical(ro$store$get("a/zarr.json"), open_zarr(p)$store$get("a/zarr.json"))
+  write_zip(-x) # the file renamed over: other offsets
+  expect_identical(ro[["/a"]][1:2, 1:2], -x[1:2, 1:2])
+  expect_identical(ro[["/a"]][6:10, 6:10], -x[6:10, 6:10])
+  expect_identical(ro$store$get("a/c/0/0"), open_zarr(p)$store$get("a/c/0/0"))
+})
