@@ -218,8 +218,8 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
 
     #' @description How the C engine reaches this store: a read-only store's
     #'   engine reads the members from the zip file itself, through the index
-    #'   made when the store was opened; a writable one works in its staging
-    #'   folder.
+    #'   made when the store was opened (made again when the file was written
+    #'   since); a writable one works in its staging folder.
     #' @return A list.
     io_spec = function() {
       if (!is.null(private$.stage)) return(private$.stage$io_spec())
