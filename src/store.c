@@ -70,8 +70,9 @@ zstore *store_alloc(const zstore_ops *ops, void *impl, const char *where) {
 }
 
 /* Cache entries are named ident + key. A store that shares what it holds
- * with others of its kind names it in its constructor (local: the folder's
- * real path; remote: the URL and credentials); else the kind and `where`.
+ * with other stores names it in its constructor (local: the folder's real
+ * path; remote: the URL, credentials going in its cache_salt); else the
+ * kind and `where`.
  * Any other store is an identity of its own, ended by a byte no key has, so
  * that no identity is the start of another. */
 const char *store_ident(zstore *s) {
