@@ -202,6 +202,12 @@ test_that("HTTP stores with different query strings do not share cached chunks",
   s3 <- open_zarr(base)
   expect_identical(s3[["/a"]][1:2, 1:2], x[1:2, 1:2])
   expect_identical(chunk_gets(c("", NA)), 1L)
+  # user-info in the URL is a credential too
+  s4 <- open_zarr(sub("://", "://someone:secret@", base, fixed = TRUE))
+  expect_identical(s4[["/a"]][1:2, 1:2], x[1:2, 1:2])
+  expect_identical(chunk_gets(c("", NA)), 2L)
+  expect_identical(open_zarr(base)[["/a"]][2:3, 1:2], x[2:3, 1:2])
+  expect_identical(chunk_gets(c("", NA)), 2L)
 })
 
 test_that("a cached partial read with the stat is still much faster than an uncached one", {
@@ -278,4 +284,25 @@ test_that("a read-only zip store reads a zip file written again since it was ope
   expect_identical(ro[["/a"]][1:2, 1:2], -x[1:2, 1:2])
   expect_identical(ro[["/a"]][6:10, 6:10], -x[6:10, 6:10])
   expect_identical(ro$store$get("a/c/0/0"), open_zarr(p)$store$get("a/c/0/0"))
+})
+
+test_that("each memory store is its own: a node deleted and made again through another view reads anew", {
+  withr::local_options(zarr.chunk_cache_bytes = 2^24)
+  zarr_clear_cache()
+  d <- define_array("float64", c(8, 8))
+  d$chunk_shape <- c(4, 4)
+  d$fill_value <- 0
+  x <- matrix(as.numeric(1:64), 8, 8)
+  z1 <- create_zarr()
+  z2 <- create_zarr() # another memory store: the same keys, other values
+  z1$add_array("/", "a", d)$write(x)
+  z2$add_array("/", "a", d)$write(-x)
+  expect_identical(z1[["/a"]][1:2, 1:2], x[1:2, 1:2])
+  expect_identical(z2[["/a"]][1:2, 1:2], -x[1:2, 1:2])
+  expect_identical(z1[["/a"]][1:2, 2], x[1:2, 2])
+  # deleted through one view of z1's store, made again through another
+  z1$delete_array("/a")
+  z3 <- zarr$new(z1$store)
+  z3$add_array("/", "a", d)
+  expect_identical(z3[["/a"]][1:2, 1:2], matrix(0, 2, 2))
 })
