@@ -2,9 +2,11 @@
 #'
 #' Reads that select part of a chunk keep the decoded chunk in a cache of
 #' `zarr.chunk_cache_bytes` bytes (see [zarr-options]), and writes through
-#' this package drop the chunks they change. A store changed by another
-#' process or other software is not watched: after such a change, drop what
-#' the cache holds of it with this function.
+#' this package drop the chunks they change. A cached chunk of a local store
+#' is checked against its file's size and modification time before use, so
+#' changes made by other processes are seen; chunks of remote stores (HTTP,
+#' S3, GCS, Azure) are not checked with the server: after a change made
+#' elsewhere, drop what the cache holds of them with this function.
 #'
 #' @param x `NULL` (default): every store's chunks. A [zarr_store], or a
 #'   [zarr], [zarr_group] or [zarr_array] of one: that store's chunks.

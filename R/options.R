@@ -110,9 +110,17 @@
 #'   it again; the least recently used chunks make room for new ones. Reads
 #'   that select every element of a chunk use a chunk the cache holds but do
 #'   not keep it, so whole reads never fill the cache. Writes, resizes and
-#'   deletions through this package (and a store's `set()` and `erase()`)
-#'   drop the chunks they change; changes made by other processes or other
-#'   software are not seen: call [zarr_clear_cache()] after them. A
+#'   deletions through this package (and a store's `set()`, `erase()`,
+#'   `erase_prefix()` and `clear()`) drop the chunks they change, through
+#'   whichever store object they are made: a local chunk is cached by its
+#'   file, so stores opened at a folder and at one of its groups (or through
+#'   a symbolic link) share it. Before a cached local chunk is used, its
+#'   file's size and modification time are compared with those it had when
+#'   it was read, so changes made by other processes or other software are
+#'   seen on the next read. Chunks of remote stores (HTTP, S3, GCS, Azure)
+#'   are cached by URL, shared only by stores with the same query string and
+#'   credentials, and are not checked with the server: after a change made
+#'   elsewhere, call [zarr_clear_cache()]. A
 #'   [zarr_array]'s `chunk_cache_bytes` field caps what one array may hold.
 #'   The `cache_hits`, `cache_misses` and `cache_bytes` of a store's
 #'   `io_stats()` show what the cache did. Strings are not cached.

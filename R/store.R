@@ -76,6 +76,7 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @return Self, invisibly.
     clear = function() {
       private$check_writable()
+      cache_forget(self, prefix = "") # a store written in R may not drop what it erases
       for (k in self$list()) self$erase(k)
       invisible(self)
     },

@@ -84,6 +84,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       private$check_writable()
       keep <- c("zarr.json", ".zgroup", ".zattrs", ".zarray")
       entries <- list.files(private$.root, all.files = TRUE, no.. = TRUE)
+      cache_forget(self, prefix = "")
       unlink(file.path(private$.root, setdiff(entries, keep)), recursive = TRUE)
       invisible(TRUE)
     },

@@ -36,6 +36,7 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @return `TRUE`, invisibly.
     clear = function() {
       private$check_writable()
+      cache_forget(self, prefix = "")
       rm(list = ls(private$.data, all.names = TRUE), envir = private$.data)
       invisible(TRUE)
     },

@@ -102,6 +102,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @return `TRUE` or `FALSE`.
     exists = function(key) {
       if (!is.null(private$.stage)) return(private$.stage$exists(key))
+      private$fresh()
       check_key(key)
       key %in% private$.keys || any(startsWith(private$.keys, paste0(key, "/")))
     },
@@ -113,6 +114,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @return A raw vector, or `NULL` when the key does not exist.
     get = function(key, prototype = NULL, byte_range = NULL) {
       if (!is.null(private$.stage)) return(private$.stage$get(key, prototype, byte_range))
+      private$fresh()
       check_key(key)
       name <- paste0(private$.prefix, key)
       if (is.null(byte_range)) return(.Call(ffi_zip_read, private$.index, name, NULL))
@@ -127,6 +129,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @return The size, or `NA` when the key does not exist.
     getsize = function(key) {
       if (!is.null(private$.stage)) return(private$.stage$getsize(key))
+      private$fresh()
       check_key(key)
       s <- private$.sizes[key]
       if (is.na(s)) NA_real_ else unname(s)
@@ -137,6 +140,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @return A character vector.
     list_dir = function(prefix) {
       if (!is.null(private$.stage)) return(private$.stage$list_dir(prefix))
+      private$fresh()
       keys_dir(private$.keys, prefix)
     },
 
@@ -145,6 +149,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     #' @return A character vector of full keys.
     list_prefix = function(prefix) {
       if (!is.null(private$.stage)) return(private$.stage$list_prefix(prefix))
+      private$fresh()
       keys_below(private$.keys, prefix)
     },
 
@@ -213,12 +218,13 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
 
     #' @description How the C engine reaches this store: a read-only store's
     #'   engine reads the members from the zip file itself, through the index
-    #'   made when the store was opened; a writable one works in its staging
-    #'   folder.
+    #'   made when the store was opened (made again when the file was written
+    #'   since); a writable one works in its staging folder.
     #' @return A list.
     io_spec = function() {
       if (!is.null(private$.stage)) return(private$.stage$io_spec())
       if (is.null(private$.index)) zarr_abort("store", sprintf("the changes to '%s' were discarded", private$.path))
+      private$fresh()
       if (is.null(private$.io)) private$.io <- .Call(ffi_store_zip, private$.index, private$.prefix)
       private$.io
     }
@@ -236,9 +242,21 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
   ),
   private = list(
     .path = NULL, .index = NULL, .prefix = "", .keys = character(), .sizes = numeric(),
-    .stage = NULL, .staging = NULL, .level = -1L,
+    .stage = NULL, .staging = NULL, .level = -1L, .seen = NULL,
+    # A read-only store reads the zip file through the index made when it
+    # was opened; written again since (by another store object or program),
+    # the file is indexed again, so that nothing is read at old offsets.
+    fresh = function() {
+      if (is.null(private$.index) || identical(zip_file_seen(private$.path), private$.seen)) return(invisible())
+      if (!file.exists(private$.path)) zarr_abort("not_found", sprintf("'%s' no longer exists", private$.path))
+      private$open_index(private$.path)
+      private$.io <- NULL
+      invisible()
+    },
     open_index = function(p) {
+      seen <- zip_file_seen(p) # before it is read: a change after this is seen
       index <- .Call(ffi_zip_open, p)
+      private$.seen <- seen
       members <- .Call(ffi_zip_list, index)
       prefix <- zip_store_prefix(members$name)
       inside <- startsWith(members$name, prefix)
@@ -279,6 +297,13 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     }
   )
 )
+
+# What a zip file is as far as R can tell cheaply: its size and modification
+# time (to the fraction of a second where the system keeps it).
+zip_file_seen <- function(p) {
+  i <- file.info(p, extra_cols = FALSE)
+  c(i$size, as.numeric(i$mtime), as.numeric(i$ctime))
+}
 
 # The store's root in a zip file: the top, unless there is no root metadata
 # there but exactly one top-level folder has it (zipped from the parent).

@@ -13,7 +13,6 @@
 #include "chunk_cache.h"
 
 #define ZCACHE_OVERHEAD 64
-#define SEP '\x1f' /* between a store's identity and a key */
 
 typedef struct zcache_group zcache_group;
 
@@ -25,6 +24,7 @@ struct zcache_entry {
   uint64_t h, meta, owner;
   int64_t part;
   int refs, linked, missing;
+  zstamp stamp;
   size_t n, cost;
   uint8_t *data;
 };
@@ -33,7 +33,7 @@ struct zcache_group {
   zcache_group *hnext;
   uint64_t h;
   zcache_entry *first;
-  char path[]; /* ident SEP key */
+  char path[]; /* ident key */
 };
 
 typedef struct {
@@ -63,8 +63,6 @@ uint64_t zcache_hash(uint64_t h, const void *p, size_t n) {
 
 static uint64_t path_hash(const char *ident, const char *key) {
   uint64_t h = zcache_hash(0xcbf29ce484222325ULL, ident, strlen(ident));
-  char sep = SEP;
-  h = zcache_hash(h, &sep, 1);
   return zcache_hash(h, key, strlen(key));
 }
 
@@ -75,8 +73,10 @@ static uint64_t entry_hash(uint64_t ph, uint64_t meta, int64_t part) {
 
 static int path_is(const zcache_group *g, const char *ident, const char *key) {
   size_t li = strlen(ident);
-  return strncmp(g->path, ident, li) == 0 && g->path[li] == SEP && strcmp(g->path + li + 1, key) == 0;
+  return strncmp(g->path, ident, li) == 0 && strcmp(g->path + li, key) == 0;
 }
+
+
 
 /* Grow a table of chains to twice its buckets (entries and groups keep
  * their hashes). Failing to grow only makes chains longer. */
@@ -209,10 +209,22 @@ const uint8_t *zcache_data(const zcache_entry *en, size_t *n, int *missing) {
   return en->data;
 }
 
+const zstamp *zcache_stamp(const zcache_entry *en) { return &en->stamp; }
+
 void zcache_release(zcache_entry *en) {
   if (en == NULL) return;
   pthread_mutex_lock(&mu);
   if (--en->refs == 0 && !en->linked) entry_free(en);
+  pthread_mutex_unlock(&mu);
+}
+
+void zcache_discard(zcache_entry *en) {
+  if (en == NULL) return;
+  pthread_mutex_lock(&mu);
+  en->refs++; /* held while it leaves the tables */
+  if (en->linked) unlink_entry(en);
+  en->refs -= 2;
+  if (en->refs == 0) entry_free(en);
   pthread_mutex_unlock(&mu);
 }
 
@@ -232,11 +244,17 @@ static void evict_owner(uint64_t owner, size_t keep) {
 }
 
 void zcache_put(const char *ident, const char *key, uint64_t meta, int64_t part, uint64_t owner,
-                size_t owner_cap, uint8_t *data, size_t n, int missing) {
+                size_t owner_cap, const zstamp *stamp, uint8_t *data, size_t n, int missing) {
   size_t cost = n + ZCACHE_OVERHEAD;
   uint64_t ph = path_hash(ident, key), h = entry_hash(ph, meta, part);
   pthread_mutex_lock(&mu);
-  if (cost > C.cap || cost > owner_cap || find(h, ident, key, meta, part) != NULL) goto refuse;
+  if (stamp != NULL && stamp->valid && stamp->unknown) goto refuse; /* could never be checked */
+  zcache_entry *old = C.cap > 0 ? find(h, ident, key, meta, part) : NULL;
+  if (old != NULL && stamp != NULL && !zstamp_same(&old->stamp, stamp)) {
+    unlink_entry(old); /* made from what the value was before */
+    old = NULL;
+  }
+  if (cost > C.cap || cost > owner_cap || old != NULL) goto refuse;
   evict_owner(owner, owner_cap - cost);
   evict_to(C.cap - cost);
   zcache_entry *en = calloc(1, sizeof *en);
@@ -255,7 +273,7 @@ void zcache_put(const char *ident, const char *key, uint64_t meta, int64_t part,
   while (g != NULL && !(g->h == ph && path_is(g, ident, key))) g = g->hnext;
   if (g == NULL) {
     size_t li = strlen(ident), lk = strlen(key);
-    g = malloc(sizeof *g + li + lk + 2);
+    g = malloc(sizeof *g + li + lk + 1);
     if (g == NULL) {
       free(en);
       goto refuse;
@@ -263,14 +281,14 @@ void zcache_put(const char *ident, const char *key, uint64_t meta, int64_t part,
     g->h = ph;
     g->first = NULL;
     memcpy(g->path, ident, li);
-    g->path[li] = SEP;
-    memcpy(g->path + li + 1, key, lk + 1);
+    memcpy(g->path + li, key, lk + 1);
     g->hnext = C.gtab[ph & (C.gbuckets - 1)];
     C.gtab[ph & (C.gbuckets - 1)] = g;
     C.ngroups++;
   }
   *en = (zcache_entry){.h = h, .meta = meta, .owner = owner, .part = part, .linked = 1,
                        .missing = missing, .n = n, .cost = cost, .data = data, .grp = g};
+  if (stamp != NULL) en->stamp = *stamp;
   en->hnext = C.etab[h & (C.ebuckets - 1)];
   C.etab[h & (C.ebuckets - 1)] = en;
   en->gnext = g->first;
@@ -319,8 +337,8 @@ void zcache_drop_prefix(const char *ident, const char *prefix) {
     zcache_group *g = C.gtab[b];
     while (g != NULL) {
       zcache_group *next = g->hnext; /* g may be freed below */
-      if (ident == NULL || (strncmp(g->path, ident, li) == 0 && g->path[li] == SEP &&
-                            strncmp(g->path + li + 1, prefix, lp) == 0))
+      if (ident == NULL ||
+          (strncmp(g->path, ident, li) == 0 && strncmp(g->path + li, prefix, lp) == 0))
         drop_group(g);
       g = next;
     }

@@ -186,6 +186,8 @@ typedef struct {
   uint64_t cache_meta, cache_owner;
   size_t cache_owner_cap;
   char *fillable;
+  zstamp *stamps;            /* per job: its value's stamp, taken before it is read
+                              * (NULL: the store has none) */
   zcache_entry **hits;       /* a batch's jobs found in the cache */
   /* results */
   tbufs *tb;
@@ -290,9 +292,29 @@ static int fill_unit(engine *g, const zchain *ch, const char *key, int64_t job, 
     free(buf);
     return -1;
   }
-  zcache_put(g->cache_ident, key, g->cache_meta, part, g->cache_owner, g->cache_owner_cap, buf, nb,
-             missing);
+  zcache_put(g->cache_ident, key, g->cache_meta, part, g->cache_owner, g->cache_owner_cap,
+             g->stamps ? &g->stamps[job] : NULL, buf, nb, missing);
   return 0;
+}
+
+/* A cache entry of a job's value, or NULL; an entry made from another
+ * version of the value (changed by another process, or through a store
+ * this process does not know reaches the same file) is discarded.
+ * `refresh`: compare with the value as it is now (and keep that as the
+ * job's stamp: R thread only); else with the job's stamp of this call. */
+static zcache_entry *cache_lookup(engine *g, const char *key, int64_t job, int64_t part,
+                                  int refresh) {
+  zcache_entry *en = zcache_get(g->cache_ident, key, g->cache_meta, part);
+  if (en == NULL || g->stamps == NULL) return en;
+  zstamp now, *st = &g->stamps[job];
+  if (refresh || !st->valid) {
+    g->st->ops->stamp(g->st, key, &now);
+    if (refresh) *st = now;
+    else st = &now;
+  }
+  if (zstamp_same(zcache_stamp(en), st)) return en;
+  zcache_discard(en);
+  return NULL;
 }
 
 /* Does the slab select as many elements as the chunk holds along every
@@ -322,7 +344,7 @@ static int env_cached(const zdec_env *env, const zchain *ch, int64_t id, zslab *
   engine *g = env->engine;
   tbufs *tb = env->thread;
   if (!g->cache || depth != 1 || slab == NULL || tb->key == NULL) return 0;
-  zcache_entry *en = zcache_get(g->cache_ident, tb->key, g->cache_meta, id);
+  zcache_entry *en = cache_lookup(g, tb->key, tb->job, id, 0);
   __atomic_add_fetch(en ? &g->st->cache_hits : &g->st->cache_misses, 1, __ATOMIC_RELAXED);
   if (en == NULL) return 0;
   size_t n;
@@ -581,6 +603,10 @@ static int req_chunk(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, z
   r->key = keybuf;
   r->off = 0;
   r->len = -1;
+  /* before the bytes are read: a change after this makes the stamp differ */
+  int64_t job = batch_job(g, i);
+  if (g->stamps != NULL && (g->fillable[job] || g->part != NULL))
+    g->st->ops->stamp(g->st, keybuf, &g->stamps[job]);
   if (g->part != NULL) return g->part->plan_first(&g->arr->chain, &r->off, &r->len, e);
   return 0;
 }
@@ -605,7 +631,8 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
     if (copy != NULL) memcpy(copy, p, n);
     if (missing || copy != NULL)
       zcache_put(g->cache_ident, key, g->cache_meta, ZCACHE_INDEX, g->cache_owner,
-                 g->cache_owner_cap, copy, missing ? 0 : n, missing);
+                 g->cache_owner_cap, g->stamps ? &g->stamps[job] : NULL, copy, missing ? 0 : n,
+                 missing);
   }
   if (g->part != NULL && !missing) {
     zdec_env env;
@@ -703,8 +730,7 @@ static int64_t serve_cached(engine *g, const int64_t **jobs, int64_t njobs) {
     int64_t job = *jobs ? (*jobs)[i] : i;
     job_coords(g, job, jc);
     zcache_entry *en = job_key(g, jc, key) ? NULL
-                       : zcache_get(g->cache_ident, key, g->cache_meta,
-                                    g->part ? ZCACHE_INDEX : ZCACHE_WHOLE);
+                       : cache_lookup(g, key, job, g->part ? ZCACHE_INDEX : ZCACHE_WHOLE, 1);
     if (en != NULL) {
       g->hits[nhit] = en;
       hit[nhit++] = job;
@@ -1310,9 +1336,14 @@ static void cache_setup(engine *g, SEXP spec, SEXP opts) {
   if (!any && zcache_count() == 0) return;
   g->cache_ident = store_ident(g->st);
   g->cache_meta = spec_hash(0xcbf29ce484222325ULL, spec);
+  g->cache_meta = zcache_hash(g->cache_meta, &g->st->cache_salt, sizeof g->st->cache_salt);
   g->cache_owner = zcache_hash(g->cache_meta, g->cache_ident, strlen(g->cache_ident));
   g->cache_owner_cap = ocap >= (double)SIZE_MAX ? SIZE_MAX : (size_t)ocap;
   g->cache_whole = g->arr->chain.ab != AB_SHARDING;
+  if (g->st->ops->stamp != NULL) {
+    g->stamps = (zstamp *)R_alloc((size_t)g->njobs + 1, sizeof(zstamp));
+    memset(g->stamps, 0, sizeof(zstamp) * ((size_t)g->njobs + 1));
+  }
   g->cache = 1;
 }
 

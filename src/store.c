@@ -69,17 +69,23 @@ zstore *store_alloc(const zstore_ops *ops, void *impl, const char *where) {
   return s;
 }
 
+/* Cache entries are named ident + key. A store that shares what it holds
+ * with other stores names it in its constructor (local: the folder's real
+ * path; remote: the URL, credentials going in its cache_salt); else the
+ * kind and `where`.
+ * Any other store is an identity of its own, ended by a byte no key has, so
+ * that no identity is the start of another. */
 const char *store_ident(zstore *s) {
   if (s->ident == NULL) {
     static uint64_t next = 0; /* R thread only */
     char buf[64];
     const char *w = s->where ? s->where : "";
     if (s->ops->shared_where) {
-      size_t n = strlen(s->ops->kind) + strlen(w) + 2;
+      size_t n = strlen(s->ops->kind) + strlen(w) + 3;
       s->ident = malloc(n);
-      if (s->ident != NULL) snprintf(s->ident, n, "%s:%s", s->ops->kind, w);
+      if (s->ident != NULL) snprintf(s->ident, n, "%s:%s/", s->ops->kind, w);
     } else {
-      snprintf(buf, sizeof buf, "#%llu", (unsigned long long)++next);
+      snprintf(buf, sizeof buf, "#%llu\x1f", (unsigned long long)++next);
       s->ident = strdup(buf);
     }
     if (s->ident == NULL) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory");

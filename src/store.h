@@ -11,6 +11,7 @@
 #define ZARR_STORE_H
 
 #include "zarr.h"
+#include "chunk_cache.h"
 
 /* One request: a whole value, a range, or a suffix. */
 typedef struct {
@@ -60,7 +61,14 @@ typedef struct {
    * cannot tell; etag holds ZSTAT_ETAG_MAX bytes), *missing = 1 when it
    * does not exist. NULL: not known. */
   int (*stat)(zstore *s, const char *key, double *mtime, char *etag, int *missing, zerr *e);
+  /* What a value is now (local files: stat()), for checking what the
+   * decoded-chunk cache made from it; thread-safe, never fails (a failure
+   * is an unknown stamp). NULL: the store cannot tell cheaply. */
+  void (*stamp)(zstore *s, const char *key, zstamp *out);
 } zstore_ops;
+
+/* stat() of a file as a stamp (store_local.c) */
+void file_stamp(const char *path, zstamp *out);
 
 #define ZSTAT_ETAG_MAX 160
 
@@ -71,7 +79,12 @@ struct zstore {
   int64_t requests; /* made through store_fetch(), and the bytes they gave */
   int64_t bytes;
   int64_t cache_hits, cache_misses; /* chunks of this store found (not) in the cache */
-  char *ident;      /* its name in the decoded-chunk cache (store_ident()) */
+  char *ident;      /* its name in the decoded-chunk cache (store_ident()); a
+                     * constructor may set it (what the store reaches: a
+                     * folder, a URL) */
+  uint64_t cache_salt; /* what else decides the bytes a key gets (credentials, a
+                        * URL's query): entries are shared only by stores with
+                        * one salt, and dropped by a write through any */
 };
 
 /* What the engine asks for: request i of a batch. `keybuf` (cap bytes) may

@@ -1243,7 +1243,7 @@ static void http_destroy(zstore *s) {
 }
 
 static const zstore_ops http_ops = {
-  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL, 1, http_stat,
+  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL, 1, http_stat, NULL,
 };
 
 static char *dup_str(const char *s, size_t n) {
@@ -1334,6 +1334,45 @@ static void opts_from_r(SEXP opts, zhttp_opts *o) {
   o->user_agent = list_str(opts, "user_agent", "");
 }
 
+/* The store's name in the decoded-chunk cache: its URL without user-info,
+ * ending in "/", so that entries are named by URL whichever folder the
+ * store was opened at, and a write through any store of the URL (plain
+ * HTTP, S3, Azure) drops them; and its salt, a digest of what else decides
+ * the bytes a request gets (the URL's user-info and query, every
+ * credential), so that entries are shared only by stores that send the
+ * same. Set once the store is made (S3 and Azure add their credentials
+ * after http_store_new()); raises when out of memory. */
+static void http_set_ident(zstore *s) {
+  hstore *hs = s->impl;
+  const char *b = hs->base, *auth = strstr(b, "://");
+  auth = auth ? auth + 3 : b;
+  size_t alen = strcspn(auth, "/?#");
+  const char *at = memchr(auth, '@', alen);
+  const char *host = at ? at + 1 : auth;
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdn = 0;
+  EVP_MD_CTX *c = EVP_MD_CTX_new();
+  int ok = c != NULL && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1;
+  const char *parts[] = {hs->query, hs->userpwd, hs->token_hdr, hs->sigv4, hs->az_account, hs->az_sas};
+  if (ok && at) ok = EVP_DigestUpdate(c, auth, (size_t)(at - auth)) == 1;
+  for (size_t i = 0; ok && i < sizeof parts / sizeof *parts; i++)
+    ok = EVP_DigestUpdate(c, parts[i] ? parts[i] : "", parts[i] ? strlen(parts[i]) + 1 : 0) == 1 &&
+         EVP_DigestUpdate(c, parts[i] ? "\1" : "\2", 1) == 1;
+  if (ok && hs->az_key_n > 0) ok = EVP_DigestUpdate(c, hs->az_key, (size_t)hs->az_key_n) == 1;
+  if (ok) ok = EVP_DigestFinal_ex(c, md, &mdn) == 1 && mdn >= 8;
+  EVP_MD_CTX_free(c);
+  size_t n = (size_t)(auth - b) + strlen(host) + 6;
+  char *id = ok ? malloc(n) : NULL;
+  if (id != NULL) {
+    snprintf(id, n, "url:%.*s%s/", (int)(auth - b), b, host);
+    memcpy(&s->cache_salt, md, sizeof s->cache_salt);
+  }
+  OPENSSL_cleanse(md, sizeof md);
+  free(s->ident);
+  s->ident = id;
+  if (id == NULL) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory naming an HTTP store");
+}
+
 /* base: the store's URL without query; query: "" or "a=b&c=d"; opts: see
  * http_options() in R/store_http.R. */
 SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts) {
@@ -1343,7 +1382,10 @@ SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts) {
   zstore *s = http_store_new(translateCharUTF8(STRING_ELT(base, 0)),
                              translateCharUTF8(STRING_ELT(query, 0)), &o, &e);
   if (s == NULL) zarr_raise_err(&e, NULL, NULL);
-  return store_wrap(s, R_NilValue);
+  SEXP ptr = PROTECT(store_wrap(s, R_NilValue));
+  http_set_ident(s);
+  UNPROTECT(1);
+  return ptr;
 }
 
 /* The options are read in R each time a store is used: take them over
@@ -1573,7 +1615,7 @@ static int s3_erase(zstore *s, const char *key, zerr *e) {
 static const zstore_ops az_ops; /* the Azure section, at the end */
 
 static const zstore_ops s3_ops = {
-  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL, 1, http_stat,
+  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL, 1, http_stat, NULL,
 };
 
 /* bucket_base: the bucket's URL; base: the store root's URL in it; region
@@ -1638,7 +1680,10 @@ SEXP ffi_store_s3(SEXP cfg, SEXP opts) {
                            asLogical(list_get(cfg, "read_only")) == TRUE,
                            asReal(list_get(cfg, "multipart_size")), &e);
   if (s == NULL) zarr_raise_err(&e, NULL, NULL);
-  return store_wrap(s, R_NilValue);
+  SEXP ptr = PROTECT(store_wrap(s, R_NilValue));
+  http_set_ident(s);
+  UNPROTECT(1);
+  return ptr;
 }
 
 static SEXP alloc_body(void *data) { return allocVector(RAWSXP, (R_xlen_t)((zbuf *)data)->size); }
@@ -1991,7 +2036,7 @@ static int azure_set(zstore *s, const char *key, const uint8_t *p, size_t n, zer
 }
 
 static const zstore_ops az_ops = {
-  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL, 1, http_stat,
+  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL, 1, http_stat, NULL,
 };
 
 /* cfg: list(container_url, url, account, key (base64, or NULL), sas (or
@@ -2049,5 +2094,8 @@ SEXP ffi_store_azure(SEXP cfg, SEXP opts) {
     free(s);
     zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory creating an Azure store");
   }
-  return store_wrap(s, R_NilValue);
+  SEXP ptr = PROTECT(store_wrap(s, R_NilValue));
+  http_set_ident(s);
+  UNPROTECT(1);
+  return ptr;
 }

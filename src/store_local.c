@@ -202,15 +202,80 @@ static int local_stat(zstore *s, const char *key, double *mtime, char *etag, int
   return 0;
 }
 
+/* The file as it is now: which file (device and inode: a rename over it
+ * makes another), its size, and its modification and change times to the
+ * nanosecond where the system keeps them. Anything but a regular file is a
+ * missing value, as for local_get(). */
+void file_stamp(const char *path, zstamp *out) {
+  struct stat st;
+  memset(out, 0, sizeof *out);
+  out->valid = 1;
+  if (stat(path, &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) out->missing = 1;
+    else out->unknown = 1;
+    return;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    out->missing = 1;
+    return;
+  }
+  out->dev = (uint64_t)st.st_dev;
+  out->ino = (uint64_t)st.st_ino;
+  out->size = (int64_t)st.st_size;
+  out->mtime_s = (int64_t)st.st_mtime;
+  out->ctime_s = (int64_t)st.st_ctime;
+#if defined(__APPLE__)
+  out->mtime_ns = (int64_t)st.st_mtimespec.tv_nsec;
+  out->ctime_ns = (int64_t)st.st_ctimespec.tv_nsec;
+#elif !defined(_WIN32)
+  out->mtime_ns = (int64_t)st.st_mtim.tv_nsec;
+  out->ctime_ns = (int64_t)st.st_ctim.tv_nsec;
+#endif
+}
+
+static void local_stamp(zstore *s, const char *key, zstamp *out) {
+  char path[8192];
+  zerr e = {ZE_OK, ""};
+  if (local_path(s, key, path, sizeof path, &e)) {
+    memset(out, 0, sizeof *out);
+    out->valid = out->unknown = 1;
+    return;
+  }
+  file_stamp(path, out);
+}
+
 static const zstore_ops local_ops = {
-    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1, local_stat};
+    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1, local_stat, local_stamp};
+
+/* The store's name in the decoded-chunk cache: the folder's real path (no
+ * symbolic link, no "." or ".."), ending in "/", so that an entry is named
+ * by its file's path whichever folder of the path the store was opened at.
+ * A root that cannot be resolved is named as given. */
+static char *local_ident(const char *root) {
+#ifdef _WIN32
+  char *real = _fullpath(NULL, root, 0);
+#else
+  char *real = *root ? realpath(root, NULL) : NULL;
+#endif
+  const char *r = real ? real : root;
+  size_t n = strlen(r);
+  int slash = n > 0 && r[n - 1] == '/';
+  char *id = malloc(n + 8);
+  if (id != NULL) snprintf(id, n + 8, "local:%s%s", r, slash ? "" : "/");
+  free(real);
+  return id;
+}
 
 zstore *local_store_new(const char *root, zerr *e) {
   char *r = strdup(root);
   zstore *s = r ? store_alloc(&local_ops, r, root) : NULL;
-  if (s == NULL) {
+  if (s != NULL) s->ident = local_ident(root);
+  if (s == NULL || s->ident == NULL) {
+    if (s != NULL) free(s->where);
+    free(s);
     free(r);
     zerr_set(e, ZE_NOMEM, "out of memory");
+    return NULL;
   }
   return s;
 }

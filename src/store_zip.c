@@ -41,6 +41,7 @@ typedef struct {
 
 struct zipidx {
   char *path;
+  zstamp stamp;       /* the file's when the index was made: reads refuse another */
   int64_t n;
   zipent *ent;        /* files only (no directory entries), sorted by name */
   char *names;
@@ -302,6 +303,7 @@ int zip_open(const char *path, zipidx **out, zerr *e) {
     return zerr_set(e, ZE_NOMEM, "out of memory");
   }
   memcpy(z->path, path, n + 1);
+  file_stamp(path, &z->stamp); /* before it is read: a change after this is seen */
   if (zip_parse(z, e)) {
     zip_close(z);
     return -1;
@@ -415,6 +417,12 @@ static int member_check(const zipent *m, zerr *e) {
 static int member_read(const zipidx *z, const zipent *m, int64_t off, int64_t len, zbuf *out,
                        zbuf *raw, const uint8_t **data, size_t *n, zerr *e) {
   if (member_check(m, e)) return -1;
+  /* the index gives offsets into the file as it was: another file now (a
+   * zip store written again) would give other bytes */
+  zstamp now;
+  file_stamp(z->path, &now);
+  if (!zstamp_same(&now, &z->stamp))
+    return zerr_set(e, ZE_STORE, "zip file '%s' was changed after it was opened: open it again", z->path);
   int ranged = len >= 0 && m->method == 0;
   uint64_t from = 0, want = m->csize;
   if (ranged) clamp_range(m->usize, off, len, &from, &want);
@@ -654,7 +662,14 @@ static void zipstore_destroy(zstore *s) {
   free(zs);
 }
 
-static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL, 0, NULL};
+/* Every member's stamp is the zip file's: a cached chunk of a file written
+ * again is not used. */
+static void zipstore_stamp(zstore *s, const char *key, zstamp *out) {
+  (void)key;
+  file_stamp(((const zipstore *)s->impl)->z->path, out);
+}
+
+static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL, 0, NULL, zipstore_stamp};
 
 zstore *zip_store_new(const zipidx *z, const char *prefix, zerr *e) {
   zipstore *zs = calloc(1, sizeof *zs);
