@@ -110,6 +110,10 @@ map_block_shape <- function(block_shape, shape, chunk, path) {
 #' Arrays in memory, zip files or references are processed in this session.
 #' On daemons, consecutive blocks go out in batches, about 8 per connected
 #' daemon, as a mirai task costs about a millisecond of its own.
+#' A daemon loads the package from the library this session loaded it from
+#' (this session's library paths go first on the daemon's); one that still
+#' cannot load it fails with a `zarr_error_daemon` error naming its library
+#' paths.
 #'
 #' Each call of `fun` gets the values of its block as an R array (a vector
 #' for 1-d arrays) with the array's dimension names, and two attributes:
