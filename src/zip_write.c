@@ -318,6 +318,10 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep) {
   }
   for (R_xlen_t i = 0; i < n_odd; i++) {
     zip_odd_member o;
+    if (i % 256 == 0 && interrupt_pending()) {
+      zerr_set(&e, ZE_INTERRUPT, "writing '%s' was interrupted", out_path);
+      goto done;
+    }
     if (zip_odd_locate(old, (int64_t)i, &o, &e)) goto done;
     wmember *m = &w.mem[n + i];
     m->method = o.method;
