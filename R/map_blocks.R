@@ -110,6 +110,10 @@ map_block_shape <- function(block_shape, shape, chunk, path) {
 #' Arrays in memory, zip files or references are processed in this session.
 #' On daemons, consecutive blocks go out in batches, about 8 per connected
 #' daemon, as a mirai task costs about a millisecond of its own.
+#' A daemon loads the package from the library this session loaded it from
+#' (this session's library paths go first on the daemon's); one that still
+#' cannot load it fails with a `zarr_error_daemon` error naming its library
+#' paths.
 #'
 #' Each call of `fun` gets the values of its block as an R array (a vector
 #' for 1-d arrays) with the array's dimension names, and two attributes:
@@ -357,7 +361,8 @@ map_sequential <- function(items, array, out, fun, args) {
 map_batches <- function(n) {
   conn <- tryCatch(as.integer(mirai::status()$connections), error = function(e) NA_integer_)
   ntask <- min(n, 8L * max(1L, if (length(conn) == 1L && !is.na(conn)) conn else 1L))
-  split(seq_len(n), cut(seq_len(n), ntask, labels = FALSE))
+  # runs of nearly equal length (cut() refuses to make a single interval)
+  split(seq_len(n), ceiling(seq_len(n) * ntask / n))
 }
 
 # One task on a daemon: its blocks in order, stopping at the first failure.
@@ -371,11 +376,44 @@ map_batch_task <- function(batch, src, dst, fun, args) {
   out
 }
 
+# What a daemon runs. A function of this namespace would reach the daemon as
+# the namespace's name, which a daemon that cannot load the package (it runs
+# without the library this session found the package in) silently turns
+# into its global environment; so this one lives in the global environment,
+# puts this session's library paths first, loads the package, and only then
+# unserializes the task (whose `fun` may itself refer to the package).
+map_daemon_task <- function(batch, lib, payload) {
+  if (!isNamespaceLoaded("zarr")) {
+    .libPaths(unique(c(lib, .libPaths())))
+    why <- tryCatch({
+      loadNamespace("zarr")
+      NULL
+    }, error = function(e) conditionMessage(e))
+    if (!is.null(why)) {
+      msg <- sprintf("the daemon (process %d on %s) cannot load the zarr package from its library paths %s: %s",
+                     Sys.getpid(), Sys.info()[["nodename"]], paste0("'", .libPaths(), "'", collapse = ", "), why)
+      cond <- structure(class = c("zarr_error_daemon", "zarr_error", "error", "condition"),
+                        list(message = msg, call = NULL, kind = "daemon"))
+      return(structure(list(item = batch[[1L]], condition = cond), class = "zarr_map_failure"))
+    }
+  }
+  p <- unserialize(payload)
+  get("map_batch_task", envir = asNamespace("zarr"))(batch, p$src, p$dst, p$fun, p$args)
+}
+environment(map_daemon_task) <- globalenv()
+
+# The library paths a daemon needs: the one this package was loaded from,
+# then this session's (where its dependencies are).
+map_library_paths <- function() {
+  unique(c(dirname(getNamespaceInfo("zarr", "path")), .libPaths()))
+}
+
 map_on_daemons <- function(items, src, dst, fun, args, path) {
   n <- length(items)
   batches <- map_batches(n)
-  m <- mirai::mirai_map(lapply(batches, function(b) items[b]), map_batch_task,
-                        .args = list(src = src, dst = dst, fun = fun, args = args))
+  payload <- serialize(list(src = src, dst = dst, fun = fun, args = args), NULL)
+  m <- mirai::mirai_map(lapply(batches, function(b) items[b]), map_daemon_task,
+                        .args = list(lib = map_library_paths(), payload = payload))
   tasks <- unclass(m)
   finished <- FALSE
   # Cancel what is left, and wait until the cancellations have landed, so that

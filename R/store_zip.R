@@ -17,7 +17,12 @@
 #' The CRC-32 checksum of every member read as a whole is verified; a
 #' mismatch is a `zarr_error_checksum` error. Member names are taken as UTF-8;
 #' names that cannot be store keys (absolute paths, `..` parts, not valid
-#' UTF-8) are ignored. A read-only store refuses every change with a
+#' UTF-8) are not keys: they are invisible to the store, and a writable
+#' store keeps them, byte for byte, when it rewrites the archive. The
+#' central directory is indexed within the `zarr.max_decoded_bytes` budget
+#' (see [zarr-options]); a larger one, or one whose end record claims more
+#' members than it can hold, is a classed error naming the zip file. A
+#' read-only store refuses every change with a
 #' `zarr_error_read_only` error. If the zip file is replaced while the store
 #' is open, open it again.
 #'
@@ -27,7 +32,8 @@
 #' zip file (`.<name>.staging-<pid>-<random>`, a [zarr_localstore]; the members of
 #' an existing zip file are copied there when the store is opened) and writes
 #' the whole archive when it is closed: `$close()`, or when the store is
-#' garbage collected or R exits. The archive is written to a temporary file
+#' garbage collected or R exits; an existing zip file is rewritten only when
+#' something was written or erased. The archive is written to a temporary file
 #' in the same folder and renamed over the zip file, so a writer that fails
 #' or is killed leaves the previous zip file (or none) intact, never a torn
 #' one; a key written twice holds its last value. Members are stored (as
@@ -177,23 +183,26 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     },
 
     #' @description Write the zip file of a writable store: to a temporary
-    #'   file in its folder, then renamed over it. The store then reads the
-    #'   new zip file, read-only. Nothing to do for a read-only store.
+    #'   file in its folder, then renamed over it; an existing zip file in
+    #'   which nothing was written or erased is left as it is. The store then
+    #'   reads the zip file, read-only. Nothing to do for a read-only store.
     #' @return Self, invisibly.
     close = function() {
       if (is.null(private$.stage)) return(invisible(self))
       staging <- private$.staging
-      names <- sort(list.files(staging, recursive = TRUE, all.files = TRUE, no.. = TRUE))
-      names <- names[!grepl("[.]partial$", names)] # a local store's unfinished writes
-      tmp <- file.path(dirname(private$.path), sprintf(".%s.%d.partial", basename(private$.path), Sys.getpid()))
-      unlink(tmp)
-      .Call(ffi_zip_write, tmp, staging, enc2utf8(names), private$.level)
-      if (!file.rename(tmp, private$.path)) {
+      names <- zip_staged_names(staging)
+      if (zip_stage_changed(staging, names, private$.staged)) {
+        tmp <- file.path(dirname(private$.path), sprintf(".%s.%d.partial", basename(private$.path), Sys.getpid()))
         unlink(tmp)
-        zarr_abort("io", sprintf("cannot rename the new zip file onto '%s'", private$.path))
+        .Call(ffi_zip_write, tmp, staging, enc2utf8(names), private$.level, private$.keep)
+        if (!file.rename(tmp, private$.path)) {
+          unlink(tmp)
+          zarr_abort("io", sprintf("cannot rename the new zip file onto '%s'", private$.path))
+        }
       }
       private$.stage <- NULL
       private$.io <- NULL
+      private$.keep <- NULL
       unlink(staging, recursive = TRUE)
       private$open_index(private$.path)
       private$.read_only <- TRUE
@@ -208,6 +217,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
       if (is.null(private$.stage)) return(invisible(self))
       private$.stage <- NULL
       private$.io <- NULL
+      private$.keep <- NULL
       unlink(private$.staging, recursive = TRUE)
       private$.keys <- character()
       private$.sizes <- numeric()
@@ -242,7 +252,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
   ),
   private = list(
     .path = NULL, .index = NULL, .prefix = "", .keys = character(), .sizes = numeric(),
-    .stage = NULL, .staging = NULL, .level = -1L, .seen = NULL,
+    .stage = NULL, .staging = NULL, .level = -1L, .seen = NULL, .keep = NULL, .staged = NULL,
     # A read-only store reads the zip file through the index made when it
     # was opened; written again since (by another store object or program),
     # the file is indexed again, so that nothing is read at old offsets.
@@ -255,7 +265,7 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
     },
     open_index = function(p) {
       seen <- zip_file_seen(p) # before it is read: a change after this is seen
-      index <- .Call(ffi_zip_open, p)
+      index <- .Call(ffi_zip_open, p, max_decoded_bytes())
       private$.seen <- seen
       members <- .Call(ffi_zip_list, index)
       prefix <- zip_store_prefix(members$name)
@@ -269,7 +279,9 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
       private$.version <- if (!"zarr.json" %in% keys && any(c(".zgroup", ".zarray") %in% keys)) 2L else 3L
     },
     # The staging folder, with the members of an existing zip file copied in;
-    # the zip file is written at close() or when the store is collected.
+    # the zip file is written at close() or when the store is collected. The
+    # index of the existing zip file stays (.keep): its members that are not
+    # keys go into the new archive as they are.
     open_writable = function(p) {
       # tempfile() names it without touching the user's random number stream
       staging <- tempfile(sprintf(".%s.staging-%d-", basename(p), Sys.getpid()), tmpdir = dirname(p))
@@ -283,7 +295,9 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
         private$open_index(p)
         .Call(ffi_zip_extract, private$.index, staging)
         if (nzchar(private$.prefix)) root <- file.path(staging, sub("/$", "", private$.prefix))
+        private$.keep <- private$.index
         private$.index <- NULL
+        private$.staged <- zip_stage_mark(staging)
       }
       private$.stage <- zarr_localstore$new(root)
       super$initialize(FALSE, private$.stage$version)
@@ -303,6 +317,35 @@ zarr_zipstore <- R6::R6Class("zarr_zipstore",
 zip_file_seen <- function(p) {
   i <- file.info(p, extra_cols = FALSE)
   c(i$size, as.numeric(i$mtime), as.numeric(i$ctime))
+}
+
+# The files of a staging folder that become members (not a local store's
+# unfinished writes), sorted.
+zip_staged_names <- function(staging) {
+  names <- sort(list.files(staging, recursive = TRUE, all.files = TRUE, no.. = TRUE))
+  names[!grepl("[.]partial$", names)]
+}
+
+# The copies of an existing zip file's members get one old time stamp (the
+# zip epoch), so that a file written since, by R or by the C engine, differs
+# from them in its time stamp, its size, or by being new or gone. NULL when
+# the time stamps cannot be set (the archive is then always rewritten).
+zip_stage_time <- 315532800 # 1980-01-01 00:00:00 UTC
+
+zip_stage_mark <- function(staging) {
+  names <- zip_staged_names(staging)
+  paths <- file.path(staging, names)
+  if (!all(Sys.setFileTime(paths, .POSIXct(zip_stage_time, tz = "UTC")))) return(NULL)
+  list(names = names, size = unname(file.size(paths)))
+}
+
+# Whether anything was written or erased in the staging folder since it was
+# marked (always TRUE for a new zip file).
+zip_stage_changed <- function(staging, names, mark) {
+  if (is.null(mark) || !identical(names, mark$names)) return(TRUE)
+  info <- file.info(file.path(staging, names), extra_cols = FALSE)
+  !(identical(as.numeric(info$size), as.numeric(mark$size)) &&
+      all(!is.na(info$mtime) & as.numeric(info$mtime) == zip_stage_time))
 }
 
 # The store's root in a zip file: the top, unless there is no root metadata

@@ -61,6 +61,7 @@
  * (and its TLS library's) start-up to package load time.
  */
 #include <curl/curl.h>
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -879,6 +880,15 @@ static int judge(xfer *x, CURLcode rc, zerr_kind *kind) {
       return V_FAIL;
     }
     const char *why = x->errbuf[0] ? x->errbuf : curl_easy_strerror(rc);
+    /* Nothing listening (ECONNREFUSED) is not transient, unlike a connect
+     * that timed out (libcurl gives CURLE_COULDNT_CONNECT for both). */
+    long os_errno = 0;
+    if (rc == CURLE_COULDNT_CONNECT && curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK &&
+        os_errno == ECONNREFUSED) {
+      snprintf(x->last, sizeof x->last, "connection refused: nothing listens there (%.160s, curl error %d)", why,
+               (int)rc);
+      return V_FAIL;
+    }
     snprintf(x->last, sizeof x->last, "%.190s (curl error %d)", why, (int)rc);
     return curl_retryable(rc) ? V_RETRY : V_FAIL;
   }

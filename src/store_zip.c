@@ -33,6 +33,7 @@ typedef struct {
   uint32_t name_len;
   uint16_t method;
   uint16_t flags;
+  uint16_t mtime, mdate; /* MS-DOS, kept for members a rewrite copies */
   uint32_t crc;
   uint64_t offset;    /* of the local header, archive bias included */
   uint64_t csize;     /* compressed */
@@ -43,7 +44,9 @@ struct zipidx {
   char *path;
   zstamp stamp;       /* the file's when the index was made: reads refuse another */
   int64_t n;
-  zipent *ent;        /* files only (no directory entries), sorted by name */
+  zipent *ent;        /* files whose names can be store keys, sorted by name */
+  int64_t n_odd;
+  zipent *odd;        /* the other files, in central directory order */
   char *names;
 };
 
@@ -57,6 +60,7 @@ void zip_close(zipidx *z) {
   if (z == NULL) return;
   free(z->path);
   free(z->ent);
+  free(z->odd);
   free(z->names);
   free(z);
 }
@@ -124,12 +128,31 @@ static int zip64_extra(const uint8_t *ex, size_t n, uint64_t *usize, uint64_t *c
   return need_u || need_c || need_o ? -1 : 0;
 }
 
+static int utf8_valid(const char *s, size_t n) {
+  const uint8_t *p = (const uint8_t *)s;
+  for (size_t i = 0; i < n;) {
+    uint8_t c = p[i];
+    size_t k = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 9;
+    if (k == 9 || i + k >= n) return 0;
+    for (size_t j = 1; j <= k; j++)
+      if ((p[i + j] & 0xC0) != 0x80) return 0;
+    i += k + 1;
+  }
+  return 1;
+}
+/* Can this name be a store key? (Names with NUL bytes cannot.) */
+static int name_is_key(const char *name, size_t n) {
+  return memchr(name, '\0', n) == NULL && key_is_safe(name) && utf8_valid(name, n);
+}
+
 /* `cd_off` is where the archive says the central directory starts; `bias`
- * is how far everything really is behind that. */
+ * is how far everything really is behind that. The index takes at most
+ * `budget` bytes besides the central directory itself. */
 static int parse_central(zipidx *z, const uint8_t *cd, uint64_t cd_size, uint64_t cd_off,
-                         uint64_t bias, zerr *e) {
+                         uint64_t bias, uint64_t budget, zerr *e) {
   const char *path = z->path;
-  /* one pass to size the name pool and the entry table */
+  /* one pass to size the name pool and the entry tables: both are bounded by
+   * the directory's size (an entry takes at least CENTRAL_LEN bytes of it) */
   size_t count = 0, pool = 0;
   for (uint64_t i = 0; i < cd_size;) {
     if (cd_size - i < CENTRAL_LEN || rd32(cd + i) != SIG_CENTRAL)
@@ -141,9 +164,16 @@ static int parse_central(zipidx *z, const uint8_t *cd, uint64_t cd_size, uint64_
     pool += (size_t)rd16(cd + i + 28) + 1;
     i += len;
   }
+  uint64_t need = (uint64_t)pool + (uint64_t)count * (sizeof(sortent) + 2 * sizeof(zipent));
+  if (need > budget)
+    return zerr_set(e, ZE_NOMEM,
+                    "zip file '%s': indexing its %.0f members would take %.0f bytes, more than "
+                    "zarr.max_decoded_bytes (%.0f)",
+                    path, (double)count, (double)need, (double)budget);
   sortent *tmp = malloc((count ? count : 1) * sizeof(sortent));
   z->names = malloc(pool ? pool : 1);
-  if (tmp == NULL || z->names == NULL) {
+  z->odd = malloc((count ? count : 1) * sizeof(zipent));
+  if (tmp == NULL || z->names == NULL || z->odd == NULL) {
     free(tmp);
     return zerr_set(e, ZE_NOMEM, "out of memory reading zip file '%s'", path);
   }
@@ -162,6 +192,8 @@ static int parse_central(zipidx *z, const uint8_t *cd, uint64_t cd_size, uint64_
     s->ent.name_len = nlen;
     s->ent.flags = rd16(h + 8);
     s->ent.method = rd16(h + 10);
+    s->ent.mtime = rd16(h + 12);
+    s->ent.mdate = rd16(h + 14);
     s->ent.crc = rd32(h + 16);
     s->ent.csize = cs32;
     s->ent.usize = us32;
@@ -175,15 +207,20 @@ static int parse_central(zipidx *z, const uint8_t *cd, uint64_t cd_size, uint64_
       return -1;
     }
     if (nlen == 0 || s->ent.name[nlen - 1] == '/') continue; /* a directory */
-    if (memchr(s->ent.name, '\0', nlen) != NULL) continue;  /* cannot be a key */
     /* the member must lie before the central directory */
-    if (s->ent.offset > cd_off || s->ent.csize > cd_off - s->ent.offset) {
+    int outside = s->ent.offset > cd_off || s->ent.csize > cd_off - s->ent.offset;
+    s->ent.offset += bias;
+    if (!name_is_key(s->ent.name, nlen)) {
+      /* not a key: kept for a rewrite, unless it cannot be copied at all */
+      if (!outside) z->odd[z->n_odd++] = s->ent;
+      continue;
+    }
+    if (outside) {
       zerr_set(e, ZE_STORE, "zip file '%s': member '%s' lies outside the archive", path,
                s->ent.name);
       free(tmp);
       return -1;
     }
-    s->ent.offset += bias;
     m++;
   }
   qsort(tmp, m, sizeof(sortent), cmp_sortent);
@@ -202,7 +239,7 @@ static int parse_central(zipidx *z, const uint8_t *cd, uint64_t cd_size, uint64_
   return 0;
 }
 
-static int zip_parse(zipidx *z, zerr *e) {
+static int zip_parse(zipidx *z, uint64_t budget, zerr *e) {
   const char *path = z->path;
   int64_t size = file_size(path);
   if (size < 0) return zerr_set(e, ZE_IO, "cannot read zip file '%s'", path);
@@ -219,7 +256,7 @@ static int zip_parse(zipidx *z, zerr *e) {
   int64_t eocd_pos = tail_off + (int64_t)at;
   const uint8_t *r = b.data + at;
   uint64_t disk = rd16(r + 4), cd_disk = rd16(r + 6);
-  uint64_t cd_size = rd32(r + 12), cd_off = rd32(r + 16);
+  uint64_t cd_size = rd32(r + 12), cd_off = rd32(r + 16), claimed = rd16(r + 10);
   int64_t cd_end = eocd_pos; /* where the central directory should end */
   /* a zip64 locator right before the record points to the zip64 record */
   if (eocd_pos >= LOCATOR64_LEN) {
@@ -262,6 +299,7 @@ static int zip_parse(zipidx *z, zerr *e) {
       }
       disk = rd32(z64.data + 16);
       cd_disk = rd32(z64.data + 20);
+      claimed = rd64(z64.data + 32);
       cd_size = rd64(z64.data + 40);
       cd_off = rd64(z64.data + 48);
       cd_end = pos;
@@ -280,11 +318,25 @@ static int zip_parse(zipidx *z, zerr *e) {
     zerr_set(e, ZE_STORE, "zip file '%s' has a damaged end of central directory record", path);
     goto fail;
   }
+  /* an entry takes at least CENTRAL_LEN bytes: a count the directory cannot
+   * hold is a lie, and the directory is read only within the budget */
+  if (claimed > cd_size / CENTRAL_LEN) {
+    zerr_set(e, ZE_STORE,
+             "zip file '%s' claims %.0f members, more than its central directory of %.0f bytes can hold",
+             path, (double)claimed, (double)cd_size);
+    goto fail;
+  }
+  if (cd_size > budget) {
+    zerr_set(e, ZE_NOMEM,
+             "zip file '%s' has a central directory of %.0f bytes, more than zarr.max_decoded_bytes (%.0f)",
+             path, (double)cd_size, (double)budget);
+    goto fail;
+  }
   uint64_t bias = (uint64_t)cd_end - cd_size - cd_off;
   uint64_t cd_start = cd_off + bias;
   if (cd_size > 0 && read_exact(path, (int64_t)cd_start, (int64_t)cd_size, &b, "central directory", e))
     goto fail;
-  if (parse_central(z, b.data, cd_size, cd_off, bias, e)) goto fail;
+  if (parse_central(z, b.data, cd_size, cd_off, bias, budget - cd_size, e)) goto fail;
   zbuf_free(&b);
   return 0;
 fail:
@@ -292,7 +344,7 @@ fail:
   return -1;
 }
 
-int zip_open(const char *path, zipidx **out, zerr *e) {
+int zip_open(const char *path, uint64_t budget, zipidx **out, zerr *e) {
   *out = NULL;
   zipidx *z = calloc(1, sizeof(zipidx));
   if (z == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
@@ -304,7 +356,7 @@ int zip_open(const char *path, zipidx **out, zerr *e) {
   }
   memcpy(z->path, path, n + 1);
   file_stamp(path, &z->stamp); /* before it is read: a change after this is seen */
-  if (zip_parse(z, e)) {
+  if (zip_parse(z, budget, e)) {
     zip_close(z);
     return -1;
   }
@@ -479,6 +531,37 @@ int zip_fetch(const zipidx *z, const char *name, zbuf *out, zbuf *scratch, const
   return member_read(z, m, 0, -1, out, scratch, data, n, e);
 }
 
+/* ---- members that are not keys, for a rewrite of the archive -------------- */
+
+int64_t zip_odd_count(const zipidx *z) { return z->n_odd; }
+
+const char *zip_file_path(const zipidx *z) { return z->path; }
+
+/* Where the stored (compressed) bytes of odd member i start: after its local
+ * header, whose name must be the central directory's. */
+int zip_odd_locate(const zipidx *z, int64_t i, zip_odd_member *out, zerr *e) {
+  const zipent *m = &z->odd[i];
+  zbuf h = {0};
+  int rc = read_exact(z->path, (int64_t)m->offset, LOCAL_LEN + (int64_t)m->name_len, &h, "local header", e);
+  if (rc == 0 && (rd32(h.data) != SIG_LOCAL || rd16(h.data + 26) != m->name_len ||
+                  memcmp(h.data + LOCAL_LEN, m->name, m->name_len) != 0))
+    rc = zerr_set(e, ZE_CORRUPT, "zip file '%s': a member has no valid local header", z->path);
+  if (rc == 0) {
+    out->name = m->name;
+    out->name_len = m->name_len;
+    out->method = m->method;
+    out->flags = m->flags;
+    out->mtime = m->mtime;
+    out->mdate = m->mdate;
+    out->crc = m->crc;
+    out->csize = m->csize;
+    out->usize = m->usize;
+    out->data_off = m->offset + LOCAL_LEN + m->name_len + rd16(h.data + 28);
+  }
+  zbuf_free(&h);
+  return rc;
+}
+
 /* ---- R entry points (main thread) ------------------------------------------ */
 
 static SEXP zip_tag(void) { return install("zarr_zip_index"); }
@@ -498,44 +581,30 @@ const zipidx *zip_index_from(SEXP ptr) {
   return z;
 }
 
-SEXP ffi_zip_open(SEXP path) {
+SEXP ffi_zip_open(SEXP path, SEXP budget) {
   zerr e = {ZE_OK, ""};
   zipidx *z = NULL;
-  if (zip_open(translateCharUTF8(STRING_ELT(path, 0)), &z, &e)) zarr_raise_err(&e, NULL, NULL);
+  double b = asReal(budget);
+  if (!(b >= 0)) zarr_raise(ZE_VALUE, NULL, NULL, "internal: invalid zip index budget");
+  if (zip_open(translateCharUTF8(STRING_ELT(path, 0)), b > 1e18 ? (uint64_t)1e18 : (uint64_t)b, &z, &e))
+    zarr_raise_err(&e, NULL, NULL);
   SEXP ptr = PROTECT(R_MakeExternalPtr(z, zip_tag(), R_NilValue));
   R_RegisterCFinalizerEx(ptr, zip_finalize, TRUE);
   UNPROTECT(1);
   return ptr;
 }
 
-static int utf8_valid(const char *s, size_t n) {
-  const uint8_t *p = (const uint8_t *)s;
-  for (size_t i = 0; i < n;) {
-    uint8_t c = p[i];
-    size_t k = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : 9;
-    if (k == 9 || i + k >= n) return 0;
-    for (size_t j = 1; j <= k; j++)
-      if ((p[i + j] & 0xC0) != 0x80) return 0;
-    i += k + 1;
-  }
-  return 1;
-}
 
 /* The members, sorted by name: list(name, size). Names that could not be
- * store keys (absolute, "..", not UTF-8, ...) are left out. */
+ * store keys (absolute, "..", not UTF-8, ...) are not in the index. */
 SEXP ffi_zip_list(SEXP ptr) {
   const zipidx *z = zip_index_from(ptr);
-  int64_t m = 0;
-  for (int64_t i = 0; i < z->n; i++)
-    m += key_is_safe(z->ent[i].name) && utf8_valid(z->ent[i].name, z->ent[i].name_len);
-  SEXP names = PROTECT(allocVector(STRSXP, (R_xlen_t)m));
-  SEXP sizes = PROTECT(allocVector(REALSXP, (R_xlen_t)m));
-  m = 0;
+  SEXP names = PROTECT(allocVector(STRSXP, (R_xlen_t)z->n));
+  SEXP sizes = PROTECT(allocVector(REALSXP, (R_xlen_t)z->n));
   for (int64_t i = 0; i < z->n; i++) {
     const zipent *x = &z->ent[i];
-    if (!key_is_safe(x->name) || !utf8_valid(x->name, x->name_len)) continue;
-    SET_STRING_ELT(names, (R_xlen_t)m, mkCharLenCE(x->name, (int)x->name_len, CE_UTF8));
-    REAL(sizes)[m++] = (double)x->usize;
+    SET_STRING_ELT(names, (R_xlen_t)i, mkCharLenCE(x->name, (int)x->name_len, CE_UTF8));
+    REAL(sizes)[i] = (double)x->usize;
   }
   SEXP out = PROTECT(allocVector(VECSXP, 2));
   SET_VECTOR_ELT(out, 0, names);
@@ -594,7 +663,6 @@ SEXP ffi_zip_extract(SEXP ptr, SEXP dir) {
   double done = 0;
   for (int64_t i = 0; i < z->n && e.kind == ZE_OK; i++) {
     const zipent *x = &z->ent[i];
-    if (!key_is_safe(x->name) || !utf8_valid(x->name, x->name_len)) continue;
     if (path_join(path, cap, root, x->name)) {
       zerr_set(&e, ZE_KEY, "zip member '%.200s' is too long a path", x->name);
       break;

@@ -34,11 +34,11 @@ void parse_bb(SEXP cd, zcodec *bb);
 
 /* Main thread: the index behind an external pointer from ffi_zip_open(). */
 const zipidx *zip_index_from(SEXP ptr);
-SEXP ffi_zip_open(SEXP path);
+SEXP ffi_zip_open(SEXP path, SEXP budget);
 SEXP ffi_zip_list(SEXP ptr);
 SEXP ffi_zip_read(SEXP ptr, SEXP name, SEXP range);
 SEXP ffi_zip_extract(SEXP ptr, SEXP dir);
-SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level);
+SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep);
 /* A user interrupt is pending (checked safely, on the R thread only). */
 int interrupt_pending(void);
 

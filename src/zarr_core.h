@@ -415,8 +415,22 @@ int path_join(char *buf, size_t cap, const char *root, const char *key);
 
 /* A zip file's member index; read-only once opened, so worker threads share it. */
 typedef struct zipidx zipidx;
-int zip_open(const char *path, zipidx **out, zerr *e);
+/* `budget` bounds the memory the index takes (zarr.max_decoded_bytes). */
+int zip_open(const char *path, uint64_t budget, zipidx **out, zerr *e);
 void zip_close(zipidx *z);
+/* The members whose names cannot be store keys (docs\readme.txt, ./x, ../x,
+ * NUL or not UTF-8), which a rewrite of the archive keeps as they are: their
+ * count, and member i's fields with where its stored bytes start. */
+typedef struct {
+  const char *name; /* name_len bytes, possibly holding NUL */
+  uint32_t name_len;
+  uint16_t method, flags, mtime, mdate;
+  uint32_t crc;
+  uint64_t csize, usize, data_off;
+} zip_odd_member;
+int64_t zip_odd_count(const zipidx *z);
+const char *zip_file_path(const zipidx *z);
+int zip_odd_locate(const zipidx *z, int64_t i, zip_odd_member *out, zerr *e);
 /* Whole member `name` into `out` (*data, *n point into it; CRC-32 checked);
  * `scratch` holds compressed bytes meanwhile. *missing = 1 when absent. */
 int zip_fetch(const zipidx *z, const char *name, zbuf *out, zbuf *scratch, const uint8_t **data,

@@ -4,7 +4,9 @@
  * ZIP64 records where a size, an offset or the member count needs them.
  * Names are UTF-8 (flag bit 11). Each local header is written first with
  * zero sizes and patched once the member's data is written, so members are
- * streamed in pieces and never held whole. */
+ * streamed in pieces and never held whole. The members of the previous
+ * archive whose names cannot be store keys (which the staging folder does
+ * not hold) are copied into the new one as they are stored. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,9 @@
 typedef struct {
   uint64_t offset, csize, usize;
   uint32_t crc;
-  uint16_t method;
+  uint16_t method, flags, t, d;
+  const char *name; /* nlen bytes */
+  size_t nlen;
 } wmember;
 
 typedef struct {
@@ -71,18 +75,17 @@ static void dos_now(uint16_t *t, uint16_t *d) {
 }
 
 /* Local header with a zip64 extra (sizes patched later) when the member may
- * reach 4 GiB; returns its length through *hlen. */
-static int local_header(zwriter *w, const char *name, size_t nlen, uint16_t method, int z64, uint16_t t,
-                        uint16_t d, zerr *e) {
+ * reach 4 GiB. */
+static int local_header(zwriter *w, const wmember *m, int z64, zerr *e) {
   uint8_t h[30 + 20];
   memset(h, 0, sizeof h);
   put32(h, 0x04034b50u);
   put16(h + 4, z64 ? 45 : 20);
-  put16(h + 6, 1u << 11);
-  put16(h + 8, method);
-  put16(h + 10, t);
-  put16(h + 12, d);
-  put16(h + 26, (uint32_t)nlen);
+  put16(h + 6, m->flags);
+  put16(h + 8, m->method);
+  put16(h + 10, m->t);
+  put16(h + 12, m->d);
+  put16(h + 26, (uint32_t)m->nlen);
   put16(h + 28, z64 ? 20 : 0);
   if (z64) {
     put32(h + 18, U32_MAX);
@@ -90,8 +93,33 @@ static int local_header(zwriter *w, const char *name, size_t nlen, uint16_t meth
     put16(h + 30, 1);
     put16(h + 32, 16);
   }
-  if (wr(w, h, 30, e) || wr(w, name, nlen, e) || (z64 && wr(w, h + 30, 20, e))) return -1;
+  if (wr(w, h, 30, e) || wr(w, m->name, m->nlen, e) || (z64 && wr(w, h + 30, 20, e))) return -1;
   return 0;
+}
+
+/* A member of the previous archive, its stored bytes copied as they are. */
+static int member_copy(zwriter *w, const zipidx *z, const zip_odd_member *o, wmember *m, zerr *e) {
+  const char *spath = zip_file_path(z);
+  FILE *src = fopen(spath, "rb");
+  if (src == NULL) return zerr_set(e, ZE_IO, "cannot open '%s': %s", spath, strerror(errno));
+  int rc = 0;
+  if (fseeko(src, (off_t)o->data_off, SEEK_SET) != 0)
+    rc = zerr_set(e, ZE_IO, "cannot seek in '%s': %s", spath, strerror(errno));
+  for (uint64_t left = o->csize; rc == 0 && left > 0;) {
+    size_t want = left < PIECE ? (size_t)left : PIECE;
+    size_t got = fread(w->in, 1, want, src);
+    if (got != want) {
+      rc = zerr_set(e, ZE_CORRUPT, "zip file '%s' is cut off in a member it copies", spath);
+      break;
+    }
+    rc = wr(w, w->in, got, e);
+    left -= got;
+  }
+  fclose(src);
+  m->crc = o->crc;
+  m->csize = o->csize;
+  m->usize = o->usize;
+  return rc;
 }
 
 /* The member's data from `src`: copied or deflated, CRC-32 on the way. */
@@ -156,12 +184,10 @@ fail:
   return -1;
 }
 
-static int central(zwriter *w, SEXP names, R_xlen_t n, uint16_t t, uint16_t d, zerr *e) {
+static int central(zwriter *w, R_xlen_t n, zerr *e) {
   uint64_t cd_start = (uint64_t)ftello(w->f);
   for (R_xlen_t i = 0; i < n; i++) {
     const wmember *m = &w->mem[i];
-    const char *name = CHAR(STRING_ELT(names, i));
-    size_t nlen = strlen(name);
     uint8_t h[46], ex[4 + 24];
     int nex = 0;
     memset(h, 0, sizeof h);
@@ -172,20 +198,20 @@ static int central(zwriter *w, SEXP names, R_xlen_t n, uint16_t t, uint16_t d, z
     put32(h, 0x02014b50u);
     put16(h + 4, (3u << 8) | 45); /* made by: Unix, spec 4.5 */
     put16(h + 6, nex ? 45 : 20);
-    put16(h + 8, 1u << 11);
+    put16(h + 8, m->flags);
     put16(h + 10, m->method);
-    put16(h + 12, t);
-    put16(h + 14, d);
+    put16(h + 12, m->t);
+    put16(h + 14, m->d);
     put32(h + 16, m->crc);
     put32(h + 20, m->csize >= U32_MAX ? U32_MAX : (uint32_t)m->csize);
     put32(h + 24, m->usize >= U32_MAX ? U32_MAX : (uint32_t)m->usize);
-    put16(h + 28, (uint32_t)nlen);
+    put16(h + 28, (uint32_t)m->nlen);
     put16(h + 30, nex ? 4 + 8 * nex : 0);
     put32(h + 38, 0100644u << 16); /* a regular file, rw-r--r-- */
     put32(h + 42, m->offset >= U32_MAX ? U32_MAX : (uint32_t)m->offset);
     put16(ex, 1);
     put16(ex + 2, 8 * nex);
-    if (wr(w, h, 46, e) || wr(w, name, nlen, e) || (nex && wr(w, ex, 4 + 8 * nex, e))) return -1;
+    if (wr(w, h, 46, e) || wr(w, m->name, m->nlen, e) || (nex && wr(w, ex, 4 + 8 * nex, e))) return -1;
   }
   uint64_t cd_end = (uint64_t)ftello(w->f), cd_size = cd_end - cd_start;
   int z64 = n >= 0xFFFF || cd_start >= U32_MAX || cd_size >= U32_MAX;
@@ -226,14 +252,18 @@ static void writer_free(zwriter *w) {
 
 /* Write the zip file `path` (which must not exist) from the files `names`
  * (store keys, UTF-8) of the folder `dir`: stored when level < 0, else
- * deflated at that level. On an error the partial file is removed. */
-SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level) {
+ * deflated at that level; then the members of the index `keep` (NULL, or
+ * the previous archive's) that are not keys, as they are. On an error the
+ * partial file is removed. */
+SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep) {
   zwriter w = {0};
   zerr e = {ZE_OK, ""};
   const char *out_path = translateCharUTF8(STRING_ELT(path, 0));
   const char *root = translateCharUTF8(STRING_ELT(dir, 0));
   int lev = asInteger(level);
   R_xlen_t n = XLENGTH(names);
+  const zipidx *old = isNull(keep) ? NULL : zip_index_from(keep);
+  R_xlen_t n_odd = old ? (R_xlen_t)zip_odd_count(old) : 0;
   char *spath = NULL;
   int created = 0;
   w.path = out_path;
@@ -241,7 +271,7 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level) {
   dos_now(&t, &d);
   w.in = malloc(PIECE);
   w.out = malloc(PIECE);
-  w.mem = calloc(n ? (size_t)n : 1, sizeof *w.mem);
+  w.mem = calloc(n + n_odd ? (size_t)(n + n_odd) : 1, sizeof *w.mem);
   size_t cap = strlen(root) + 4096;
   spath = malloc(cap);
   if (!w.in || !w.out || !w.mem || !spath) {
@@ -275,13 +305,37 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level) {
     int z64 = size < 0 || (uint64_t)size >= (uint64_t)U32_MAX - (U32_MAX >> 10);
     wmember *m = &w.mem[i];
     m->method = lev < 0 ? 0 : 8;
+    m->flags = 1u << 11; /* UTF-8 name */
+    m->t = t;
+    m->d = d;
+    m->name = name;
+    m->nlen = nlen;
     m->offset = (uint64_t)ftello(w.f);
-    int rc = local_header(&w, name, nlen, m->method, z64, t, d, &e) ||
-             member_data(&w, src, spath, m, lev, &e) || patch_local(&w, m, z64, nlen, &e);
+    int rc = local_header(&w, m, z64, &e) || member_data(&w, src, spath, m, lev, &e) ||
+             patch_local(&w, m, z64, nlen, &e);
     fclose(src);
     if (rc) goto done;
   }
-  if (central(&w, names, n, t, d, &e)) goto done;
+  for (R_xlen_t i = 0; i < n_odd; i++) {
+    zip_odd_member o;
+    if (i % 256 == 0 && interrupt_pending()) {
+      zerr_set(&e, ZE_INTERRUPT, "writing '%s' was interrupted", out_path);
+      goto done;
+    }
+    if (zip_odd_locate(old, (int64_t)i, &o, &e)) goto done;
+    wmember *m = &w.mem[n + i];
+    m->method = o.method;
+    m->flags = o.flags & ~0x0008u; /* sizes in the header: no data descriptor follows */
+    m->t = o.mtime;
+    m->d = o.mdate;
+    m->name = o.name;
+    m->nlen = o.name_len;
+    m->offset = (uint64_t)ftello(w.f);
+    int z64 = o.csize >= U32_MAX || o.usize >= U32_MAX;
+    if (local_header(&w, m, z64, &e) || member_copy(&w, old, &o, m, &e) || patch_local(&w, m, z64, o.name_len, &e))
+      goto done;
+  }
+  if (central(&w, n + n_odd, &e)) goto done;
   if (fflush(w.f) != 0 || fsync(fileno(w.f)) != 0)
     zerr_set(&e, ZE_IO, "cannot write '%s': %s", out_path, strerror(errno));
 done:

@@ -147,3 +147,44 @@ test_that("invalid rectilinear grids are classed errors", {
   def$chunk_shape <- list(c(2, 4), 4)
   expect_error(z$add_array("/", "x", def), class = "zarr_error_unsupported")
 })
+
+test_that("save_to() copies every chunk of rectilinear and regular grids from every kind of store", {
+  skip_without_http_server()
+  root <- withr::local_tempdir()
+  x <- array(1:70, c(10, 7))
+  grids <- list(rectilinear = list(c(3, 1, 4, 2), list(c(2, 3), 1)), regular = c(3, 2))
+  make <- function(path, chunks) {
+    z <- create_zarr(path)
+    def <- define_array("int32", c(10, 7))
+    def$chunk_shape <- chunks
+    z$add_group("/", "g")$add_array("r", def)$write(x)
+    z
+  }
+  for (g in names(grids)) {
+    make(file.path(root, paste0(g, ".zarr")), grids[[g]])
+    zarr_consolidate(make(file.path(root, paste0(g, "-c.zarr")), grids[[g]]))
+    make(file.path(root, paste0(g, ".zip")), grids[[g]])$store$close()
+  }
+  srv <- http_server(root)
+  for (g in names(grids)) {
+    n_chunks <- prod(open_zarr(file.path(root, paste0(g, ".zarr")))[["/g/r"]]$chunking$chunk_grid)
+    mem <- zarr_memorystore$new()
+    open_zarr(file.path(root, paste0(g, ".zarr")))$save_to(mem)
+    by_path <- suppressMessages(open_zarr(paste0(srv$url, "/", g, ".zarr")))
+    by_path[["/g/r"]] # known by its path: the store cannot list it
+    sources <- list(local = open_zarr(file.path(root, paste0(g, ".zarr"))), memory = zarr$new(mem),
+                    zip = open_zarr(file.path(root, paste0(g, ".zip"))),
+                    http_consolidated = open_zarr(paste0(srv$url, "/", g, "-c.zarr")), http_by_path = by_path)
+    for (s in names(sources)) {
+      label <- paste(g, "from", s)
+      d <- tempfile("copy-")
+      suppressMessages(sources[[s]]$save_to(d)) # a store without consolidated metadata says so
+      expect_identical(open_zarr(d)[["/g/r"]][], x, label = label)
+      chunks <- setdiff(list.files(file.path(d, "g", "r"), recursive = TRUE), "zarr.json")
+      expect_length(chunks, n_chunks)
+      m <- zarr_memorystore$new()
+      suppressMessages(sources[[s]]$save_to(m))
+      expect_identical(zarr$new(m)[["/g/r"]][], x, label = paste(label, "to memory"))
+    }
+  }
+})

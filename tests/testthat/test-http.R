@@ -256,6 +256,18 @@ test_that("a server that never answers gives a zarr_error_http in bounded time",
   expect_match(conditionMessage(err), "hang=1/data.zarr", fixed = TRUE)
 })
 
+test_that("a refused connection fails at once with a zarr_error_http naming the URL", {
+  # the default retries and backoff: a refused connection is not retried
+  withr::local_options(list(zarr.http_retries = NULL, zarr.http_backoff = NULL))
+  url <- "http://127.0.0.1:1/refused.zarr" # nothing listens on port 1
+  t0 <- proc.time()[["elapsed"]]
+  err <- expect_error(open_zarr(url), class = "zarr_error_http")
+  expect_lt(proc.time()[["elapsed"]] - t0, 1)
+  expect_match(conditionMessage(err), "connection refused", fixed = TRUE)
+  expect_match(conditionMessage(err), "127.0.0.1:1/refused.zarr", fixed = TRUE)
+  expect_match(conditionMessage(err), "after 1 attempt", fixed = TRUE)
+})
+
 test_that("a missing chunk reads as the fill value, a missing store is zarr_error_not_found", {
   local_fast_retries(2L)
   srv <- fresh_server()

@@ -245,3 +245,50 @@ test_that("without daemons or with a memory store, the map runs in this session"
   got <- zarr_map_blocks(f$a, function(v) Sys.getpid())
   expect_true(all(unlist(got) == Sys.getpid()))
 })
+
+test_that("an array of a single chunk in a local store maps on daemons", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  f <- map_fixture(z, shape = c(6, 5), chunk = c(8, 10))
+  local_daemons(2)
+  got <- zarr_map_blocks(f$a, function(v) c(sum(v), Sys.getpid()))
+  expect_length(got, 1L)
+  expect_equal(got[[1]][1], sum(f$x))
+  expect_false(got[[1]][2] == Sys.getpid())
+  expect_equal(zarr_map_blocks(f$a, sum, combine = `+`), sum(f$x))
+})
+
+test_that("daemons that cannot find the package by themselves get this session's library paths", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  f <- map_fixture(z)
+  # the package is found through R_LIBS (a private library): daemons started
+  # without it do not see the package by themselves
+  withr::local_envvar(R_LIBS = NA)
+  local_daemons(1)
+  alone <- mirai::call_mirai(mirai::mirai(requireNamespace("zarr", quietly = TRUE)))$data
+  if (!isFALSE(alone)) skip("the daemons find the package without this session's library paths")
+  got <- zarr_map_blocks(f$a, function(v) c(sum(v), Sys.getpid()))
+  expect_equal(sum(vapply(got, `[[`, 0, 1L)), sum(f$x))
+  expect_false(any(vapply(got, `[[`, 0, 2L) == Sys.getpid()))
+})
+
+test_that("a daemon that cannot load the package fails with a classed error naming what is missing", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  f <- map_fixture(z)
+  withr::local_envvar(R_LIBS = NA)
+  local_daemons(1)
+  alone <- mirai::call_mirai(mirai::mirai(requireNamespace("zarr", quietly = TRUE)))$data
+  if (!isFALSE(alone)) skip("the daemons find the package without this session's library paths")
+  # the daemon's task, given a library where the package is not
+  items <- list(list(i = 1, start = c(1, 1), end = c(8, 10), block = c(1, 1)))
+  payload <- serialize(list(src = zarr:::map_location(f$a, "t"), dst = NULL, fun = sum, args = list()), NULL)
+  v <- mirai::call_mirai(mirai::mirai(task(items, lib, payload), task = zarr:::map_daemon_task, items = items,
+                                      lib = file.path(tempdir(), "no-library-here"), payload = payload))$data
+  expect_s3_class(v, "zarr_map_failure")
+  e <- expect_error(zarr:::map_raise(v, "/a"), class = "zarr_error_daemon")
+  expect_s3_class(e, "zarr_error_block")
+  expect_match(conditionMessage(e), "cannot load the zarr package from its library paths", fixed = TRUE)
+  expect_match(conditionMessage(e), "there is no package called", fixed = TRUE)
+})

@@ -23,6 +23,7 @@ SEXP Rf_install(const char *s) { (void)s; NEVER; }
 Rboolean Rf_isNull(SEXP s) { (void)s; NEVER; }
 int Rf_asLogical(SEXP s) { (void)s; NEVER; }
 SEXP Rf_ScalarReal(double x) { (void)x; NEVER; }
+double Rf_asReal(SEXP s) { (void)s; NEVER; }
 int interrupt_pending(void) { return 0; }
 SEXP Rf_mkChar(const char *s) { (void)s; NEVER; }
 SEXP Rf_mkCharLenCE(const char *s, int n, cetype_t enc) { (void)s; (void)n; (void)enc; NEVER; }
