@@ -75,7 +75,7 @@ int cfg_str(const zcfg *cfg, const char *codec, const char *key, const char **ou
 }
 
 int cfg_num_type(const zcfg *cfg, const char *codec, const char *key, znum *out, zerr *e) {
-  const char *s;
+  const char *s = NULL;
   if (cfg_str(cfg, codec, key, &s, e)) return -1;
   znum t = {0, 0, 0};
   if (strlen(s) == 3 && (s[0] == '<' || s[0] == '>' || s[0] == '|')) {

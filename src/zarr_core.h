@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "compat.h"
 
 #define ZARR_MAX_DIMS 32
 #define ZARR_MAX_CODECS 16
@@ -42,11 +43,7 @@ typedef struct {
 } zerr;
 
 /* Record an error (printf-style); returns -1 so callers can `return zerr_set(...)`. */
-int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...) ZARR_PRINTF(3, 4);
 
 /* zlib and libbz2 count bytes in 32-bit unsigned ints: buffers are handed to
  * them in pieces of at most this many bytes (1 GiB; tests lower it with
@@ -87,7 +84,7 @@ typedef enum {
 /* How elements look on the R side. RT_INT64 is bit64::integer64: an R double
  * vector whose 8 bytes hold an int64_t. RT_RAW: the element's bytes as they
  * are, in a raw vector (as many bytes per element as the data type has). */
-typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_STRING, RT_RAWLIST,
+typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_CHARACTER, RT_RAWLIST,
                RT_RAW, RT_COUNT } zrtype;
 
 /* A string element while it travels through the engine: UTF-8 text (or raw
