@@ -11,7 +11,8 @@
 #    its tests run (skip with ZARR_GEOZARR=false; skipped outside CI when CRAN
 #    cannot be reached); its failures are added to the failed count;
 # 3c. when ZARR_PORTABILITY=true (the default when CI=true): every file of src/
-#    compiled for Windows with mingw-w64 (tools/check-windows.sh), and the
+#    compiled for Windows with mingw-w64 (tools/check-windows.sh) and with
+#    clang, macOS's compiler (tools/check-clang.sh), and the
 #    package installed once without each optional library with its codec
 #    tests run (tools/check-optional.sh); a failure fails the run (status 1);
 # 4. when ZARR_CHECK=true (the default when CI=true) and the tests passed:
@@ -131,6 +132,8 @@ fi
 if is_true "${ZARR_PORTABILITY:-$ci}"; then
   say "portability: src/ compiled for x86_64-w64-mingw32"
   bash tools/check-windows.sh || { echo "check-windows: failed"; echo "$summary"; exit 1; }
+  say "portability: src/ compiled with clang -Wall -Wextra"
+  bash tools/check-clang.sh || { echo "check-clang: failed"; echo "$summary"; exit 1; }
   say "portability: installs without each optional library, codec tests"
   bash tools/check-optional.sh || { echo "check-optional: failed"; echo "$summary"; exit 1; }
   echo "$summary"
