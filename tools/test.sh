@@ -133,7 +133,13 @@ if is_true "${ZARR_PORTABILITY:-$ci}"; then
   say "portability: src/ compiled for x86_64-w64-mingw32"
   bash tools/check-windows.sh || { echo "check-windows: failed"; echo "$summary"; exit 1; }
   say "portability: src/ compiled with clang -Wall -Wextra"
-  bash tools/check-clang.sh || { echo "check-clang: failed"; echo "$summary"; exit 1; }
+  clang_status=0
+  bash tools/check-clang.sh || clang_status=$?
+  case $clang_status in
+    0) ;;
+    2) say "clang not found: the clang compile of src/ is not run" ;;
+    *) echo "check-clang: failed"; echo "$summary"; exit 1 ;;
+  esac
   say "portability: installs without each optional library, codec tests"
   bash tools/check-optional.sh || { echo "check-optional: failed"; echo "$summary"; exit 1; }
   echo "$summary"
