@@ -56,6 +56,10 @@ int zarr_open(const char *path, int flags, int mode) {
   if (w == NULL) return -1;
   /* binary always: text mode would translate line ends in chunk bytes */
   int fd = _wopen(w, flags | O_BINARY, mode);
+  if (fd < 0 && errno == EACCES) { /* what Windows says for a directory */
+    DWORD a = GetFileAttributesW(w);
+    if (a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY)) errno = EISDIR;
+  }
   free(w);
   return fd;
 }
@@ -104,6 +108,12 @@ int zarr_rename(const char *from, const char *to) {
 
 int zarr_fsync(int fd) { return _commit(fd); }
 
+int zarr_num_cores(void) {
+  SYSTEM_INFO si;
+  GetSystemInfo(&si);
+  return si.dwNumberOfProcessors > 0 ? (int)si.dwNumberOfProcessors : 1;
+}
+
 int zarr_is_link(const char *path) {
   wchar_t *w = wide(path);
   if (w == NULL) return 0;
@@ -121,6 +131,14 @@ int zarr_unlink(const char *path) { return unlink(path); }
 FILE *zarr_fopen(const char *path, const char *mode) { return fopen(path, mode); }
 int zarr_rename(const char *from, const char *to) { return rename(from, to); }
 int zarr_fsync(int fd) { return fsync(fd); }
+
+int zarr_num_cores(void) {
+  long n = 1;
+#ifdef _SC_NPROCESSORS_ONLN
+  n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  return n > 0 && n < 1 << 20 ? (int)n : 1;
+}
 
 int zarr_is_link(const char *path) {
   struct stat st;

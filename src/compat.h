@@ -23,7 +23,8 @@
 
 /* open(2), stat(2), mkdir(2) (mode 0777 where modes exist), unlink(2) and
  * fopen(3) on UTF-8 names; Windows goes through the wide-character API, so
- * a name is not limited to the code page. Errors are left in errno. */
+ * a name is not limited to the code page, and opens in binary mode (opening
+ * a directory fails with EISDIR there). Errors are left in errno. */
 int zarr_open(const char *path, int flags, int mode);
 int zarr_stat(const char *path, struct stat *st);
 int zarr_mkdir(const char *path);
@@ -37,5 +38,7 @@ int zarr_fsync(int fd);
 /* Whether `path` is itself a link (symbolic link; on Windows any reparse
  * point: symbolic link or junction), not what it points to. */
 int zarr_is_link(const char *path);
+/* The number of processors online (at least 1). */
+int zarr_num_cores(void);
 
 #endif

@@ -320,13 +320,7 @@ SEXP ffi_chunk_keys(SEXP spec, SEXP coords) {
   return out;
 }
 
-SEXP ffi_num_cores(void) {
-  long n = 1;
-#ifdef _SC_NPROCESSORS_ONLN
-  n = sysconf(_SC_NPROCESSORS_ONLN);
-#endif
-  return ScalarInteger(n > 0 ? (int)n : 1);
-}
+SEXP ffi_num_cores(void) { return ScalarInteger(zarr_num_cores()); }
 
 /* ---- one ListObjectsV2 page, for zarr_s3store$list_objects() ---- */
 

@@ -26,7 +26,7 @@ int open_regular(const char *path, int *missing, zerr *e) {
     fd = zarr_open(path, O_RDONLY | ZARR_O_BINARY | ZARR_O_NONBLOCK, 0);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) { /* EISDIR: Windows */
       *missing = 1;
       return -1;
     }
