@@ -15,6 +15,9 @@
 #include "compat.h"
 
 #ifdef _WIN32
+#if !defined(_FILE_OFFSET_BITS) || _FILE_OFFSET_BITS != 64
+#error "compile with -D_FILE_OFFSET_BITS=64 (src/Makevars.ucrt): sizes of files over 2 GiB"
+#endif
 
 /* UTF-8 to a malloc'd wide string; NULL (errno set) when it is not UTF-8. */
 static wchar_t *wide(const char *s) {
