@@ -80,6 +80,10 @@ int zarr_mkdir(const char *path) {
   wchar_t *w = wide(path);
   if (w == NULL) return -1;
   int rc = _wmkdir(w);
+  if (rc != 0 && errno != EEXIST) { /* a drive ("C:") or other existing root */
+    DWORD a = GetFileAttributesW(w);
+    if (a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY)) errno = EEXIST;
+  }
   free(w);
   return rc;
 }
