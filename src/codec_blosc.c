@@ -1,5 +1,6 @@
 /* blosc codec through the system c-blosc (1.x), using the context API so
  * that worker threads can call it concurrently. */
+#ifdef HAVE_BLOSC /* configure found c-blosc; else the row below the #else */
 #include <blosc.h>
 #include <string.h>
 #include "zarr_core.h"
@@ -90,3 +91,8 @@ static int blosc_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, z
 const zcodec_vt zc_blosc = {.name = "blosc", .parse = blosc_parse, .decode = blosc_dec,
                             .encode = blosc_enc, .decode_to = blosc_dec_to, .overhead = -1,
                             .bounded = 1};
+
+#else
+#include "zarr_core.h"
+ZCODEC_MISSING(blosc, "c-blosc");
+#endif

@@ -3,6 +3,7 @@
  * takes them. R flattens the filter list to text (lzma_filters_text() in
  * R/codecs_numcodecs.R): filters separated by ';', each its numeric id then
  * ",key=value" pairs, e.g. "3,dist=4;33,preset=1". */
+#ifdef HAVE_LZMA /* configure found liblzma; else the row below the #else */
 #include <lzma.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -286,3 +287,8 @@ static int lzma_enc(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, ze
 
 const zcodec_vt zc_lzma = {.name = "lzma", .parse = lzma_parse, .decode = lzma_dec, .encode = lzma_enc,
                            .overhead = -1, .bounded = 1};
+
+#else
+#include "zarr_core.h"
+ZCODEC_MISSING(lzma, "liblzma");
+#endif

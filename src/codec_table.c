@@ -37,6 +37,18 @@ const zcodec_vt *zcodec_find(const char *name) {
   return NULL;
 }
 
+const zcodec_vt *zcodec_builtin(size_t i) {
+  return i < sizeof builtin / sizeof builtin[0] ? builtin[i] : NULL;
+}
+
+int zcodec_missing(const zcodec_vt *vt, zerr *e) {
+  return zerr_set(e, ZE_UNSUPPORTED,
+                  "codec '%s' is not available: this build of zarr was installed without %s "
+                  "(install %s's development files and reinstall zarr; zarr_capabilities() lists what "
+                  "this build has)",
+                  vt->name, vt->missing_lib, vt->missing_lib);
+}
+
 int zcodec_init(zcodec *c, const char *name, const zcfg *cfg, zerr *e) {
   memset(c, 0, sizeof *c);
   const zcodec_vt *vt = zcodec_find(name);
@@ -75,7 +87,7 @@ int cfg_str(const zcfg *cfg, const char *codec, const char *key, const char **ou
 }
 
 int cfg_num_type(const zcfg *cfg, const char *codec, const char *key, znum *out, zerr *e) {
-  const char *s;
+  const char *s = NULL;
   if (cfg_str(cfg, codec, key, &s, e)) return -1;
   znum t = {0, 0, 0};
   if (strlen(s) == 3 && (s[0] == '<' || s[0] == '>' || s[0] == '|')) {

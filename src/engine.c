@@ -15,7 +15,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#ifndef _WIN32
+#include <sys/mman.h> /* madvise(): pre-faulting is only an optimisation */
+#endif
 #include <time.h>
 #include <unistd.h>
 #include "store.h"
@@ -1100,7 +1102,7 @@ static SEXPTYPE rtype_sexp(zrtype rt) {
   case RT_LOGICAL: return LGLSXP;
   case RT_INTEGER: return INTSXP;
   case RT_COMPLEX: return CPLXSXP;
-  case RT_STRING: return STRSXP;
+  case RT_CHARACTER: return STRSXP;
   case RT_RAWLIST: return VECSXP;
   case RT_RAW: return RAWSXP;
   default: return REALSXP;
@@ -1165,6 +1167,7 @@ static zstr *strings_from_r(SEXP x, const zstr *fill) {
 #define PREFAULT_PIECE ((size_t)4 << 20)
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
+#ifndef _WIN32
 typedef struct {
   uint8_t *p;
   size_t n;
@@ -1202,6 +1205,11 @@ static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
   prefault_ctx c = {(uint8_t *)a, (size_t)(b - a), g};
   parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, prefault_poll);
 }
+#else /* Windows: no madvise(), the pages fault in as they are written */
+static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
+  (void)g, (void)p, (void)n, (void)nthreads;
+}
+#endif
 
 /* Checking that every value to write fits the data type reads all of them:
  * on hundreds of MB that takes long enough to be worth threads, and to look
@@ -1379,7 +1387,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
     zstr fill;
     memcpy(&fill, a.fill, sizeof fill);
     strings_to_r(&g, out, (const zstr *)g.rdata, total, a.rtype,
-                 g.na && a.rtype == RT_STRING ? &fill : NULL);
+                 g.na && a.rtype == RT_CHARACTER ? &fill : NULL);
   }
   tbufs_give(g.tb, g.nthreads, asReal(list_get(opts, "scratch_bytes")));
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);

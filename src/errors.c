@@ -25,6 +25,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_ICECHUNK: return "icechunk";
   case ZE_ICECHUNK_STALE: return "icechunk_stale";
   case ZE_ZV: return "zv";
+  case ZE_UNSUPPORTED: return "unsupported";
   default: return "internal";
   }
 }

@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
-#include <zstd.h>
-#include <blosc.h>
 #include "zarr.h"
 
 static SEXP raw_from(const uint8_t *p, size_t n) {
@@ -323,27 +320,7 @@ SEXP ffi_chunk_keys(SEXP spec, SEXP coords) {
   return out;
 }
 
-SEXP ffi_num_cores(void) {
-  long n = 1;
-#ifdef _SC_NPROCESSORS_ONLN
-  n = sysconf(_SC_NPROCESSORS_ONLN);
-#endif
-  return ScalarInteger(n > 0 ? (int)n : 1);
-}
-
-SEXP ffi_library_versions(void) {
-  SEXP out = PROTECT(allocVector(STRSXP, 3));
-  SEXP nm = PROTECT(allocVector(STRSXP, 3));
-  SET_STRING_ELT(out, 0, mkChar(ZSTD_versionString()));
-  SET_STRING_ELT(out, 1, mkChar(zlibVersion()));
-  SET_STRING_ELT(out, 2, mkChar(BLOSC_VERSION_STRING));
-  SET_STRING_ELT(nm, 0, mkChar("zstd"));
-  SET_STRING_ELT(nm, 1, mkChar("zlib"));
-  SET_STRING_ELT(nm, 2, mkChar("blosc"));
-  setAttrib(out, R_NamesSymbol, nm);
-  UNPROTECT(2);
-  return out;
-}
+SEXP ffi_num_cores(void) { return ScalarInteger(zarr_num_cores()); }
 
 /* ---- one ListObjectsV2 page, for zarr_s3store$list_objects() ---- */
 

@@ -23,10 +23,10 @@ int open_regular(const char *path, int *missing, zerr *e) {
   *missing = 0;
   int fd;
   do {
-    fd = open(path, O_RDONLY | ZARR_O_BINARY | ZARR_O_NONBLOCK);
+    fd = zarr_open(path, O_RDONLY | ZARR_O_BINARY | ZARR_O_NONBLOCK, 0);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == EISDIR) { /* EISDIR: Windows */
       *missing = 1;
       return -1;
     }

@@ -32,7 +32,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fill_bytes, 2),
     CALLDEF(ffi_cf_unpack, 5),
     CALLDEF(ffi_num_cores, 0),
-    CALLDEF(ffi_library_versions, 0),
+    CALLDEF(ffi_capabilities, 0),
     CALLDEF(ffi_s3_parse_list, 2),
     CALLDEF(ffi_azure_parse_list, 2),
     CALLDEF(ffi_xml_text, 2),

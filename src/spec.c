@@ -14,9 +14,9 @@ static const char *spec_name = NULL; /* the array being parsed, for messages */
 
 static void
 #ifdef __GNUC__
-    __attribute__((noreturn, format(printf, 2, 3)))
+    __attribute__((noreturn))
 #endif
-    spec_fail(zerr_kind kind, const char *fmt, ...) {
+    ZARR_PRINTF(2, 3) spec_fail(zerr_kind kind, const char *fmt, ...) {
   char msg[ZARR_MSG_LEN];
   va_list ap;
   va_start(ap, fmt);
@@ -237,7 +237,7 @@ void spec_parse(SEXP spec, zarray *a) {
     if (a->strkind == SK_FIXED_BYTES)
       while (n > 0 && a->fill_text[n - 1] == 0) n--; /* NUL padding, as for elements */
     /* missing chunks read as the fill: it must become an R string without fail */
-    if (a->rtype == RT_STRING && utf8_check((const uint8_t *)a->fill_text, n) != 0)
+    if (a->rtype == RT_CHARACTER && utf8_check((const uint8_t *)a->fill_text, n) != 0)
       spec_fail(ZE_METADATA, "the fill value is not UTF-8 text an R string can hold");
     zstr h = {a->fill_text, (int64_t)n};
     memcpy(a->fill, &h, sizeof h);

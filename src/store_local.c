@@ -11,7 +11,6 @@
 #include <sys/types.h>
 #include <unistd.h>
 #ifdef _WIN32
-#include <windows.h>
 #include <io.h>
 #define ZARR_O_BINARY O_BINARY
 #else
@@ -26,7 +25,7 @@ int path_join(char *buf, size_t cap, const char *root, const char *key) {
 
 int64_t file_size(const char *path) {
   struct stat st;
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  if (zarr_stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
   return (int64_t)st.st_size;
 }
 
@@ -81,11 +80,7 @@ static int make_parents(const char *path, zerr *e) {
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-#ifdef _WIN32
-    int rc = mkdir(tmp);
-#else
-    int rc = mkdir(tmp, 0777);
-#endif
+    int rc = zarr_mkdir(tmp);
     if (rc != 0 && errno != EEXIST) {
       int err = errno;
       zerr_set(e, ZE_IO, "cannot create directory '%s': %s", tmp, strerror(err));
@@ -106,13 +101,13 @@ int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) 
   if (tmp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
   unsigned long id = __atomic_add_fetch(&temp_counter, 1, __ATOMIC_RELAXED);
   snprintf(tmp, plen, "%s.%ld.%lu.partial", path, (long)getpid(), id);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
+  int fd = zarr_open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
   if (fd < 0 && errno == ENOENT) { /* create the directories only when missing */
     if (make_parents(path, e)) {
       free(tmp);
       return -1;
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
+    fd = zarr_open(tmp, O_WRONLY | O_CREAT | O_EXCL | ZARR_O_BINARY, 0666);
   }
   if (fd < 0) {
     int err = errno;
@@ -128,7 +123,7 @@ int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) 
       if (errno == EINTR) continue;
       int err = errno;
       close(fd);
-      unlink(tmp);
+      zarr_unlink(tmp);
       zerr_set(e, ZE_IO, "cannot write '%s': %s", path, strerror(err));
       free(tmp);
       return -1;
@@ -137,19 +132,15 @@ int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) 
   }
   if (close(fd) != 0) {
     int err = errno;
-    unlink(tmp);
+    zarr_unlink(tmp);
     zerr_set(e, ZE_IO, "cannot write '%s': %s", path, strerror(err));
     free(tmp);
     return -1;
   }
-#ifdef _WIN32
-  int ok = MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING) != 0;
-#else
-  int ok = rename(tmp, path) == 0;
-#endif
+  int ok = zarr_rename(tmp, path) == 0; /* replaces an existing file, also on Windows */
   if (!ok) {
     int err = errno;
-    unlink(tmp);
+    zarr_unlink(tmp);
     zerr_set(e, ZE_IO, "cannot move data into '%s': %s", path, strerror(err));
     free(tmp);
     return -1;
@@ -159,7 +150,7 @@ int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) 
 }
 
 int file_remove(const char *path, zerr *e) {
-  if (unlink(path) != 0 && errno != ENOENT)
+  if (zarr_unlink(path) != 0 && errno != ENOENT)
     return zerr_set(e, ZE_IO, "cannot remove '%s': %s", path, strerror(errno));
   return 0;
 }
@@ -196,7 +187,7 @@ static int local_stat(zstore *s, const char *key, double *mtime, char *etag, int
   char path[8192];
   struct stat st;
   if (local_path(s, key, path, sizeof path, e)) return -1;
-  *missing = stat(path, &st) != 0 || !S_ISREG(st.st_mode);
+  *missing = zarr_stat(path, &st) != 0 || !S_ISREG(st.st_mode);
   *mtime = *missing ? -1 : (double)st.st_mtime;
   etag[0] = '\0'; /* files have none */
   return 0;
@@ -210,7 +201,7 @@ void file_stamp(const char *path, zstamp *out) {
   struct stat st;
   memset(out, 0, sizeof *out);
   out->valid = 1;
-  if (stat(path, &st) != 0) {
+  if (zarr_stat(path, &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) out->missing = 1;
     else out->unknown = 1;
     return;
@@ -317,7 +308,7 @@ static int walk_dir(walk *w, char *path, size_t plen, size_t top, int depth, zer
   DIR *d = opendir(path);
   if (d == NULL) return depth == 0 ? zerr_set(e, ZE_IO, "cannot list '%s': %s", path, strerror(errno)) : 0;
   struct stat st;
-  if (stat(path, &st) == 0) {
+  if (zarr_stat(path, &st) == 0) {
     w->dev[depth] = st.st_dev;
     w->ino[depth] = st.st_ino;
   }
@@ -330,13 +321,8 @@ static int walk_dir(walk *w, char *path, size_t plen, size_t top, int depth, zer
     if (plen + 1 + nl + 1 > ZARR_PATH_MAX) continue; /* too long to name, so not a key */
     path[plen] = '/';
     memcpy(path + plen + 1, nm, nl + 1);
-    if (stat(path, &st) != 0) continue; /* a broken link */
-#ifndef _WIN32
-    struct stat lst;
-    int is_link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
-#else
-    int is_link = 0;
-#endif
+    if (zarr_stat(path, &st) != 0) continue; /* a broken link */
+    int is_link = zarr_is_link(path); /* Windows: a symbolic link or junction */
     if (w->links && is_link && S_ISDIR(st.st_mode)) {
       rc = walk_record(w, path + top, plen + 1 + nl - top, e);
     } else if (S_ISDIR(st.st_mode)) {

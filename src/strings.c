@@ -85,7 +85,7 @@ int utf8_check(const uint8_t *p, size_t n) {
 /* Check decoded element i before any R string is made of it, so that making
  * R strings later (on the main thread) cannot fail half way. */
 static int check_element(const zarray *a, const uint8_t *p, size_t n, int64_t i, zerr *e) {
-  if (a->rtype != RT_STRING) return 0; /* raw vectors hold any bytes */
+  if (a->rtype != RT_CHARACTER) return 0; /* raw vectors hold any bytes */
   if (n > 2147483647u)
     return zerr_set(e, ZE_VALUE, "element %.0f of the chunk has %.0f bytes, more than an R string holds",
                     (double)i, (double)n);

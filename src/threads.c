@@ -99,7 +99,11 @@ static void *persistent_main(void *p) {
   return NULL;
 }
 
-/* In a forked child the workers do not exist: start afresh. */
+/* In a forked child the workers do not exist: start afresh. (Windows has
+ * no fork().) */
+#ifdef _WIN32
+static void pool_register_atfork(void) {}
+#else
 static void pool_after_fork_child(void) {
   pthread_mutex_init(&pool_mu, NULL);
   pthread_cond_init(&pool_go, NULL);
@@ -111,6 +115,7 @@ static void pool_after_fork_child(void) {
 }
 
 static void pool_register_atfork(void) { pthread_atfork(NULL, NULL, pool_after_fork_child); }
+#endif
 
 /* Watched jobs: this thread waits for the workers, polling every 20 ms;
  * once the poll says stop, no more tasks are handed out and the workers end

@@ -68,7 +68,7 @@ SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
 SEXP ffi_cf_unpack(SEXP x, SEXP scale, SEXP offset, SEXP markers, SEXP range);
 SEXP ffi_num_cores(void);
-SEXP ffi_library_versions(void);
+SEXP ffi_capabilities(void); /* capabilities.c */
 SEXP ffi_s3_parse_list(SEXP body, SEXP where);
 SEXP ffi_azure_parse_list(SEXP body, SEXP where);
 SEXP ffi_xml_text(SEXP body, SEXP tag);

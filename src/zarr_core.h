@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "compat.h"
 
 #define ZARR_MAX_DIMS 32
 #define ZARR_MAX_CODECS 16
@@ -33,7 +34,8 @@ typedef enum {
   ZE_AZURE,     /* an Azure Blob request failed with an error document (a kind of ZE_HTTP) */
   ZE_ICECHUNK,  /* an Icechunk repository object is malformed or missing */
   ZE_ICECHUNK_STALE, /* a virtual chunk's file changed since it was referenced */
-  ZE_ZV         /* a Zarr Vectors blob breaks its byte layout (src/zv_layout.c) */
+  ZE_ZV,        /* a Zarr Vectors blob breaks its byte layout (src/zv_layout.c) */
+  ZE_UNSUPPORTED /* this build lacks what is needed (a codec's optional library) */
 } zerr_kind;
 
 typedef struct {
@@ -42,11 +44,7 @@ typedef struct {
 } zerr;
 
 /* Record an error (printf-style); returns -1 so callers can `return zerr_set(...)`. */
-int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...)
-#ifdef __GNUC__
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+int zerr_set(zerr *e, zerr_kind kind, const char *fmt, ...) ZARR_PRINTF(3, 4);
 
 /* zlib and libbz2 count bytes in 32-bit unsigned ints: buffers are handed to
  * them in pieces of at most this many bytes (1 GiB; tests lower it with
@@ -87,7 +85,7 @@ typedef enum {
 /* How elements look on the R side. RT_INT64 is bit64::integer64: an R double
  * vector whose 8 bytes hold an int64_t. RT_RAW: the element's bytes as they
  * are, in a raw vector (as many bytes per element as the data type has). */
-typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_STRING, RT_RAWLIST,
+typedef enum { RT_LOGICAL, RT_INTEGER, RT_DOUBLE, RT_INT64, RT_COMPLEX, RT_CHARACTER, RT_RAWLIST,
                RT_RAW, RT_COUNT } zrtype;
 
 /* A string element while it travels through the engine: UTF-8 text (or raw
@@ -199,11 +197,27 @@ struct zcodec_vt {
   int overhead;    /* bytes encoding always adds (checksums); -1: varies */
   int bounded;     /* decode() honours `limit` */
   int main_thread; /* calls into R: only on the R thread */
+  /* set only in the row of a codec whose library this build lacks (see
+   * ZCODEC_MISSING): the library's name; the row's parse() always fails */
+  const char *missing_lib;
 };
+
+/* The row of a codec whose optional library configure did not find: using
+ * it fails with ZE_UNSUPPORTED naming the codec and the library.
+ * In the codec's file: #ifdef HAVE_X ... #else ZCODEC_MISSING(x, "lib") #endif */
+int zcodec_missing(const zcodec_vt *vt, zerr *e);
+#define ZCODEC_MISSING(x, lib)                                          \
+  static int x##_missing(zcodec *c, const zcfg *cfg, zerr *e) {         \
+    (void)cfg;                                                          \
+    return zcodec_missing(c->vt, e);                                    \
+  }                                                                     \
+  const zcodec_vt zc_##x = {.name = #x, .parse = x##_missing, .overhead = -1, .missing_lib = lib}
 
 /* The table: a built-in row per codec file, plus rows added at load time
  * (codecs written in R, codec_r.c). NULL when the name is unknown. */
 const zcodec_vt *zcodec_find(const char *name);
+/* The i-th built-in row (0, 1, ...); NULL past the last. */
+const zcodec_vt *zcodec_builtin(size_t i);
 int zcodec_table_add(const zcodec_vt *vt);
 /* Look up `name` and parse its configuration into `c`. */
 int zcodec_init(zcodec *c, const char *name, const zcfg *cfg, zerr *e);

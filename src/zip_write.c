@@ -16,11 +16,6 @@
 #include <zlib.h>
 #include "zarr.h"
 
-#ifdef _WIN32
-#include <io.h>
-#define fsync _commit
-#define localtime_r(t, tm) (localtime_s((tm), (t)) == 0 ? (tm) : NULL)
-#endif
 
 #define PIECE ((size_t)1 << 20)
 #define U32_MAX 0xFFFFFFFFu
@@ -100,7 +95,7 @@ static int local_header(zwriter *w, const wmember *m, int z64, zerr *e) {
 /* A member of the previous archive, its stored bytes copied as they are. */
 static int member_copy(zwriter *w, const zipidx *z, const zip_odd_member *o, wmember *m, zerr *e) {
   const char *spath = zip_file_path(z);
-  FILE *src = fopen(spath, "rb");
+  FILE *src = zarr_fopen(spath, "rb");
   if (src == NULL) return zerr_set(e, ZE_IO, "cannot open '%s': %s", spath, strerror(errno));
   int rc = 0;
   if (fseeko(src, (off_t)o->data_off, SEEK_SET) != 0)
@@ -278,7 +273,7 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep) {
     zerr_set(&e, ZE_NOMEM, "out of memory");
     goto done;
   }
-  w.f = fopen(out_path, "wbx");
+  w.f = zarr_fopen(out_path, "wbx");
   if (w.f == NULL) {
     zerr_set(&e, ZE_IO, "cannot create '%s': %s", out_path, strerror(errno));
     goto done;
@@ -295,7 +290,7 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep) {
       zerr_set(&e, ZE_INTERRUPT, "writing '%s' was interrupted", out_path);
       goto done;
     }
-    FILE *src = fopen(spath, "rb");
+    FILE *src = zarr_fopen(spath, "rb");
     if (src == NULL) {
       zerr_set(&e, ZE_IO, "cannot open '%s': %s", spath, strerror(errno));
       goto done;
@@ -336,7 +331,7 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep) {
       goto done;
   }
   if (central(&w, n + n_odd, &e)) goto done;
-  if (fflush(w.f) != 0 || fsync(fileno(w.f)) != 0)
+  if (fflush(w.f) != 0 || zarr_fsync(fileno(w.f)) != 0)
     zerr_set(&e, ZE_IO, "cannot write '%s': %s", out_path, strerror(errno));
 done:
   if (w.f && fclose(w.f) != 0 && e.kind == ZE_OK)
@@ -345,7 +340,7 @@ done:
   writer_free(&w);
   free(spath);
   if (e.kind != ZE_OK) {
-    if (created) remove(out_path);
+    if (created) zarr_unlink(out_path);
     zarr_raise_err(&e, NULL, NULL);
   }
   return R_NilValue;

@@ -45,7 +45,7 @@ static const char *what_of(SEXP what) {
 }
 
 static zv_type type_of(SEXP dtype, const char *what) {
-  zv_type t;
+  zv_type t = ZV_F32; /* clang cannot see that zv_abort() does not return */
   if (TYPEOF(dtype) != STRSXP || XLENGTH(dtype) != 1 || zv_type_parse(CHAR(STRING_ELT(dtype, 0)), &t))
     zv_abort(what, "unknown element type of a ZV blob");
   return t;

@@ -73,7 +73,8 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev liblzma
 # ncdf4 and RNetCDF for bench/references.R; DelayedArray, HDF5Array and
 # BiocParallel (Bioconductor) for the DelayedArray backend tests;
 # SingleCellExperiment (with Matrix, SummarizedExperiment) for as_sce()
-optional_debs=(qpdf pandoc unzip clang libclang-rt-dev python3-h5py python3-netcdf4 python3-fsspec
+# gcc-mingw-w64-x86-64: tools/check-windows.sh compiles src/ for Windows (CI)
+optional_debs=(qpdf pandoc unzip clang libclang-rt-dev gcc-mingw-w64-x86-64 python3-h5py python3-netcdf4 python3-fsspec
                python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf
                r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel
                r-cran-stars r-cran-terra r-cran-sf r-cran-units r-cran-ncmeta

@@ -10,6 +10,11 @@
 #    then tools/geozarr.sh: geozarr from CRAN installed against this zarr and
 #    its tests run (skip with ZARR_GEOZARR=false; skipped outside CI when CRAN
 #    cannot be reached); its failures are added to the failed count;
+# 3c. when ZARR_PORTABILITY=true (the default when CI=true): every file of src/
+#    compiled for Windows with mingw-w64 (tools/check-windows.sh) and with
+#    clang, macOS's compiler (tools/check-clang.sh), and the
+#    package installed once without each optional library with its codec
+#    tests run (tools/check-optional.sh); a failure fails the run (status 1);
 # 4. when ZARR_CHECK=true (the default when CI=true) and the tests passed:
 #    R CMD build + R CMD check --as-cran --no-manual, failing on ERROR/WARNING.
 #
@@ -121,6 +126,23 @@ if [ -n "$fuzz_secs" ] && [ "$fuzz_secs" != 0 ]; then
   else
     say "clang not found: the fuzz targets are not run"
   fi
+fi
+
+# ---- 3c. portability: Windows compile, builds without the optional libraries
+if is_true "${ZARR_PORTABILITY:-$ci}"; then
+  say "portability: src/ compiled for x86_64-w64-mingw32"
+  bash tools/check-windows.sh || { echo "check-windows: failed"; echo "$summary"; exit 1; }
+  say "portability: src/ compiled with clang -Wall -Wextra"
+  clang_status=0
+  bash tools/check-clang.sh || clang_status=$?
+  case $clang_status in
+    0) ;;
+    2) say "clang not found: the clang compile of src/ is not run" ;;
+    *) echo "check-clang: failed"; echo "$summary"; exit 1 ;;
+  esac
+  say "portability: installs without each optional library, codec tests"
+  bash tools/check-optional.sh || { echo "check-optional: failed"; echo "$summary"; exit 1; }
+  echo "$summary"
 fi
 
 # ---- 4. R CMD check

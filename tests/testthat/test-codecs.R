@@ -100,6 +100,7 @@ test_that("zstd compresses chunks with the configured level and checksum", {
 })
 
 test_that("blosc round-trips with every compressor and shuffle", {
+  skip_without_codec("blosc")
   path <- local_store_path()
   z <- create_zarr(path)
   cnames <- c("blosclz", "lz4", "lz4hc", "zstd", "zlib")
@@ -162,7 +163,7 @@ test_that("crc32c appends a CRC-32C checksum", {
 test_that("gzip + crc32c and zstd + crc32c chains round-trip", {
   z <- create_zarr()
   x <- array(as.numeric(1:120), c(4, 5, 6))
-  for (comp in c("gzip", "zstd", "blosc")) {
+  for (comp in setdiff(c("gzip", "zstd", "blosc"), if (codec_missing("blosc")) "blosc")) {
     def <- define_array("float64", dim(x))
     def$chunk_shape <- c(3, 3, 3)
     def$remove_codec("zstd")
@@ -257,7 +258,7 @@ test_that("codec objects encode and decode on their own", {
   expect_identical(zs$decode(zs$encode(payload)), payload)
   bl <- zarr_codec_blosc$new("float64", list(cname = "zlib", clevel = 9, shuffle = "bitshuffle"))
   dbl <- writeBin(as.numeric(1:100), raw())
-  expect_identical(bl$decode(bl$encode(dbl)), dbl)
+  if (!codec_missing("blosc")) expect_identical(bl$decode(bl$encode(dbl)), dbl)
   expect_identical(bl$configuration$typesize, 8L)
   expect_error(gz$encode("text"), class = "zarr_error_codec")
   expect_error(zarr_codec_gzip$new(list(level = -1)), class = "zarr_error_codec")

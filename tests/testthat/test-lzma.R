@@ -3,6 +3,8 @@
 # format, check, preset and filter kind, and stores this package writes that
 # zarr-python reads.
 
+skip_without_codec("lzma") # a build without liblzma: test-capabilities.R
+
 py_dump_array <- '
 import zarr
 emit(describe(zarr.open(sys.argv[1], mode="r")))

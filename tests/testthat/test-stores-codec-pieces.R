@@ -8,12 +8,12 @@ local_codec_piece <- function(n, env = parent.frame()) {
   withr::defer(.Call(zarr:::ffi_codec_piece, old), envir = env)
 }
 
-piece_codecs <- function() list(
+piece_codecs <- function() Filter(Negate(is.null), list(
   gzip = zarr_codec_gzip$new(list(level = 5)),
   zlib = zarr:::zarr_codec_numcodecs$new("zlib", list(level = 1), NULL),
-  bz2 = zarr:::zarr_codec_numcodecs$new("bz2", list(level = 9), NULL),
+  bz2 = if (!codec_missing("bz2")) zarr:::zarr_codec_numcodecs$new("bz2", list(level = 9), NULL),
   adler32 = zarr:::zarr_codec_numcodecs$new("adler32", list(), NULL)
-)
+))
 
 test_that("gzip, zlib, bz2 and adler32 encode and decode the same in small pieces as in one", {
   set.seed(42)
@@ -34,7 +34,7 @@ test_that("gzip, zlib, bz2 and adler32 encode and decode the same in small piece
   local_codec_piece(7)
   cds <- piece_codecs()
   expect_identical(memDecompress(cds$gzip$encode(x), "gzip"), x)
-  expect_identical(memDecompress(cds$bz2$encode(x), "bzip2"), x)
+  if (!is.null(cds$bz2)) expect_identical(memDecompress(cds$bz2$encode(x), "bzip2"), x)
   expect_identical(.Call(zarr:::ffi_codec_piece, NULL), 7)
   expect_error(.Call(zarr:::ffi_codec_piece, 0), class = "zarr_error_value")
 })

@@ -2,6 +2,8 @@
 # same indented (MinIO, moto, LocalStack) as compact (AWS, s3rver), and
 # hostile documents are refused, never expanded.
 
+skip_without_libxml2() # a build without libxml2: test-capabilities.R
+
 xml_env <- new.env()
 xml_s3 <- function() {
   if (!is.null(xml_env$s3) && xml_env$s3$process$is_alive()) return(xml_env$s3)

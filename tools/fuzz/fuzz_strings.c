@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   a.elsize = sizeof(zstr);
   static const zstrkind kinds[] = {SK_VLEN_UTF8, SK_VLEN_BYTES, SK_UTF32, SK_FIXED_BYTES};
   a.strkind = kinds[data[0] & 3];
-  a.rtype = (data[0] & 4) ? RT_RAWLIST : RT_STRING;
+  a.rtype = (data[0] & 4) ? RT_RAWLIST : RT_CHARACTER;
   int big = (data[0] & 8) != 0;
   a.stored_size = a.strkind == SK_UTF32 ? (size_t)(data[1] % 16) * 4 : (size_t)(data[1] % 64);
   if (data[0] & 16) { /* records of a struct: raw vectors of exactly stored_size bytes */
@@ -40,11 +40,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       volatile uint8_t sink = 0;
       for (int64_t k = 0; k < h[i].len; k++) sink ^= (uint8_t)h[i].ptr[k];
       (void)sink;
-      if (a.rtype == RT_STRING && utf8_check((const uint8_t *)h[i].ptr, (size_t)h[i].len) != 0)
+      if (a.rtype == RT_CHARACTER && utf8_check((const uint8_t *)h[i].ptr, (size_t)h[i].len) != 0)
         abort(); /* would become an invalid or truncated R string */
     }
     /* and it encodes back without complaint when it is text */
-    if (a.rtype == RT_STRING && a.strkind != SK_VLEN_BYTES) {
+    if (a.rtype == RT_CHARACTER && a.strkind != SK_VLEN_BYTES) {
       zbuf out = {0};
       zerr e2 = {ZE_OK, ""};
       if (strings_encode(&a, (const uint8_t *)h, nelem, big, &out, &e2) != 0 &&

@@ -32,6 +32,7 @@ fi
 
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -Wall -Wextra -I"$src"
+       -DHAVE_BLOSC -DHAVE_LZ4 -DHAVE_BZ2 -DHAVE_LZMA -DHAVE_LIBXML2
        )
 libs=(-lzstd -lz -lblosc -llz4 -lbz2 -llzma -lpthread -lm)
 # every codec file but codec_r.c (codecs written in R need libR)
@@ -39,7 +40,7 @@ codecs=()
 for f in "$src"/codec_*.c; do
   case $(basename "$f") in codec_r.c) ;; *) codecs+=("$(basename "$f")") ;; esac
 done
-core=(zbuf.c "${codecs[@]}" strings.c slab.c keys.c dtype.c refplan.c redact.c zv_layout.c threads.c)
+core=(zbuf.c compat.c "${codecs[@]}" strings.c slab.c keys.c dtype.c refplan.c redact.c zv_layout.c threads.c)
 
 build_one() {
   local t=$1 extra=()
