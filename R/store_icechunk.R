@@ -279,7 +279,7 @@ ic_storage <- function(location, ...) {
 # spec 1: no main branch). A damaged `repo` object is an error.
 ic_probe <- function(store) {
   raw <- ic_get(store, "repo")
-  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
+  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo", max_decoded_bytes()))
   main <- ic_get(store, "refs/branch.main/ref.json")
   if (!is.null(main)) list(spec_version = 1L, main_ref = main)
 }
@@ -308,8 +308,8 @@ ic_read_object <- function(storage, key, what = c("snapshot", "manifest")) {
   raw <- ic_get(storage, key)
   if (is.null(raw)) zarr_abort("icechunk", sprintf("the %s object is missing from the repository", what), key = key)
   switch(what,
-         snapshot = .Call(ffi_icechunk_snapshot, raw, key),
-         manifest = .Call(ffi_icechunk_manifest, raw, key))
+         snapshot = .Call(ffi_icechunk_snapshot, raw, key, max_decoded_bytes()),
+         manifest = .Call(ffi_icechunk_manifest, raw, key, max_decoded_bytes()))
 }
 
 # What the repository says of itself: list(spec_version, branches, tags,

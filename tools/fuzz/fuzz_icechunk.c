@@ -50,11 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p = obj;
     n += 39;
   }
-  ic_max_payload = (size_t)64 << 20;
+  size_t limit = (size_t)64 << 20; /* the parse budget */
   zerr e = {ZE_OK, ""};
   if (type == IC_REPO) {
     ic_repo r;
-    if (ic_repo_parse(p, n, &r, &e)) {
+    if (ic_repo_parse(p, n, limit, &r, &e)) {
       check_failure(&e);
     } else {
       for (size_t i = 0; i < r.nsnaps; i++) {
@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ic_repo_free(&r);
   } else if (type == IC_SNAPSHOT) {
     ic_snapshot s;
-    if (ic_snapshot_parse(p, n, &s, &e)) {
+    if (ic_snapshot_parse(p, n, limit, &s, &e)) {
       check_failure(&e);
     } else {
       in_payload(&s.payload, s.message, NULL, 0);
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ic_snapshot_free(&s);
   } else {
     ic_manifest m;
-    if (ic_manifest_parse(p, n, &m, &e)) {
+    if (ic_manifest_parse(p, n, limit, &m, &e)) {
       check_failure(&e);
     } else {
       size_t total = 0, seen = 0;

@@ -1,0 +1,149 @@
+# The hostile-store suite (issue 26), amplification bounds: store content
+# whose parse would expand far beyond its size (FlatBuffers whose vector
+# entries share one table, Kerchunk `gen` entries naming billions of keys)
+# fails with a classed error before the memory is taken; the budget is the
+# option zarr.max_decoded_bytes. And the first snapshot of an Icechunk
+# repository (no nodes) opens as an empty hierarchy.
+
+# ---- FlatBuffers written by hand ----------------------------------------------
+# A forward layout: every object is written after the slots that point at it
+# (offsets are unsigned), each table right after its vtable. Objects:
+# fb_tbl(list of fields by id (NULL: absent)), fields fb_u8()/fb_u32()/
+# fb_u64()/fb_struct(raw) inline or objects (an offset); fb_vec(list of
+# objects); fb_blob(raw, elem) (a vector of scalars or structs); fb_str().
+# fb_shared(obj) makes every slot pointing at it point at one copy.
+
+fb_u8 <- function(x) structure(list(bytes = as.raw(x)), class = "fb_inline")
+fb_u32 <- function(x) structure(list(bytes = writeBin(as.integer(x), raw(), size = 4L, endian = "little")), class = "fb_inline")
+fb_u64 <- function(x) structure(list(bytes = c(writeBin(as.integer(x), raw(), size = 4L, endian = "little"), raw(4))),
+                                class = "fb_inline")
+fb_struct <- function(bytes) structure(list(bytes = bytes), class = "fb_inline")
+fb_tbl <- function(...) structure(list(fields = list(...)), class = "fb_table")
+fb_vec <- function(items) structure(list(items = items), class = "fb_vector")
+fb_blob <- function(bytes, elem = 1L) structure(list(bytes = bytes, count = length(bytes) %/% elem), class = "fb_blob")
+fb_str <- function(s) {
+  b <- charToRaw(enc2utf8(s))
+  structure(list(bytes = c(b, as.raw(0)), count = length(b)), class = "fb_blob")
+}
+fb_shared <- function(obj) {
+  obj$memo <- new.env(parent = emptyenv())
+  obj
+}
+
+fb_build <- function(root) {
+  out <- new.env(parent = emptyenv())
+  out$chunks <- list()
+  out$size <- 0
+  put <- function(bytes) {
+    at <- out$size
+    out$chunks[[length(out$chunks) + 1L]] <- bytes
+    out$size <- out$size + length(bytes)
+    at
+  }
+  patch <- list()
+  le32 <- function(x) writeBin(as.integer(x), raw(), size = 4L, endian = "little")
+  emit <- function(obj) {
+    if (!is.null(obj$memo) && !is.null(obj$memo$pos)) return(obj$memo$pos)
+    kids <- list()
+    if (inherits(obj, "fb_table")) {
+      f <- obj$fields
+      body <- raw(4)
+      offs <- integer(length(f))
+      for (i in seq_along(f)) {
+        if (is.null(f[[i]])) next
+        offs[i] <- length(body)
+        if (inherits(f[[i]], "fb_inline")) {
+          body <- c(body, f[[i]]$bytes)
+        } else {
+          kids[[length(kids) + 1L]] <- list(at = length(body), obj = f[[i]])
+          body <- c(body, raw(4))
+        }
+      }
+      vt <- c(writeBin(as.integer(c(4L + 2L * length(f), length(body), offs)), raw(), size = 2L, endian = "little"))
+      put(vt)
+      pos <- put(c(le32(length(vt)), body[-(1:4)]))
+    } else if (inherits(obj, "fb_vector")) {
+      n <- length(obj$items)
+      pos <- put(c(le32(n), raw(4 * n)))
+      kids <- lapply(seq_len(n), function(j) list(at = 4 * j, obj = obj$items[[j]]))
+    } else {
+      pos <- put(c(le32(obj$count), obj$bytes))
+    }
+    if (!is.null(obj$memo)) obj$memo$pos <- pos
+    for (k in kids) patch[[length(patch) + 1L]] <<- c(pos + k$at, emit(k$obj))
+    pos
+  }
+  put(raw(4))
+  r <- emit(root)
+  buf <- do.call(c, out$chunks)
+  buf[1:4] <- le32(r)
+  for (p in patch) buf[p[1] + 1:4] <- le32(p[2] - p[1])
+  buf
+}
+
+# An Icechunk object (spec 2) of `type` (1 snapshot, 2 manifest, 6 repo
+# info) with an uncompressed payload.
+ic_object <- function(payload, type) {
+  magic <- as.raw(c(0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7, 0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B))
+  c(magic, charToRaw(formatC("ic-hostile", width = -24)), as.raw(c(2L, type, 0L)), payload)
+}
+
+# The bytes of an id printed in Crockford base 32.
+ic_id_bytes <- function(id, n) {
+  v <- match(strsplit(id, "")[[1L]], strsplit("0123456789ABCDEFGHJKMNPQRSTVWXYZ", "")[[1L]]) - 1L
+  bits <- unlist(lapply(v, function(x) rev(as.integer(intToBits(x))[1:5])))[seq_len(8 * n)]
+  packBits(as.logical(unlist(lapply(split(bits, rep(seq_len(n), each = 8)), rev))), "raw")
+}
+
+# A copy of the small spec 2 repository (tests/testthat/icechunk/v2) in a
+# hostile_dir(): list(dir, store, outside, node, manifest) with the
+# /grp/int32 array's node id and manifest id.
+ic_hostile_repo <- function(env = parent.frame()) {
+  h <- hostile_dir(env, store = "v2")
+  file.copy(test_path("icechunk", "v2"), h$dir, recursive = TRUE)
+  snap <- file.path(h$store, "snapshots", "ZDP6C2RY2P7P1WJDESR0")
+  s <- .Call(ffi_icechunk_snapshot, readBin(snap, "raw", file.size(snap)), "s", max_decoded_bytes())
+  i <- match("/grp/int32", s$nodes$path)
+  c(h, node = s$nodes$node_id[i], manifest = s$nodes$manifests[[i]]$id[1L])
+}
+
+# A manifest of `n_arrays` entries that are one array table, whose `n_refs`
+# chunk references are one table: n_arrays * n_refs references in
+# 4 * (n_arrays + n_refs) bytes.
+ic_shared_manifest <- function(node, n_arrays, n_refs) {
+  ref <- fb_shared(fb_tbl(fb_blob(raw(8), 4L), NULL, NULL, NULL, fb_struct(as.raw(1:12))))
+  arr <- fb_shared(fb_tbl(fb_struct(ic_id_bytes(node, 8L)), fb_vec(rep(list(ref), n_refs))))
+  ic_object(fb_build(fb_tbl(fb_struct(raw(12)), fb_vec(rep(list(arr), n_arrays)))), 2L)
+}
+
+test_that("hand-written flatbuffers parse as the Icechunk reader expects", {
+  ice <- ic_hostile_repo()
+  m <- .Call(ffi_icechunk_manifest, ic_shared_manifest(ice$node, 1L, 3L), "m", max_decoded_bytes())
+  expect_identical(m$arrays$node_id, ice$node)
+  expect_identical(m$arrays$count, 3L)
+  expect_identical(m$coords, integer(6))
+  expect_identical(m$kind, rep(1L, 3))
+})
+
+test_that("an Icechunk manifest whose chunk references share one table is refused before it takes the memory", {
+  skip_without_proc_status()
+  ice <- ic_hostile_repo()
+  # 4 million references in 16 kB (the issue's 3.5 kB zstd object named 8.3 GB)
+  bomb <- ic_shared_manifest(ice$node, 2000L, 2000L)
+  expect_lt(length(bomb), 20000)
+  writeBin(bomb, file.path(ice$store, "manifests", ice$manifest))
+  before <- hostile_snapshot(ice$dir, except = ice$store)
+  e <- expect_error(.Call(ffi_icechunk_manifest, bomb, "manifests/X", max_decoded_bytes()), class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), "share|shared")
+  expect_identical(e$key, "manifests/X")
+  # the repository opens; the array whose chunks it holds fails when read, naming it
+  z <- open_zarr(ice$store)
+  expect_identical(z[["/grp"]]$attributes$unicode, "Zürich ✓")
+  e <- expect_error(z[["/grp/int32"]][], class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), ice$manifest)
+  expect_true("zarr_error_icechunk" %in% hostile_touch(ice$store))
+  peak <- hostile_peak(sprintf("z <- open_zarr('%s'); z[['/grp/int32']][]", ice$store), timeout = 60)
+  expect_identical(peak$class, "zarr_error_icechunk")
+  expect_lt(peak$mb, 256)
+  expect_outside_unchanged(before, ice$dir, except = ice$store)
+})
