@@ -400,14 +400,19 @@ ic_history <- function(storage, info, id) {
 }
 
 # The store prefix of each node of a snapshot ("" for the root).
-ic_node_prefix <- function(path) ifelse(path == "/", "", paste0(sub("^/", "", path), "/"))
+ic_node_prefix <- function(path) {
+  out <- paste0(sub("^/", "", path), rep_len("/", length(path))) # (paste0() of no path would give one)
+  out[path == "/"] <- ""
+  out
+}
 
 # A snapshot's nodes as reference entries (see ref_parse_doc()): every
 # node's zarr.json inline. The chunks come from the manifests, array by
-# array (ic_array_entries()).
+# array (ic_array_entries()). A snapshot without nodes (a repository's
+# first, "Repository initialized") has no entries: an empty hierarchy.
 ic_node_entries <- function(nodes) {
   prefix <- ic_node_prefix(nodes$path)
-  list(key = paste0(prefix, "zarr.json"), kind = integer(length(prefix)), url = character(length(prefix)),
+  list(key = paste0(prefix, rep_len("zarr.json", length(prefix))), kind = integer(length(prefix)), url = character(length(prefix)),
        offset = numeric(length(prefix)), length = numeric(length(prefix)),
        data = lapply(nodes$user_data, function(u) charToRaw(enc2utf8(u))))
 }

@@ -147,3 +147,32 @@ test_that("an Icechunk manifest whose chunk references share one table is refuse
   expect_lt(peak$mb, 256)
   expect_outside_unchanged(before, ice$dir, except = ice$store)
 })
+
+test_that("the first snapshot of an Icechunk repository, and a repository with no commit, open as an empty hierarchy", {
+  ice <- icechunk_oracle()
+  before <- hostile_snapshot(ice$dir)
+  for (name in c("empty_v1", "empty_v2", "v1", "v2")) {
+    rep <- ice$expected$repos[[name]]
+    path <- file.path(ice$dir, name)
+    hist <- rep$history$main
+    first <- hist[[length(hist)]]$id
+    expect_identical(hist[[length(hist)]]$message, "Repository initialized")
+    # what the official implementation reads there: no node, not even the root
+    if (startsWith(name, "empty")) for (ref in rep$refs) expect_length(ref$nodes, 0L)
+    expect_identical(icechunk_history(path)$snapshot_id, vapply(hist, `[[`, "", "id"))
+    zs <- list(open_zarr(path, snapshot = first))
+    if (startsWith(name, "empty")) zs <- c(zs, list(open_zarr(path), open_zarr(path, branch = "main", read_only = FALSE)))
+    for (z in zs) {
+      expect_identical(z$store$snapshot_id, first, info = name)
+      expect_identical(z$store$list_prefix(""), character(), info = name)
+      expect_false(z$store$exists("zarr.json"))
+      # an empty root group, without attributes
+      expect_identical(z$groups, "/", info = name)
+      expect_identical(z$arrays, character(), info = name)
+      expect_length(z$root$attributes, 0L)
+      expect_match(paste(utils::capture.output(print(z)), collapse = "\n"), "Arrays *: 0")
+    }
+    expect_identical(hostile_touch(path, snapshot = first), character())
+  }
+  expect_outside_unchanged(before, ice$dir)
+})
