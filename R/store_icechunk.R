@@ -90,6 +90,7 @@ zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
       if (!is.null(snapshot) && !ic_has_snapshot(private$.storage, private$.info, id))
         zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", snapshot))
       snap <- ic_read_object(private$.storage, paste0("snapshots/", id), "snapshot")
+      ic_check_nodes(snap$nodes, paste0("snapshots/", id))
       private$.nodes <- snap$nodes
       private$.prefixes <- ic_node_prefix(snap$nodes$path)
       private$.parts <- list(ic_node_entries(snap$nodes))
@@ -373,12 +374,18 @@ ic_history <- function(storage, info, id) {
     s <- info$snapshots
     i <- match(id, s$id)
     if (is.na(i)) zarr_abort("icechunk", sprintf("snapshot %s is not in the repository's list", id), key = "repo")
-    chain <- integer()
+    # linear in the snapshots (a long history: no quadratic search or growth)
+    seen <- logical(length(s$id))
+    chain <- integer(length(s$id))
+    k <- 0L
     while (!is.na(i)) {
-      if (i %in% chain) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = "repo")
-      chain <- c(chain, i)
+      if (seen[i]) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = "repo")
+      seen[i] <- TRUE
+      k <- k + 1L
+      chain[k] <- i
       i <- s$parent[i]
     }
+    chain <- chain[seq_len(k)]
     ids <- s$id[chain]
     time <- s$time[chain]
     msg <- s$message[chain]
@@ -406,6 +413,18 @@ ic_node_prefix <- function(path) {
   out
 }
 
+# Nodes are one each: one node id or path twice would take the chunks of a
+# manifest once per copy, and one manifest twice for a node its chunks twice.
+ic_check_nodes <- function(nodes, key) {
+  dup <- function(x, what) {
+    if (anyDuplicated(x)) zarr_abort("icechunk", sprintf("malformed snapshot: %s '%s' is listed twice", what,
+                                                          x[anyDuplicated(x)]), key = key)
+  }
+  dup(nodes$node_id, "the node id")
+  dup(nodes$path, "the node")
+  for (i in which(nodes$is_array)) dup(nodes$manifests[[i]]$id, sprintf("for node '%s', the manifest", nodes$path[i]))
+}
+
 # A snapshot's nodes as reference entries (see ref_parse_doc()): every
 # node's zarr.json inline. The chunks come from the manifests, array by
 # array (ic_array_entries()). A snapshot without nodes (a repository's
@@ -429,6 +448,7 @@ ic_array_entries <- function(storage, nodes, i, cache) {
   v2 <- identical(enc[["name"]], "v2")
   sep <- enc[["configuration"]][["separator"]] %||% if (v2) "." else "/"
   parts <- list()
+  n <- 0
   for (j in seq_along(m$id)) {
     mid <- m$id[j]
     if (is.null(cache[[mid]]))
@@ -436,8 +456,17 @@ ic_array_entries <- function(storage, nodes, i, cache) {
                                zarr_error_icechunk = function(e) e)
     if (inherits(cache[[mid]], "error"))
       return(list(parts = parts, bad_prefix = paste0(prefix, if (!v2) "c"), bad_msg = conditionMessage(cache[[mid]])))
-    parts[[length(parts) + 1L]] <- ic_manifest_entries(cache[[mid]], nodes$node_id[i], prefix, sep, v2,
-                                                       m$from[j, ], m$to[j, ], paste0("manifests/", mid))
+    got <- ic_manifest_entries(cache[[mid]], nodes$node_id[i], prefix, sep, v2, m$from[j, ], m$to[j, ],
+                               paste0("manifests/", mid))
+    # each manifest is within the budget; an array's chunks over all of them too
+    # (an entry of the reference map: its key, target and sizes, about 256 bytes)
+    n <- n + length(got$key)
+    if (n * 256 > max_decoded_bytes())
+      return(list(parts = list(), bad_prefix = paste0(prefix, if (!v2) "c"),
+                  bad_msg = sprintf(paste("the %.0f chunk references of array '%s' (manifests/%s and before) would take",
+                                          "more than %.0f bytes of memory (the budget of options(zarr.max_decoded_bytes))"),
+                                    n, nodes$path[i], mid, max_decoded_bytes())))
+    parts[[length(parts) + 1L]] <- got
   }
   list(parts = parts, bad_prefix = character(), bad_msg = character())
 }

@@ -176,3 +176,72 @@ test_that("the first snapshot of an Icechunk repository, and a repository with n
   }
   expect_outside_unchanged(before, ice$dir)
 })
+
+# A snapshot of `n_nodes` entries that are one array node, whose `n_refs`
+# manifest references are one table.
+ic_shared_snapshot <- function(n_nodes, n_refs, manifest = "ZSEH3K5JC1035FS4W5FG") {
+  mref <- fb_shared(fb_tbl(fb_struct(ic_id_bytes(manifest, 12L)), fb_blob(as.raw(c(0, 0, 0, 0, 3, 0, 0, 0)), 8L)))
+  meta <- '{"zarr_format":3,"node_type":"array","shape":[4],"data_type":"int8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[2]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes"}]}'
+  node <- fb_shared(fb_tbl(fb_struct(as.raw(1:8)), fb_str("/a"), fb_blob(charToRaw(meta)), fb_u8(1L),
+                           fb_tbl(NULL, NULL, fb_vec(rep(list(mref), n_refs)))))
+  ic_object(fb_build(fb_tbl(fb_struct(as.raw(1:12)), NULL, fb_vec(rep(list(node), n_nodes)), fb_u64(0L),
+                            fb_str("hostile"))), 1L)
+}
+
+test_that("an Icechunk snapshot whose nodes and manifest references share tables is refused", {
+  skip_without_proc_status()
+  ok <- .Call(ffi_icechunk_snapshot, ic_shared_snapshot(1L, 1L), "s", max_decoded_bytes())
+  expect_identical(ok$nodes$path, "/a")
+  expect_identical(ok$nodes$manifests[[1]]$to, matrix(3, 1, 1))
+  ice <- ic_hostile_repo()
+  bomb <- ic_shared_snapshot(2000L, 2000L) # 4 million manifest references in 17 kB
+  expect_lt(length(bomb), 20000)
+  writeBin(bomb, file.path(ice$store, "snapshots", "ZDP6C2RY2P7P1WJDESR0"))
+  before <- hostile_snapshot(ice$dir, except = ice$store)
+  e <- expect_error(open_zarr(ice$store), class = "zarr_error_icechunk")
+  expect_identical(e$key, "snapshots/ZDP6C2RY2P7P1WJDESR0")
+  expect_match(conditionMessage(e), "shared")
+  expect_identical(hostile_touch(ice$store), "zarr_error_icechunk")
+  peak <- hostile_peak(sprintf("open_zarr('%s')", ice$store), timeout = 60)
+  expect_identical(peak$class, "zarr_error_icechunk")
+  expect_lt(peak$mb, 256)
+  # nodes listed twice (their tables distinct): the chunks of their manifest would be taken once per copy
+  node <- fb_tbl(fb_struct(as.raw(1:8)), fb_str("/a"), fb_blob(charToRaw('{"zarr_format":3,"node_type":"group"}')), fb_u8(2L), fb_tbl())
+  node2 <- fb_tbl(fb_struct(as.raw(1:8)), fb_str("/b"), fb_blob(charToRaw('{"zarr_format":3,"node_type":"group"}')), fb_u8(2L), fb_tbl())
+  twice <- ic_object(fb_build(fb_tbl(fb_struct(as.raw(1:12)), NULL, fb_vec(list(node, node2)), fb_u64(0L), fb_str("x"))), 1L)
+  writeBin(twice, file.path(ice$store, "snapshots", "ZDP6C2RY2P7P1WJDESR0"))
+  e <- expect_error(open_zarr(ice$store), class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), "listed twice")
+  expect_outside_unchanged(before, ice$dir, except = ice$store)
+})
+
+test_that("the Icechunk parse budget is zarr.max_decoded_bytes, named when exceeded", {
+  ice <- ic_hostile_repo()
+  # 20,000 distinct chunk references (no table shared): about 5 MB parsed
+  refs <- lapply(seq_len(20000) - 1L, function(i)
+    fb_tbl(fb_blob(writeBin(c(i %/% 200L, i %% 200L), raw(), size = 4L, endian = "little"), 4L), NULL, NULL, NULL,
+           fb_struct(as.raw(1:12))))
+  big <- ic_object(fb_build(fb_tbl(fb_struct(raw(12)), fb_vec(list(fb_tbl(fb_struct(ic_id_bytes(ice$node, 8L)),
+                                                                         fb_vec(refs)))))), 2L)
+  m <- .Call(ffi_icechunk_manifest, big, "m", max_decoded_bytes())
+  expect_identical(m$arrays$count, 20000L)
+  e <- expect_error(.Call(ffi_icechunk_manifest, big, "manifests/M", 2^20), class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), "more than 1048576 bytes.*zarr.max_decoded_bytes")
+  expect_identical(e$key, "manifests/M")
+  # through the option: the array's reads fail, naming the manifest
+  writeBin(big, file.path(ice$store, "manifests", ice$manifest))
+  withr::local_options(zarr.max_decoded_bytes = 2^20)
+  z <- open_zarr(ice$store)
+  e <- expect_error(z[["/grp/int32"]][], class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), "zarr.max_decoded_bytes")
+  expect_match(conditionMessage(e), ice$manifest)
+  # a payload larger than the budget is refused before it is decompressed
+  skip_if(!nzchar(Sys.which("zstd")), "no zstd command")
+  f <- withr::local_tempfile()
+  writeBin(c(as.raw(c(12, 0, 0, 0)), raw(2^21)), f)
+  system2("zstd", c("-q", "-f", f, "-o", paste0(f, ".zst")))
+  obj <- c(ic_object(raw(), 2L)[1:38], as.raw(1L), readBin(paste0(f, ".zst"), "raw", 1e6))
+  expect_lt(length(obj), 2000)
+  e <- expect_error(.Call(ffi_icechunk_manifest, obj, "manifests/Z", 2^20), class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), "manifest would take more than 1048576 bytes")
+})
