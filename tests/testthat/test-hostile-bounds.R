@@ -245,3 +245,71 @@ test_that("the Icechunk parse budget is zarr.max_decoded_bytes, named when excee
   e <- expect_error(.Call(ffi_icechunk_manifest, obj, "manifests/Z", 2^20), class = "zarr_error_icechunk")
   expect_match(conditionMessage(e), "manifest would take more than 1048576 bytes")
 })
+
+# ---- Kerchunk references -------------------------------------------------------
+
+# A reference file (JSON version 1) in a hostile_dir(): a small array whose
+# chunks come from `gen`, with `templates`.
+ref_hostile <- function(gen, templates = list(f = "data.bin"), env = parent.frame()) {
+  h <- hostile_dir(env, store = "refs.json")
+  zarray <- '{"zarr_format":2,"shape":[4],"chunks":[2],"dtype":"|u1","compressor":null,"filters":null,"fill_value":0,"order":"C"}'
+  doc <- list(version = 1L, templates = templates, gen = gen,
+              refs = list(.zgroup = '{"zarr_format":2}', `v/.zarray` = zarray))
+  writeBin(as.raw(1:8), file.path(h$dir, "data.bin"))
+  writeLines(jsonlite::toJSON(doc, auto_unbox = TRUE), h$store)
+  h
+}
+
+test_that("Kerchunk gen entries that name billions of keys are refused before they are made", {
+  skip_without_proc_status()
+  # the sane case reads
+  h <- ref_hostile(list(list(key = "v/{{i}}", url = "{{f}}", offset = "{{i * 2}}", length = "2",
+                             dimensions = list(i = list(stop = 2)))))
+  expect_identical(open_zarr(h$store)[["/v"]][], 1:4)
+  bombs <- list(
+    # 10^12 keys from one range
+    list(list(key = "v/{{i}}", url = "{{f}}", offset = "0", length = "1", dimensions = list(i = list(stop = 1e12)))),
+    # 10^5 x 10^5 from two small ranges
+    list(list(key = "v/{{i}}.{{j}}", url = "{{f}}", dimensions = list(i = list(stop = 1e5), j = list(stop = 1e5)))),
+    # strings of a list filling the keys (26 x 10,000 keys of 20 kB)
+    list(list(key = "v/{{s}}{{i}}", url = "{{f}}", dimensions = list(s = as.list(strrep(letters, 20000)), i = list(stop = 1e4)))),
+    # many gen entries of 20,000 keys each, with a budget of 16 MiB: together beyond it
+    structure(rep(list(list(key = "v/{{i}}", url = "{{f}}", dimensions = list(i = list(stop = 2e4)))), 50), budget = 2^24))
+  for (gen in bombs) {
+    h <- ref_hostile(gen)
+    before <- hostile_snapshot(h$dir, except = h$store)
+    withr::local_options(zarr.max_decoded_bytes = attr(gen, "budget"))
+    e <- expect_error(open_zarr(h$store), class = "zarr_error_metadata")
+    expect_match(conditionMessage(e), "zarr.max_decoded_bytes")
+    expect_identical(hostile_touch(h$store), "zarr_error_metadata")
+    peak <- hostile_peak(sprintf("options(zarr.max_decoded_bytes = %s); open_zarr('%s')",
+                                 deparse(attr(gen, "budget")), h$store), timeout = 60)
+    expect_identical(peak$class, "zarr_error_metadata")
+    expect_lt(peak$mb, 256)
+    expect_outside_unchanged(before, h$dir, except = h$store)
+  }
+  # a range that is not a number: a classed error
+  h <- ref_hostile(list(list(key = "v/{{i}}", url = "{{f}}", dimensions = list(i = list(stop = "x")))))
+  expect_error(open_zarr(h$store), class = "zarr_error_metadata")
+})
+
+test_that("Kerchunk templates fill URLs once, within the budget", {
+  skip_without_proc_status()
+  # a template naming another is not expanded again (as fsspec's jinja2 does):
+  # each naming the next 64 times would otherwise put 64^6 copies in a URL
+  templates <- list()
+  for (k in 1:6) templates[[paste0("t", k)]] <- strrep(sprintf("{{t%d}}", k + 1L), 64)
+  templates$t7 <- "x"
+  expect_identical(ref_templates("{{t1}}", templates), templates$t1)
+  # 100,000 holes in one URL, each filled with 20 kB: 2 GB from 520 kB
+  h <- ref_hostile(list(list(key = "v/{{i}}", url = strrep("{{t}}", 1e5), dimensions = list(i = list(stop = 2)))),
+                   list(t = strrep("x", 20000)))
+  before <- hostile_snapshot(h$dir, except = h$store)
+  e <- expect_error(open_zarr(h$store), class = "zarr_error_metadata")
+  expect_match(conditionMessage(e), "templates.*zarr.max_decoded_bytes")
+  peak <- hostile_peak(sprintf("open_zarr('%s')", h$store), timeout = 60)
+  expect_identical(peak$class, "zarr_error_metadata")
+  expect_lt(peak$mb, 256)
+  expect_identical(hostile_touch(h$store), "zarr_error_metadata")
+  expect_outside_unchanged(before, h$dir, except = h$store)
+})
