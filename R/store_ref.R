@@ -562,11 +562,25 @@ ref_read_parquet <- function(loc) {
     sep <- za[["dimension_separator"]] %||% "."
     nch <- if (length(shape)) ceiling(shape / chunks) else numeric()
     total <- prod(nch)
-    if (total == 0) next
+    if (!is.finite(total) || total == 0) next
     nfiles <- ceiling(total / n_rec)
-    for (k in seq_len(nfiles) - 1) {
-      fname <- paste0(if (nzchar(field)) paste0(field, "/"), "refs.", format(k, scientific = FALSE), ".parq")
-      df <- ref_read_parquet_file(at(fname), remote)
+    dir <- paste0(if (nzchar(field)) paste0(field, "/"))
+    # the files that may hold references: locally those present (a huge
+    # shape names billions), remotely each is asked for (16 kB of budget each)
+    ks <- if (!remote) {
+      f <- list.files(file.path(loc, field), pattern = "^refs[.][0-9]+[.]parq$")
+      k <- sort(as.numeric(sub("^refs[.]([0-9]+)[.]parq$", "\\1", f)))
+      k[k < nfiles]
+    } else {
+      if (nfiles * 2^14 > max_decoded_bytes())
+        zarr_abort("metadata", sprintf(paste("'%s' would be read from %.0f Parquet files, more than the budget of",
+                                             "%.0f bytes allows (options(zarr.max_decoded_bytes))"),
+                                       ak, nfiles, max_decoded_bytes()), key = ".zmetadata")
+      seq_len(nfiles) - 1
+    }
+    for (k in ks) {
+      fname <- paste0(dir, "refs.", format(k, scientific = FALSE), ".parq")
+      df <- ref_read_parquet_file(at(fname), remote, n_rec, length(out$key))
       if (is.null(df)) next
       n <- k * n_rec + seq_len(nrow(df)) - 1
       keep <- n < total
@@ -617,7 +631,14 @@ ref_is_relative <- function(url) {
   !grepl("^[A-Za-z][A-Za-z0-9+.-]*://", url) & !grepl("^(/|~|[A-Za-z]:[/\\\\])", url)
 }
 
-ref_read_parquet_file <- function(path, remote) {
+# The rows of one Parquet reference file (NULL when it is missing). Before
+# they are read, its footer says how many rows and bytes they are: at most
+# `n_rec` rows (the record size), and with the `n_before` entries read
+# already within the budget (zarr.max_decoded_bytes). A binary column
+# stored as a dictionary may repeat a large value in every row: it counts as
+# that many copies.
+ref_read_parquet_file <- function(path, remote, n_rec = Inf, n_before = 0) {
+  shown <- basename(path)
   if (remote) {
     raw <- ref_fetch(path, missing_ok = TRUE)
     if (is.null(raw)) return(NULL)
@@ -628,6 +649,22 @@ ref_read_parquet_file <- function(path, remote) {
   } else if (!file.exists(path)) {
     return(NULL)
   }
+  bad <- function(msg) zarr_abort("metadata", msg, key = shown)
+  meta <- tryCatch(nanoparquet::read_parquet_metadata(path),
+                   error = function(e) bad(sprintf("cannot read Parquet references: %s", conditionMessage(e))))
+  rows <- sum(as.numeric(meta$file_meta_data$num_rows))
+  if (rows > n_rec)
+    bad(sprintf("a Parquet reference file holds %.0f rows, more than the record size %.0f", rows, n_rec))
+  cc <- meta$column_chunks
+  # (strings of a dictionary are shared by R's string cache; raw vectors are not)
+  rawcol <- vapply(cc$path_in_schema, function(p) identical(unlist(p), "raw"), TRUE)
+  dict <- !is.na(cc$dictionary_page_offset) | vapply(cc$encodings, function(e) any(grepl("DICTIONARY", e)), TRUE)
+  bytes <- sum(ifelse(rawcol & dict, as.numeric(cc$num_values) * as.numeric(cc$total_uncompressed_size),
+                      as.numeric(cc$total_uncompressed_size)))
+  budget <- max_decoded_bytes()
+  if ((n_before + rows) * 256 + bytes > budget)
+    bad(sprintf(paste("Parquet references would take more than %.0f bytes of memory (%.0f rows and %.0f bytes here)",
+                      "(the budget of options(zarr.max_decoded_bytes))"), budget, rows, bytes))
   df <- tryCatch(nanoparquet::read_parquet(path),
                  error = function(e) zarr_abort("metadata", sprintf("cannot read Parquet references: %s", conditionMessage(e)),
                                                 key = basename(path)))

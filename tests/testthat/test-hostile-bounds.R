@@ -313,3 +313,45 @@ test_that("Kerchunk templates fill URLs once, within the budget", {
   expect_identical(hostile_touch(h$store), "zarr_error_metadata")
   expect_outside_unchanged(before, h$dir, except = h$store)
 })
+
+# Parquet references (fsspec's layout) in a hostile_dir(): .zmetadata with an
+# array `x` of `shape` in chunks of 1 and `record_size`, and refs.0.parq of
+# `rows` rows pointing into data.bin.
+parq_hostile <- function(shape, record_size, rows, env = parent.frame()) {
+  h <- hostile_dir(env, store = "refs")
+  dir.create(file.path(h$store, "x"), recursive = TRUE)
+  zarray <- list(zarr_format = 2, shape = list(shape), chunks = list(1), compressor = NULL, dtype = "|u1", order = "C",
+                 filters = NULL, fill_value = 0)
+  jsonlite::write_json(list(metadata = list(.zgroup = list(zarr_format = 2), `x/.zarray` = zarray), record_size = record_size),
+                       file.path(h$store, ".zmetadata"), auto_unbox = TRUE, null = "null", digits = NA)
+  writeBin(as.raw(1:8), file.path(h$store, "data.bin"))
+  df <- data.frame(path = rep("data.bin", rows), offset = seq_len(rows) %% 8, size = rep(1, rows))
+  nanoparquet::write_parquet(df, file.path(h$store, "x", "refs.0.parq"))
+  h
+}
+
+test_that("Parquet references: a huge shape asks only for the files there, and files hold no more rows than a record", {
+  skip_if_not_installed("nanoparquet")
+  skip_without_proc_status()
+  # 10^15 chunks in records of one: 10^15 files named, one there
+  h <- parq_hostile(1e15, 1, 1)
+  before <- hostile_snapshot(h$dir, except = h$store)
+  z <- open_zarr(h$store)
+  expect_identical(z$store$list_prefix("x/"), c("x/.zarray", "x/0"))
+  expect_identical(z[["/x"]][1:2], as.integer(c(2, 0)))
+  expect_identical(hostile_touch(h$store), "zarr_error_memory") # (reading all 10^15 values)
+  peak <- hostile_peak(sprintf("z <- open_zarr('%s'); z[['/x']][1:2]", h$store), timeout = 60)
+  expect_identical(peak$class, "")
+  expect_lt(peak$mb, 256)
+  expect_outside_unchanged(before, h$dir, except = h$store)
+  # a file of more rows than the record size
+  h <- parq_hostile(100, 10, 50)
+  e <- expect_error(open_zarr(h$store), class = "zarr_error_metadata")
+  expect_match(conditionMessage(e), "50 rows, more than the record size 10")
+  expect_identical(hostile_touch(h$store), "zarr_error_metadata")
+  # rows beyond the budget, refused before they are read
+  h <- parq_hostile(1e5, 1e5, 1e5)
+  withr::local_options(zarr.max_decoded_bytes = 2^24)
+  e <- expect_error(open_zarr(h$store), class = "zarr_error_metadata")
+  expect_match(conditionMessage(e), "zarr.max_decoded_bytes")
+})
