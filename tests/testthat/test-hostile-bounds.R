@@ -355,3 +355,46 @@ test_that("Parquet references: a huge shape asks only for the files there, and f
   e <- expect_error(open_zarr(h$store), class = "zarr_error_metadata")
   expect_match(conditionMessage(e), "zarr.max_decoded_bytes")
 })
+
+# ---- JSON of consolidated metadata and references ------------------------------
+
+test_that("consolidated metadata and reference documents are estimated before they are parsed", {
+  skip_without_proc_status()
+  # 300,000 empty arrays in an attribute: 0.9 MB of text, about 20 MB parsed
+  h <- hostile_dir(store = "c.zarr")
+  dir.create(h$store)
+  writeLines('{"zarr_format":2}', file.path(h$store, ".zgroup"))
+  big <- paste0('{"zarr_consolidated_format":1,"metadata":{".zgroup":{"zarr_format":2},".zattrs":{"a":[',
+                paste(rep("[]", 3e5), collapse = ","), "]}}}")
+  writeLines(big, file.path(h$store, ".zmetadata"))
+  before <- hostile_snapshot(h$dir, except = h$store)
+  expect_s3_class(open_zarr(h$store), "zarr") # within the default budget
+  withr::local_options(zarr.max_decoded_bytes = 2^24)
+  e <- expect_error(open_zarr(h$store), class = "zarr_error_metadata")
+  expect_identical(e$key, ".zmetadata")
+  expect_match(conditionMessage(e), "consolidated metadata.*zarr.max_decoded_bytes")
+  expect_identical(hostile_touch(h$store), "zarr_error_metadata")
+  peak <- hostile_peak(sprintf("options(zarr.max_decoded_bytes = 2^24); open_zarr('%s')", h$store), timeout = 60)
+  expect_identical(peak$class, "zarr_error_metadata")
+  expect_lt(peak$mb, 256)
+  expect_outside_unchanged(before, h$dir, except = h$store)
+  # Kerchunk references: the same estimate
+  r <- ref_hostile(list(list(key = "v/{{i}}", url = "{{f}}", dimensions = list(i = as.list(seq_len(3e5))))))
+  e <- expect_error(open_zarr(r$store), class = "zarr_error_metadata")
+  expect_match(conditionMessage(e), "references.*zarr.max_decoded_bytes")
+})
+
+test_that("consolidated metadata of many groups walks in linear time", {
+  h <- hostile_dir(store = "c.zarr")
+  dir.create(h$store)
+  writeLines('{"zarr_format":2}', file.path(h$store, ".zgroup"))
+  docs <- c(list(.zgroup = list(zarr_format = 2)),
+            stats::setNames(rep(list(list(zarr_format = 2)), 4000), c(sprintf("g%d/.zgroup", 1:2000), sprintf("g%d/s/.zgroup", 1:2000))))
+  jsonlite::write_json(list(zarr_consolidated_format = 1, metadata = docs), file.path(h$store, ".zmetadata"), auto_unbox = TRUE)
+  z <- open_zarr(h$store, read_only = TRUE)
+  expect_length(z$groups, 4001)
+  idx <- consolidated_index(consolidated_map(z$root))
+  expect_identical(sort(idx$kids[["p:g7/"]]), "s")
+  expect_identical(consolidated_metadata_of(z[["/g7"]], "s"), consolidated_map(z$root)[["g7/s"]])
+  expect_null(consolidated_metadata_of(z[["/g7"]], "t"))
+})
