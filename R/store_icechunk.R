@@ -25,6 +25,15 @@
 #' once per store (a request for its first bytes). Local files have no
 #' ETag: chunks recording one are read unchecked.
 #'
+#' Repository objects are parsed within the budget of the option
+#' `zarr.max_decoded_bytes` (see [zarr-options]): an object whose payload,
+#' or what is made of it, would take more memory, or whose flatbuffer lists
+#' more entries than its bytes can hold (entries sharing one table), fails
+#' with a `zarr_error_icechunk` naming it before the memory is taken; so do
+#' an array's chunk references over all its manifests. A snapshot
+#' without nodes (a repository's first, "Repository initialized") opens as
+#' an empty root group.
+#'
 #' A malformed, truncated or missing repository object (wrong magic bytes,
 #' an unknown spec version, a payload that does not decompress, flatbuffer
 #' offsets out of bounds, a missing snapshot or manifest) is an error of
@@ -349,6 +358,7 @@ ic_resolve_ref <- function(storage, info, kind, name) {
   raw <- if (kind == "branch" && name == "main" && !is.null(info$main_ref)) info$main_ref else ic_get(storage, key)
   if (is.null(raw) || (kind == "tag" && !is.null(ic_get(storage, paste0(key, ".deleted")))))
     zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
+  json_check_budget(raw, sprintf("the %s '%s'", kind, name), key = key, class = "icechunk")
   doc <- tryCatch(json_parse(raw, key, key = key), zarr_error = function(e) NULL)
   id <- if (is.list(doc)) doc[["snapshot"]]
   if (!is.character(id) || length(id) != 1L || !grepl("^[0-9A-HJKMNP-TV-Z]{20}$", id))

@@ -25,6 +25,15 @@
 #'   (as GDAL writes them), otherwise from the folder holding `.zmetadata`
 #'   (as fsspec writes them).
 #'
+#' What references expand into is counted before it is made, within the
+#' budget of the option `zarr.max_decoded_bytes` (see [zarr-options]): the
+#' JSON document, the keys of `gen` entries, URLs filled from `templates`
+#' (in one pass, as fsspec does: a template's value is not expanded again),
+#' and the rows of each Parquet file (from its footer; no more than the
+#' record size); beyond it opening fails with a `zarr_error_metadata`.
+#' Parquet files are looked for locally in the folder, not by every name a
+#' shape allows.
+#'
 #' Inline values are plain strings, `base64:`-prefixed binary data, or JSON
 #' objects (metadata documents, written back as JSON). Targets are local
 #' paths (relative ones are taken from the directory of the reference file),

@@ -398,3 +398,18 @@ test_that("consolidated metadata of many groups walks in linear time", {
   expect_identical(consolidated_metadata_of(z[["/g7"]], "s"), consolidated_map(z$root)[["g7/s"]])
   expect_null(consolidated_metadata_of(z[["/g7"]], "t"))
 })
+
+test_that("an Icechunk spec 1 ref file is estimated before it is parsed", {
+  h <- hostile_dir(store = "v1")
+  file.copy(test_path("icechunk", "v1"), h$dir, recursive = TRUE)
+  ref <- file.path(h$store, "refs", "branch.main", "ref.json")
+  writeLines(sprintf('{"snapshot":"DJDTKHR0WFKK7QA1KRNG","x":[%s]}', paste(rep("[]", 2e5), collapse = ",")), ref)
+  before <- hostile_snapshot(h$dir, except = h$store)
+  expect_identical(open_zarr(h$store)$store$snapshot_id, "DJDTKHR0WFKK7QA1KRNG")
+  withr::local_options(zarr.max_decoded_bytes = 2^20)
+  e <- expect_error(open_zarr(h$store), class = "zarr_error_icechunk")
+  expect_identical(e$key, "refs/branch.main/ref.json")
+  expect_match(conditionMessage(e), "zarr.max_decoded_bytes")
+  expect_identical(hostile_touch(h$store), "zarr_error_icechunk")
+  expect_outside_unchanged(before, h$dir, except = h$store)
+})
