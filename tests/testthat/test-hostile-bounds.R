@@ -145,6 +145,13 @@ test_that("an Icechunk manifest whose chunk references share one table is refuse
   peak <- hostile_peak(sprintf("z <- open_zarr('%s'); z[['/grp/int32']][]", ice$store), timeout = 60)
   expect_identical(peak$class, "zarr_error_icechunk")
   expect_lt(peak$mb, 256)
+  # the same repository on a web server
+  srv <- http_server(ice$dir)
+  url <- paste0(srv$url, "/v2")
+  expect_error(open_zarr(url)[["/grp/int32"]][], class = "zarr_error_icechunk")
+  peak <- hostile_peak(sprintf("z <- open_zarr('%s'); z[['/grp/int32']][]", url), timeout = 60)
+  expect_identical(peak$class, "zarr_error_icechunk")
+  expect_lt(peak$mb, 256)
   expect_outside_unchanged(before, ice$dir, except = ice$store)
 })
 
