@@ -420,3 +420,29 @@ test_that("an Icechunk spec 1 ref file is estimated before it is parsed", {
   expect_identical(hostile_touch(h$store), "zarr_error_icechunk")
   expect_outside_unchanged(before, h$dir, except = h$store)
 })
+
+test_that("an array's chunk references over all its manifests stay within the budget", {
+  ice <- ic_hostile_repo()
+  meta <- '{"zarr_format":3,"node_type":"array","shape":[9000],"data_type":"uint8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[1]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes"}]}'
+  le32 <- function(x) writeBin(as.integer(x), raw(), size = 4L, endian = "little")
+  mids <- lapply(1:3, function(k) as.raw(c(k, 1:11)))
+  node_id <- as.raw(c(9, 1:7))
+  mrefs <- lapply(1:3, function(k) fb_tbl(fb_struct(mids[[k]]), fb_blob(le32(c((k - 1) * 3000, k * 3000)), 8L)))
+  root <- fb_tbl(fb_struct(as.raw(1:8)), fb_str("/"), fb_blob(charToRaw('{"zarr_format":3,"node_type":"group"}')), fb_u8(2L), fb_tbl())
+  arr <- fb_tbl(fb_struct(node_id), fb_str("/a"), fb_blob(charToRaw(meta)), fb_u8(1L), fb_tbl(NULL, NULL, fb_vec(mrefs)))
+  snap <- ic_object(fb_build(fb_tbl(fb_struct(as.raw(1:12)), NULL, fb_vec(list(root, arr)), fb_u64(0L), fb_str("x"))), 1L)
+  s <- .Call(ffi_icechunk_snapshot, snap, "s", max_decoded_bytes())
+  writeBin(snap, file.path(ice$store, "snapshots", "ZDP6C2RY2P7P1WJDESR0"))
+  ids <- s$nodes$manifests[[2]]$id
+  for (k in 1:3) {
+    refs <- lapply((k - 1) * 3000 + 0:2999, function(i) fb_tbl(fb_blob(le32(i), 4L), fb_blob(as.raw(i %% 251))))
+    man <- ic_object(fb_build(fb_tbl(fb_struct(raw(12)), fb_vec(list(fb_tbl(fb_struct(node_id), fb_vec(refs)))))), 2L)
+    writeBin(man, file.path(ice$store, "manifests", ids[k]))
+  }
+  expect_identical(open_zarr(ice$store)[["/a"]][], as.integer((0:8999) %% 251))
+  # each manifest (about 1 MB parsed) fits 2 MiB; the array's 9000 references do not
+  withr::local_options(zarr.max_decoded_bytes = 2^21)
+  z <- open_zarr(ice$store)
+  e <- expect_error(z[["/a"]][], class = "zarr_error_icechunk")
+  expect_match(conditionMessage(e), "9000 chunk references of array '/a'.*zarr.max_decoded_bytes")
+})
