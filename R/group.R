@@ -147,7 +147,7 @@ zarr_group <- R6::R6Class("zarr_group",
         # as listing would find it: only this child's metadata is read
         map <- consolidated_map(self)
         if (private$.built || name %in% c(".", "..", node_documents) ||
-            (!is.null(map) && is.null(map[[paste0(self$prefix, name)]])) ||
+            (!is.null(map) && is.null(consolidated_metadata_of(self, name))) ||
             is.null(tryCatch(check_node_name(name), zarr_error = function(e) NULL)))
           return(NULL)
         kid <- private$child_from_store(name)

@@ -274,3 +274,28 @@ json_unliteral <- function(x) {
   if (!is.list(x) || !length(x)) return(x)
   rapply(x, unclass, classes = "json_literal", how = "replace")
 }
+
+# What parsing the JSON text `raw` would take in R, estimated from its
+# structural characters before it is parsed: every value is an R vector of
+# about 64 bytes (a list slot, a header) from as little as two bytes of
+# text ("0,"), and strings are copied. Refused beyond the budget
+# (zarr.max_decoded_bytes) with a `class` error naming `key`. Counted in
+# slices, so that the count itself takes little memory.
+json_check_budget <- function(raw, what, key = NULL, class = "metadata") {
+  n <- length(raw)
+  budget <- max_decoded_bytes()
+  if (n * 2 <= budget / 64) return(invisible()) # small texts cannot reach it
+  values <- 1
+  marks <- as.raw(c(0x2c, 0x5b, 0x7b)) # , [ {
+  step <- 2^24
+  for (from in seq(1, n, by = step)) {
+    x <- raw[from:min(n, from + step - 1)]
+    values <- values + sum(x %in% marks)
+  }
+  need <- values * 64 + n
+  if (need > budget)
+    zarr_abort(class, sprintf(paste("parsing %s would take about %.0f bytes of memory (%.0f JSON values), more than",
+                                    "the budget of %.0f bytes (options(zarr.max_decoded_bytes))"),
+                              what, need, values, budget), key = key)
+  invisible()
+}

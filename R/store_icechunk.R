@@ -25,6 +25,15 @@
 #' once per store (a request for its first bytes). Local files have no
 #' ETag: chunks recording one are read unchecked.
 #'
+#' Repository objects are parsed within the budget of the option
+#' `zarr.max_decoded_bytes` (see [zarr-options]): an object whose payload,
+#' or what is made of it, would take more memory, or whose flatbuffer lists
+#' more entries than its bytes can hold (entries sharing one table), fails
+#' with a `zarr_error_icechunk` naming it before the memory is taken; so do
+#' an array's chunk references over all its manifests. A snapshot
+#' without nodes (a repository's first, "Repository initialized") opens as
+#' an empty root group.
+#'
 #' A malformed, truncated or missing repository object (wrong magic bytes,
 #' an unknown spec version, a payload that does not decompress, flatbuffer
 #' offsets out of bounds, a missing snapshot or manifest) is an error of
@@ -90,6 +99,7 @@ zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
       if (!is.null(snapshot) && !ic_has_snapshot(private$.storage, private$.info, id))
         zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", snapshot))
       snap <- ic_read_object(private$.storage, paste0("snapshots/", id), "snapshot")
+      ic_check_nodes(snap$nodes, paste0("snapshots/", id))
       private$.nodes <- snap$nodes
       private$.prefixes <- ic_node_prefix(snap$nodes$path)
       private$.parts <- list(ic_node_entries(snap$nodes))
@@ -279,7 +289,7 @@ ic_storage <- function(location, ...) {
 # spec 1: no main branch). A damaged `repo` object is an error.
 ic_probe <- function(store) {
   raw <- ic_get(store, "repo")
-  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo"))
+  if (!is.null(raw)) return(.Call(ffi_icechunk_repo, raw, "repo", max_decoded_bytes()))
   main <- ic_get(store, "refs/branch.main/ref.json")
   if (!is.null(main)) list(spec_version = 1L, main_ref = main)
 }
@@ -308,8 +318,8 @@ ic_read_object <- function(storage, key, what = c("snapshot", "manifest")) {
   raw <- ic_get(storage, key)
   if (is.null(raw)) zarr_abort("icechunk", sprintf("the %s object is missing from the repository", what), key = key)
   switch(what,
-         snapshot = .Call(ffi_icechunk_snapshot, raw, key),
-         manifest = .Call(ffi_icechunk_manifest, raw, key))
+         snapshot = .Call(ffi_icechunk_snapshot, raw, key, max_decoded_bytes()),
+         manifest = .Call(ffi_icechunk_manifest, raw, key, max_decoded_bytes()))
 }
 
 # What the repository says of itself: list(spec_version, branches, tags,
@@ -348,6 +358,7 @@ ic_resolve_ref <- function(storage, info, kind, name) {
   raw <- if (kind == "branch" && name == "main" && !is.null(info$main_ref)) info$main_ref else ic_get(storage, key)
   if (is.null(raw) || (kind == "tag" && !is.null(ic_get(storage, paste0(key, ".deleted")))))
     zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
+  json_check_budget(raw, sprintf("the %s '%s'", kind, name), key = key, class = "icechunk")
   doc <- tryCatch(json_parse(raw, key, key = key), zarr_error = function(e) NULL)
   id <- if (is.list(doc)) doc[["snapshot"]]
   if (!is.character(id) || length(id) != 1L || !grepl("^[0-9A-HJKMNP-TV-Z]{20}$", id))
@@ -373,12 +384,18 @@ ic_history <- function(storage, info, id) {
     s <- info$snapshots
     i <- match(id, s$id)
     if (is.na(i)) zarr_abort("icechunk", sprintf("snapshot %s is not in the repository's list", id), key = "repo")
-    chain <- integer()
+    # linear in the snapshots (a long history: no quadratic search or growth)
+    seen <- logical(length(s$id))
+    chain <- integer(length(s$id))
+    k <- 0L
     while (!is.na(i)) {
-      if (i %in% chain) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = "repo")
-      chain <- c(chain, i)
+      if (seen[i]) zarr_abort("icechunk", "the snapshots' parents form a cycle", key = "repo")
+      seen[i] <- TRUE
+      k <- k + 1L
+      chain[k] <- i
       i <- s$parent[i]
     }
+    chain <- chain[seq_len(k)]
     ids <- s$id[chain]
     time <- s$time[chain]
     msg <- s$message[chain]
@@ -400,14 +417,31 @@ ic_history <- function(storage, info, id) {
 }
 
 # The store prefix of each node of a snapshot ("" for the root).
-ic_node_prefix <- function(path) ifelse(path == "/", "", paste0(sub("^/", "", path), "/"))
+ic_node_prefix <- function(path) {
+  out <- paste0(sub("^/", "", path), rep_len("/", length(path))) # (paste0() of no path would give one)
+  out[path == "/"] <- ""
+  out
+}
+
+# Nodes are one each: one node id or path twice would take the chunks of a
+# manifest once per copy, and one manifest twice for a node its chunks twice.
+ic_check_nodes <- function(nodes, key) {
+  dup <- function(x, what) {
+    if (anyDuplicated(x)) zarr_abort("icechunk", sprintf("malformed snapshot: %s '%s' is listed twice", what,
+                                                          x[anyDuplicated(x)]), key = key)
+  }
+  dup(nodes$node_id, "the node id")
+  dup(nodes$path, "the node")
+  for (i in which(nodes$is_array)) dup(nodes$manifests[[i]]$id, sprintf("for node '%s', the manifest", nodes$path[i]))
+}
 
 # A snapshot's nodes as reference entries (see ref_parse_doc()): every
 # node's zarr.json inline. The chunks come from the manifests, array by
-# array (ic_array_entries()).
+# array (ic_array_entries()). A snapshot without nodes (a repository's
+# first, "Repository initialized") has no entries: an empty hierarchy.
 ic_node_entries <- function(nodes) {
   prefix <- ic_node_prefix(nodes$path)
-  list(key = paste0(prefix, "zarr.json"), kind = integer(length(prefix)), url = character(length(prefix)),
+  list(key = paste0(prefix, rep_len("zarr.json", length(prefix))), kind = integer(length(prefix)), url = character(length(prefix)),
        offset = numeric(length(prefix)), length = numeric(length(prefix)),
        data = lapply(nodes$user_data, function(u) charToRaw(enc2utf8(u))))
 }
@@ -424,6 +458,7 @@ ic_array_entries <- function(storage, nodes, i, cache) {
   v2 <- identical(enc[["name"]], "v2")
   sep <- enc[["configuration"]][["separator"]] %||% if (v2) "." else "/"
   parts <- list()
+  n <- 0
   for (j in seq_along(m$id)) {
     mid <- m$id[j]
     if (is.null(cache[[mid]]))
@@ -431,8 +466,17 @@ ic_array_entries <- function(storage, nodes, i, cache) {
                                zarr_error_icechunk = function(e) e)
     if (inherits(cache[[mid]], "error"))
       return(list(parts = parts, bad_prefix = paste0(prefix, if (!v2) "c"), bad_msg = conditionMessage(cache[[mid]])))
-    parts[[length(parts) + 1L]] <- ic_manifest_entries(cache[[mid]], nodes$node_id[i], prefix, sep, v2,
-                                                       m$from[j, ], m$to[j, ], paste0("manifests/", mid))
+    got <- ic_manifest_entries(cache[[mid]], nodes$node_id[i], prefix, sep, v2, m$from[j, ], m$to[j, ],
+                               paste0("manifests/", mid))
+    # each manifest is within the budget; an array's chunks over all of them too
+    # (an entry of the reference map: its key, target and sizes, about 256 bytes)
+    n <- n + length(got$key)
+    if (n * 256 > max_decoded_bytes())
+      return(list(parts = list(), bad_prefix = paste0(prefix, if (!v2) "c"),
+                  bad_msg = sprintf(paste("the %.0f chunk references of array '%s' (manifests/%s and before) would take",
+                                          "more than %.0f bytes of memory (the budget of options(zarr.max_decoded_bytes))"),
+                                    n, nodes$path[i], mid, max_decoded_bytes())))
+    parts[[length(parts) + 1L]] <- got
   }
   list(parts = parts, bad_prefix = character(), bad_msg = character())
 }

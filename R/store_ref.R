@@ -25,6 +25,15 @@
 #'   (as GDAL writes them), otherwise from the folder holding `.zmetadata`
 #'   (as fsspec writes them).
 #'
+#' What references expand into is counted before it is made, within the
+#' budget of the option `zarr.max_decoded_bytes` (see [zarr-options]): the
+#' JSON document, the keys of `gen` entries, URLs filled from `templates`
+#' (in one pass, as fsspec does: a template's value is not expanded again),
+#' and the rows of each Parquet file (from its footer; no more than the
+#' record size); beyond it opening fails with a `zarr_error_metadata`.
+#' Parquet files are looked for locally in the folder, not by every name a
+#' shape allows.
+#'
 #' Inline values are plain strings, `base64:`-prefixed binary data, or JSON
 #' objects (metadata documents, written back as JSON). Targets are local
 #' paths (relative ones are taken from the directory of the reference file),
@@ -317,6 +326,7 @@ ref_fetch <- function(loc, missing_ok = FALSE, byte_range = NULL) {
 # parallel vectors: key, kind (0 inline, 1 range, 2 whole file), url,
 # offset, length, data (raw for inline entries).
 ref_parse_doc <- function(x, what) {
+  if (is.raw(x)) json_check_budget(x, sprintf("the references '%s'", what), key = what)
   doc <- if (is.raw(x)) json_parse(x, sprintf("references '%s'", what)) else x
   if (!is.list(doc) || (length(doc) && is.null(names(doc))))
     zarr_abort("metadata", sprintf("'%s' does not hold references (a JSON object)", what))
@@ -344,13 +354,31 @@ ref_bind <- function(a, b) {
        offset = c(a$offset, b$offset), length = c(a$length, b$length), data = c(a$data, b$data))
 }
 
-# Replace {{name}} in URLs from the templates.
-ref_templates <- function(u, templates) {
+# Replace {{name}} in URLs from the templates, in one pass as fsspec (jinja2)
+# does: a value naming another template is not expanded again. Many holes
+# in a long URL filled with a long value still multiply the text, so its
+# length after the replacement is counted first, within the budget
+# (zarr.max_decoded_bytes).
+ref_templates <- function(u, templates, what = "references") {
   if (!length(templates) || !any(grepl("{{", u, fixed = TRUE))) return(u)
-  for (nm in names(templates)) {
-    pat <- paste0("\\{\\{\\s*", gsub("([][{}().*+?^$|\\\\])", "\\\\\\1", nm), "\\s*\\}\\}")
-    u <- gsub(pat, as.character(templates[[nm]]), u, perl = TRUE)
-  }
+  vals <- vapply(names(templates), function(nm) {
+    v <- as.character(templates[[nm]])
+    if (length(v) != 1L || is.na(v)) zarr_abort("metadata", sprintf("the template '%s' is not a string", nm), key = what)
+    v
+  }, "")
+  m <- gregexpr("\\{\\{[^{}]*\\}\\}", u, perl = TRUE)
+  holes <- regmatches(u, m)
+  hole <- unlist(holes)
+  name <- trimws(substr(hole, 3L, nchar(hole) - 2L))
+  known <- name %in% names(vals)
+  if (!any(known)) return(u)
+  grow <- sum(as.numeric(nchar(vals[name[known]], "bytes")) - nchar(hole[known], "bytes"))
+  budget <- max_decoded_bytes()
+  if (sum(as.numeric(nchar(u, "bytes"))) + grow > budget)
+    zarr_abort("metadata", sprintf(paste("the templates would make the URLs of the references longer than the",
+                                         "budget of %.0f bytes (options(zarr.max_decoded_bytes))"), budget), key = what)
+  fill <- ifelse(known, vals[name], hole)
+  regmatches(u, m) <- utils::relist(fill, holes)
   u
 }
 
@@ -392,23 +420,52 @@ ref_entries <- function(refs, what, templates = list()) {
     }
   }
   has <- kind != 0L
-  url[has] <- ref_templates(url[has], templates)
+  url[has] <- ref_templates(url[has], templates, what)
   list(key = keys %||% character(), kind = kind, url = url, offset = offset, length = len, data = data)
+}
+
+# A `gen` dimension {start, stop, step} (stop exclusive) as list(start,
+# stop, step, n), n its number of values; NULL for a list of values.
+ref_gen_range <- function(d, what) {
+  if (!is.list(d) || is.null(names(d))) return(NULL)
+  num <- function(x) {
+    v <- suppressWarnings(as.numeric(x))
+    if (length(v) != 1L || !is.finite(v)) NA_real_ else v
+  }
+  start <- num(d$start %||% 0)
+  stop <- num(d$stop)
+  step <- num(d$step %||% 1)
+  if (anyNA(c(start, stop, step)) || step == 0)
+    zarr_abort("metadata", "a gen dimension needs a numeric stop, start and a non-zero step", key = what)
+  list(start = start, stop = stop, step = step, n = max(0, ceiling((stop - start) / step)))
+}
+
+# The number of values of one `gen` dimension, without making them.
+ref_gen_count <- function(d, what) {
+  r <- ref_gen_range(d, what)
+  if (is.null(r)) length(d) else r$n
 }
 
 # Values of one `gen` dimension: {start, stop, step} (stop exclusive) or a list.
 ref_gen_values <- function(d, what) {
-  if (is.list(d) && !is.null(names(d))) {
-    start <- as.numeric(d$start %||% 0)
-    stop <- as.numeric(d$stop)
-    step <- as.numeric(d$step %||% 1)
-    if (!length(stop) || is.na(stop) || step == 0)
-      zarr_abort("metadata", "a gen dimension needs stop and a non-zero step", key = what)
-    if ((stop - start) / step <= 0) return(numeric())
-    return(seq(start, stop - sign(step) * 1e-9 * abs(step), by = step))
+  r <- ref_gen_range(d, what)
+  if (!is.null(r)) {
+    if (r$n <= 0) return(numeric())
+    return(seq(r$start, r$stop - sign(r$step) * 1e-9 * abs(r$step), by = r$step))
   }
   if (is.list(d)) return(unlist(d))
   d
+}
+
+# Every reference entry takes about 256 bytes (in R and in the store's map)
+# beyond its strings: `n` entries with `bytes` of strings must fit the
+# budget (zarr.max_decoded_bytes) before they are made.
+ref_check_budget <- function(n, bytes, what) {
+  budget <- max_decoded_bytes()
+  if (n * 256 + bytes > budget)
+    zarr_abort("metadata", sprintf(paste("the references would expand to %.0f entries, more than the budget of %.0f",
+                                         "bytes of memory takes (options(zarr.max_decoded_bytes))"), n, budget),
+               key = what)
 }
 
 # Evaluate one {{ ... }} expression: a name, a number, or arithmetic on them
@@ -455,16 +512,28 @@ ref_subst <- function(x, tab, what) {
 ref_expand_gen <- function(gen, templates, what) {
   res <- list(key = character(), kind = integer(), url = character(), offset = numeric(),
               length = numeric(), data = list())
+  total <- 0
+  strings <- 0
   for (g in gen) {
     if (!is.list(g) || is.null(g$key) || is.null(g$url))
       zarr_abort("metadata", "each gen entry needs a key and a url", key = what)
     dims <- g$dimensions %||% list()
+    # a few bytes name billions of keys: counted before any is made
+    m <- prod(vapply(dims, ref_gen_count, 0, what = what))
+    total <- total + m
+    url <- ref_templates(as.character(g$url), templates, what)
+    # each {{...}} of the key and URL becomes a value: a number, or a string of a list
+    text <- c(as.character(g$key), url)
+    longest <- max(25, unlist(lapply(dims, function(d) if (is.null(ref_gen_range(d, what))) nchar(unlist(d), "bytes"))))
+    holes <- sum(lengths(regmatches(text, gregexpr("{{", text, fixed = TRUE))))
+    strings <- strings + m * (sum(nchar(text, "bytes")) + holes * longest)
+    ref_check_budget(total, strings, what)
     vals <- lapply(dims, ref_gen_values, what = what)
     tab <- if (length(vals)) expand.grid(vals, KEEP.OUT.ATTRS = FALSE, stringsAsFactors = FALSE) else data.frame(row.names = 1L)
     if (!nrow(tab)) next
     names(tab) <- names(dims)
     keys <- ref_subst(g$key, tab, what)
-    urls <- ref_subst(ref_templates(as.character(g$url), templates), tab, what)
+    urls <- ref_subst(url, tab, what)
     whole <- is.null(g$offset) && is.null(g$length)
     if (!whole && (is.null(g$offset) || is.null(g$length)))
       zarr_abort("metadata", "a gen entry needs both offset and length, or neither", key = what)
@@ -502,11 +571,25 @@ ref_read_parquet <- function(loc) {
     sep <- za[["dimension_separator"]] %||% "."
     nch <- if (length(shape)) ceiling(shape / chunks) else numeric()
     total <- prod(nch)
-    if (total == 0) next
+    if (!is.finite(total) || total == 0) next
     nfiles <- ceiling(total / n_rec)
-    for (k in seq_len(nfiles) - 1) {
-      fname <- paste0(if (nzchar(field)) paste0(field, "/"), "refs.", format(k, scientific = FALSE), ".parq")
-      df <- ref_read_parquet_file(at(fname), remote)
+    dir <- paste0(if (nzchar(field)) paste0(field, "/"))
+    # the files that may hold references: locally those present (a huge
+    # shape names billions), remotely each is asked for (16 kB of budget each)
+    ks <- if (!remote) {
+      f <- list.files(file.path(loc, field), pattern = "^refs[.][0-9]+[.]parq$")
+      k <- sort(as.numeric(sub("^refs[.]([0-9]+)[.]parq$", "\\1", f)))
+      k[k < nfiles]
+    } else {
+      if (nfiles * 2^14 > max_decoded_bytes())
+        zarr_abort("metadata", sprintf(paste("'%s' would be read from %.0f Parquet files, more than the budget of",
+                                             "%.0f bytes allows (options(zarr.max_decoded_bytes))"),
+                                       ak, nfiles, max_decoded_bytes()), key = ".zmetadata")
+      seq_len(nfiles) - 1
+    }
+    for (k in ks) {
+      fname <- paste0(dir, "refs.", format(k, scientific = FALSE), ".parq")
+      df <- ref_read_parquet_file(at(fname), remote, n_rec, length(out$key))
       if (is.null(df)) next
       n <- k * n_rec + seq_len(nrow(df)) - 1
       keep <- n < total
@@ -557,7 +640,14 @@ ref_is_relative <- function(url) {
   !grepl("^[A-Za-z][A-Za-z0-9+.-]*://", url) & !grepl("^(/|~|[A-Za-z]:[/\\\\])", url)
 }
 
-ref_read_parquet_file <- function(path, remote) {
+# The rows of one Parquet reference file (NULL when it is missing). Before
+# they are read, its footer says how many rows and bytes they are: at most
+# `n_rec` rows (the record size), and with the `n_before` entries read
+# already within the budget (zarr.max_decoded_bytes). A binary column
+# stored as a dictionary may repeat a large value in every row: it counts as
+# that many copies.
+ref_read_parquet_file <- function(path, remote, n_rec = Inf, n_before = 0) {
+  shown <- basename(path)
   if (remote) {
     raw <- ref_fetch(path, missing_ok = TRUE)
     if (is.null(raw)) return(NULL)
@@ -568,6 +658,22 @@ ref_read_parquet_file <- function(path, remote) {
   } else if (!file.exists(path)) {
     return(NULL)
   }
+  bad <- function(msg) zarr_abort("metadata", msg, key = shown)
+  meta <- tryCatch(nanoparquet::read_parquet_metadata(path),
+                   error = function(e) bad(sprintf("cannot read Parquet references: %s", conditionMessage(e))))
+  rows <- sum(as.numeric(meta$file_meta_data$num_rows))
+  if (rows > n_rec)
+    bad(sprintf("a Parquet reference file holds %.0f rows, more than the record size %.0f", rows, n_rec))
+  cc <- meta$column_chunks
+  # (strings of a dictionary are shared by R's string cache; raw vectors are not)
+  rawcol <- vapply(cc$path_in_schema, function(p) identical(unlist(p), "raw"), TRUE)
+  dict <- !is.na(cc$dictionary_page_offset) | vapply(cc$encodings, function(e) any(grepl("DICTIONARY", e)), TRUE)
+  bytes <- sum(ifelse(rawcol & dict, as.numeric(cc$num_values) * as.numeric(cc$total_uncompressed_size),
+                      as.numeric(cc$total_uncompressed_size)))
+  budget <- max_decoded_bytes()
+  if ((n_before + rows) * 256 + bytes > budget)
+    bad(sprintf(paste("Parquet references would take more than %.0f bytes of memory (%.0f rows and %.0f bytes here)",
+                      "(the budget of options(zarr.max_decoded_bytes))"), budget, rows, bytes))
   df <- tryCatch(nanoparquet::read_parquet(path),
                  error = function(e) zarr_abort("metadata", sprintf("cannot read Parquet references: %s", conditionMessage(e)),
                                                 key = basename(path)))

@@ -7,8 +7,6 @@
 #include <zstd.h>
 #include "icechunk.h"
 
-size_t ic_max_payload = (size_t)1 << 31;
-
 static const uint8_t MAGIC[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7, 0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
 #define HEADER_LEN 39
 
@@ -34,7 +32,16 @@ static const char *type_name(int t) {
   }
 }
 
-int ic_payload(const uint8_t *p, size_t n, int want, ic_header *h, zbuf *out, zerr *e) {
+/* Failure of a parse beyond its budget: an Icechunk error saying the budget
+ * and the option that sets it (the caller adds the object's key). */
+static int over_budget(const char *what, size_t limit, zerr *e) {
+  return zerr_set(e, ZE_ICECHUNK,
+                  "the Icechunk %s would take more than %.0f bytes of memory to parse (the budget of "
+                  "options(zarr.max_decoded_bytes))",
+                  what, (double)limit);
+}
+
+int ic_payload(const uint8_t *p, size_t n, int want, size_t limit, ic_header *h, zbuf *out, zerr *e) {
   if (n < HEADER_LEN || memcmp(p, MAGIC, sizeof MAGIC) != 0)
     return zerr_set(e, ZE_ICECHUNK, "not an Icechunk object (%s)",
                     n < HEADER_LEN ? "too short for its header" : "bad magic bytes");
@@ -56,14 +63,22 @@ int ic_payload(const uint8_t *p, size_t n, int want, ic_header *h, zbuf *out, ze
   size_t m = n - HEADER_LEN;
   out->size = 0;
   if (h->comp == 0) {
-    if (m > ic_max_payload) return zerr_set(e, ZE_ICECHUNK, "Icechunk object larger than %zu bytes", ic_max_payload);
+    if (m > limit) return over_budget(type_name(want), limit, e);
     if (zbuf_reserve(out, m ? m : 1, e)) return -1;
     if (m) memcpy(out->data, body, m);
     out->size = m;
     return 0;
   }
   if (h->comp != 1) return zerr_set(e, ZE_ICECHUNK, "Icechunk compression %d is not supported (only none and zstd)", h->comp);
-  if (zstd_decode(body, m, out, ic_max_payload, e)) {
+  /* a few kB of zstd can declare gigabytes: the budget is checked first */
+  unsigned long long declared = ZSTD_getFrameContentSize(body, m);
+  if (declared != ZSTD_CONTENTSIZE_ERROR && declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > limit)
+    return over_budget(type_name(want), limit, e);
+  if (zstd_decode(body, m, out, limit, e)) {
+    if (out->size > limit) {
+      e->kind = ZE_OK;
+      return over_budget(type_name(want), limit, e);
+    }
     if (e->kind != ZE_NOMEM) {
       char msg[ZARR_MSG_LEN];
       memcpy(msg, e->msg, sizeof msg);
@@ -75,14 +90,55 @@ int ic_payload(const uint8_t *p, size_t n, int want, ic_header *h, zbuf *out, ze
   return 0;
 }
 
-static int opened(const uint8_t *p, size_t n, int want, ic_header *h, zbuf *payload, fb_buf *b, fb_table *root,
-                  zerr *e) {
-  if (ic_payload(p, n, want, h, payload, e)) return -1;
+/* What a parse may take. FlatBuffers let many vector entries point at one
+ * table, so a few kB can name billions of entries: every entry of a vector
+ * of tables (a 4-byte slot, never shared by a writer) is counted against the
+ * payload's size, and the memory of what is made of it (the parsed object
+ * and the R values made from it: strings and blobs are copied) against the
+ * budget, before it is allocated. */
+typedef struct {
+  const char *what; /* the object, for messages */
+  size_t limit;     /* bytes (zarr.max_decoded_bytes) */
+  size_t used;      /* bytes counted so far (the payload first) */
+  size_t slots;     /* entries of vectors of tables walked */
+  size_t max_slots; /* what the payload holds unshared: size / 4 */
+} budget;
+
+/* Count `slots` entries of vectors of tables and `bytes` of memory. */
+static int spend(budget *b, size_t slots, size_t bytes, zerr *e) {
+  b->slots = slots > SIZE_MAX - b->slots ? SIZE_MAX : b->slots + slots;
+  if (b->slots > b->max_slots)
+    return zerr_set(e, ZE_ICECHUNK,
+                    "malformed %s: its vectors list more tables than its %zu bytes can hold (tables shared "
+                    "between entries)",
+                    b->what, b->max_slots * 4);
+  b->used = bytes > SIZE_MAX - b->used ? SIZE_MAX : b->used + bytes;
+  if (b->used > b->limit) return over_budget(b->what, b->limit, e);
+  return 0;
+}
+
+/* `n` entries of `each` bytes, without overflow. */
+static size_t times(size_t n, size_t each) { return each && n > SIZE_MAX / each ? SIZE_MAX : n * each; }
+
+static int opened(const uint8_t *p, size_t n, int want, size_t limit, ic_header *h, zbuf *payload, fb_buf *b,
+                  fb_table *root, budget *bg, zerr *e) {
+  if (ic_payload(p, n, want, limit, h, payload, e)) return -1;
   b->p = payload->data;
   b->n = payload->size;
+  bg->what = type_name(want);
+  bg->limit = limit;
+  bg->used = payload->size;
+  bg->slots = 0;
+  bg->max_slots = payload->size / 4;
   if (fb_root(b, root, e)) return fail(e);
   return 0;
 }
+
+/* Estimates of the memory per entry beyond its strings: the parsed struct,
+ * and the R values made of it (a CHARSXP of an id is about 72 bytes, a
+ * vector element 8). */
+#define R_ID 72
+#define R_ELT 8
 
 static void *cal(size_t n, size_t size, zerr *e) {
   void *p = calloc(n ? n : 1, size);
@@ -104,15 +160,18 @@ static int str(const fb_table *t, int id, ic_str *out, int required, const char 
 
 /* ---- repo info ------------------------------------------------------------ */
 
-static int refs(const fb_table *root, int id, ic_ref **out, size_t *n, size_t nsnaps, const char *what, zerr *e) {
+static int refs(const fb_table *root, int id, ic_ref **out, size_t *n, size_t nsnaps, const char *what, budget *bg,
+                zerr *e) {
   fb_vec v;
   if (need(fb_vector(root, id, 4, &v, e), what, e)) return -1;
+  if (spend(bg, v.count, times(v.count, sizeof **out + R_ID + 2 * R_ELT), e)) return -1;
   if ((*out = cal(v.count, sizeof **out, e)) == NULL) return -1;
   *n = v.count;
   for (size_t i = 0; i < v.count; i++) {
     fb_table t;
     if (fb_vec_table(&v, i, &t, e)) return fail(e);
     if (str(&t, 0, &(*out)[i].name, 1, "Ref.name", e)) return -1;
+    if (spend(bg, 0, (*out)[i].name.n, e)) return -1;
     if (fb_u32(&t, 1, 0, &(*out)[i].snap, e) < 0) return fail(e);
     if ((*out)[i].snap >= nsnaps)
       return zerr_set(e, ZE_ICECHUNK, "malformed repo info: %s '%.*s' points at snapshot %u of %zu", what,
@@ -121,14 +180,16 @@ static int refs(const fb_table *root, int id, ic_ref **out, size_t *n, size_t ns
   return 0;
 }
 
-int ic_repo_parse(const uint8_t *p, size_t n, ic_repo *r, zerr *e) {
+int ic_repo_parse(const uint8_t *p, size_t n, size_t limit, ic_repo *r, zerr *e) {
   memset(r, 0, sizeof *r);
   fb_buf b;
   fb_table root;
-  if (opened(p, n, IC_REPO, &r->h, &r->payload, &b, &root, e)) return -1;
+  budget bg;
+  if (opened(p, n, IC_REPO, limit, &r->h, &r->payload, &b, &root, &bg, e)) return -1;
   if (fb_u8(&root, 0, 0, &r->spec, e) < 0) return fail(e);
   fb_vec sv;
   if (need(fb_vector(&root, 4, 4, &sv, e), "Repo.snapshots", e)) return -1;
+  if (spend(&bg, sv.count, times(sv.count, sizeof *r->snaps + 2 * R_ID + 4 * R_ELT), e)) return -1;
   if ((r->snaps = cal(sv.count, sizeof *r->snaps, e)) == NULL) return -1;
   r->nsnaps = sv.count;
   for (size_t i = 0; i < sv.count; i++) {
@@ -143,9 +204,10 @@ int ic_repo_parse(const uint8_t *p, size_t n, ic_repo *r, zerr *e) {
     s->parent = po;
     if (fb_u64(&t, 2, 0, &s->flushed_at, e) < 0) return fail(e);
     if (str(&t, 3, &s->message, 1, "SnapshotInfo.message", e)) return -1;
+    if (spend(&bg, 0, s->message.n, e)) return -1;
   }
-  if (refs(&root, 2, &r->branches, &r->nbranches, r->nsnaps, "branch", e)) return -1;
-  if (refs(&root, 1, &r->tags, &r->ntags, r->nsnaps, "tag", e)) return -1;
+  if (refs(&root, 2, &r->branches, &r->nbranches, r->nsnaps, "branch", &bg, e)) return -1;
+  if (refs(&root, 1, &r->tags, &r->ntags, r->nsnaps, "tag", &bg, e)) return -1;
   return 0;
 }
 
@@ -159,7 +221,7 @@ void ic_repo_free(ic_repo *r) {
 
 /* ---- snapshot ----------------------------------------------------------------- */
 
-static int node_parse(const fb_table *t, ic_node *nd, zerr *e) {
+static int node_parse(const fb_table *t, ic_node *nd, budget *bg, zerr *e) {
   const uint8_t *id8;
   if (need(fb_struct(t, 0, 8, &id8, e), "NodeSnapshot.id", e)) return -1;
   memcpy(nd->id, id8, 8);
@@ -172,11 +234,14 @@ static int node_parse(const fb_table *t, ic_node *nd, zerr *e) {
   if (fb_u8(t, 3, 0, &type, e) < 0) return fail(e);
   if (type != 1 && type != 2) return zerr_set(e, ZE_ICECHUNK, "malformed snapshot: node of unknown type %d", type);
   nd->is_array = type == 1;
+  if (spend(bg, 0, nd->path.n + nd->user_data.n, e)) return -1;
   fb_table data;
   if (need(fb_table_at(t, 4, &data, e), "NodeSnapshot.node_data", e)) return -1;
   if (!nd->is_array) return 0;
   fb_vec mv;
   if (need(fb_vector(&data, 2, 4, &mv, e), "ArrayNodeData.manifests", e)) return -1;
+  /* R: the id, and its extents in two matrices */
+  if (spend(bg, mv.count, times(mv.count, sizeof *nd->man + R_ID + R_ELT + 2 * R_ELT * ZARR_MAX_DIMS), e)) return -1;
   if ((nd->man = cal(mv.count, sizeof *nd->man, e)) == NULL) return -1;
   nd->nman = mv.count;
   for (size_t j = 0; j < mv.count; j++) {
@@ -197,11 +262,12 @@ static int node_parse(const fb_table *t, ic_node *nd, zerr *e) {
   return 0;
 }
 
-int ic_snapshot_parse(const uint8_t *p, size_t n, ic_snapshot *s, zerr *e) {
+int ic_snapshot_parse(const uint8_t *p, size_t n, size_t limit, ic_snapshot *s, zerr *e) {
   memset(s, 0, sizeof *s);
   fb_buf b;
   fb_table root;
-  if (opened(p, n, IC_SNAPSHOT, &s->h, &s->payload, &b, &root, e)) return -1;
+  budget bg;
+  if (opened(p, n, IC_SNAPSHOT, limit, &s->h, &s->payload, &b, &root, &bg, e)) return -1;
   if (id12(&root, 0, s->id, "Snapshot.id", e)) return -1;
   const uint8_t *par;
   int r = fb_struct(&root, 1, 12, &par, e);
@@ -212,12 +278,14 @@ int ic_snapshot_parse(const uint8_t *p, size_t n, ic_snapshot *s, zerr *e) {
   if (str(&root, 4, &s->message, 1, "Snapshot.message", e)) return -1;
   fb_vec nv;
   if (need(fb_vector(&root, 2, 4, &nv, e), "Snapshot.nodes", e)) return -1;
+  /* R: path, id, type, metadata and the manifests' list; the CHARSXPs */
+  if (spend(&bg, nv.count, times(nv.count, sizeof *s->nodes + R_ID + 3 * 56 + 5 * R_ELT), e)) return -1;
   if ((s->nodes = cal(nv.count, sizeof *s->nodes, e)) == NULL) return -1;
   s->nnodes = nv.count;
   for (size_t i = 0; i < nv.count; i++) {
     fb_table t;
     if (fb_vec_table(&nv, i, &t, e)) return fail(e);
-    if (node_parse(&t, &s->nodes[i], e)) return -1;
+    if (node_parse(&t, &s->nodes[i], &bg, e)) return -1;
   }
   return 0;
 }
@@ -234,22 +302,33 @@ void ic_snapshot_free(ic_snapshot *s) {
 
 #define MAX_LOCATION 65536
 
-static int location_unzip(ic_manifest *m, ZSTD_DCtx **dctx, ZSTD_DDict *dict, const fb_vec *cl, ic_str *out, zerr *e) {
-  if (*dctx == NULL && (*dctx = ZSTD_createDCtx()) == NULL)
+/* What decompressing the locations of one manifest needs: a context, the
+ * dictionary, and one scratch buffer of MAX_LOCATION bytes (each location
+ * then takes only its own length). */
+typedef struct {
+  ZSTD_DCtx *dctx;
+  ZSTD_DDict *dict;
+  char *scratch;
+} unzip_ctx;
+
+static int location_unzip(ic_manifest *m, unzip_ctx *u, const fb_vec *cl, ic_str *out, budget *bg, zerr *e) {
+  if (u->dctx == NULL && (u->dctx = ZSTD_createDCtx()) == NULL)
     return zerr_set(e, ZE_NOMEM, "cannot allocate a zstd context");
-  char *buf = malloc(MAX_LOCATION + 1);
-  if (buf == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate a location");
-  size_t got = dict != NULL ? ZSTD_decompress_usingDDict(*dctx, buf, MAX_LOCATION, fb_vec_at(cl, 0), cl->count, dict)
-                            : ZSTD_decompressDCtx(*dctx, buf, MAX_LOCATION, fb_vec_at(cl, 0), cl->count);
-  if (ZSTD_isError(got)) {
-    free(buf);
+  if (u->scratch == NULL && (u->scratch = malloc(MAX_LOCATION)) == NULL)
+    return zerr_set(e, ZE_NOMEM, "cannot allocate a location");
+  size_t got = u->dict != NULL
+                   ? ZSTD_decompress_usingDDict(u->dctx, u->scratch, MAX_LOCATION, fb_vec_at(cl, 0), cl->count, u->dict)
+                   : ZSTD_decompressDCtx(u->dctx, u->scratch, MAX_LOCATION, fb_vec_at(cl, 0), cl->count);
+  if (ZSTD_isError(got))
     return zerr_set(e, ZE_ICECHUNK, "malformed manifest: a compressed location does not decompress (%s)",
                     ZSTD_getErrorName(got));
-  }
-  if (memchr(buf, 0, got) != NULL) {
-    free(buf);
+  if (memchr(u->scratch, 0, got) != NULL)
     return zerr_set(e, ZE_ICECHUNK, "malformed manifest: a compressed location holds a NUL");
-  }
+  /* ten bytes decompress to 64 kB: what they make counts (here and in R) */
+  if (spend(bg, 0, 2 * (got + 1), e)) return -1;
+  char *buf = malloc(got + 1);
+  if (buf == NULL) return zerr_set(e, ZE_NOMEM, "cannot allocate a location");
+  memcpy(buf, u->scratch, got);
   buf[got] = '\0';
   m->owned[m->nowned++] = buf;
   out->s = buf;
@@ -257,8 +336,8 @@ static int location_unzip(ic_manifest *m, ZSTD_DCtx **dctx, ZSTD_DDict *dict, co
   return 0;
 }
 
-static int chunkref_parse(ic_manifest *m, size_t k, const fb_table *t, int ndim, int algo, ZSTD_DCtx **dctx,
-                          ZSTD_DDict *dict, zerr *e) {
+static int chunkref_parse(ic_manifest *m, size_t k, const fb_table *t, int ndim, int algo, unzip_ctx *u, budget *bg,
+                          zerr *e) {
   fb_vec ix, inl, cl;
   if (need(fb_vector(t, 0, 4, &ix, e), "ChunkRef.index", e)) return -1;
   if ((int)ix.count != ndim)
@@ -277,10 +356,13 @@ static int chunkref_parse(ic_manifest *m, size_t k, const fb_table *t, int ndim,
   if (fb_u32(t, 7, 0, &m->mtime[k], e) < 0) return fail(e);
   int has_cl = fb_vector(t, 8, 1, &cl, e);
   if (has_cl < 0) return fail(e);
+  /* R copies inline bytes, locations and ETags (one shared blob would
+   * otherwise be copied once per entry) */
   if (has_inl) {
     m->kind[k] = IC_INLINE;
     m->inl[k].s = (const char *)fb_vec_at(&inl, 0);
     m->inl[k].n = inl.count;
+    if (spend(bg, 0, inl.count + 48, e)) return -1;
   } else if (has_id) {
     m->kind[k] = IC_NATIVE;
     memcpy(m->chunk_id + 12 * k, cid, 12);
@@ -292,10 +374,11 @@ static int chunkref_parse(ic_manifest *m, size_t k, const fb_table *t, int ndim,
         m->loc[k].n = cl.count;
         if (memchr(m->loc[k].s, 0, m->loc[k].n) != NULL)
           return zerr_set(e, ZE_ICECHUNK, "malformed manifest: a location holds a NUL");
-      } else if (location_unzip(m, dctx, dict, &cl, &m->loc[k], e)) {
+      } else if (location_unzip(m, u, &cl, &m->loc[k], bg, e)) {
         return -1;
       }
     }
+    if (spend(bg, 0, m->loc[k].n + m->etag[k].n, e)) return -1;
     if (m->loc[k].n == 0) return zerr_set(e, ZE_ICECHUNK, "malformed manifest: a virtual chunk has an empty location");
   } else {
     return zerr_set(e, ZE_ICECHUNK, "malformed manifest: a chunk reference is neither inline, native nor virtual");
@@ -306,11 +389,16 @@ static int chunkref_parse(ic_manifest *m, size_t k, const fb_table *t, int ndim,
   return 0;
 }
 
-int ic_manifest_parse(const uint8_t *p, size_t n, ic_manifest *m, zerr *e) {
+/* Bytes per chunk reference: its fields here, and its R values (8 columns
+ * and the id's CHARSXP); per coordinate: 4 here, 4 in R. */
+#define REF_BYTES (sizeof(size_t) + 1 + 8 + 8 + 12 + 3 * sizeof(ic_str) + 4 + sizeof(char *) + 8 * R_ELT + R_ID)
+
+int ic_manifest_parse(const uint8_t *p, size_t n, size_t limit, ic_manifest *m, zerr *e) {
   memset(m, 0, sizeof *m);
   fb_buf b;
   fb_table root;
-  if (opened(p, n, IC_MANIFEST, &m->h, &m->payload, &b, &root, e)) return -1;
+  budget bg;
+  if (opened(p, n, IC_MANIFEST, limit, &m->h, &m->payload, &b, &root, &bg, e)) return -1;
   fb_vec av;
   if (need(fb_vector(&root, 1, 4, &av, e), "Manifest.arrays", e)) return -1;
   uint8_t algo;
@@ -318,6 +406,7 @@ int ic_manifest_parse(const uint8_t *p, size_t n, ic_manifest *m, zerr *e) {
   fb_vec dv;
   int has_dict = fb_vector(&root, 2, 1, &dv, e);
   if (has_dict < 0) return fail(e);
+  if (spend(&bg, av.count, times(av.count, sizeof *m->arrays + R_ID + 3 * 4), e)) return -1;
   if ((m->arrays = cal(av.count, sizeof *m->arrays, e)) == NULL) return -1;
   m->narrays = av.count;
   /* first pass: sizes */
@@ -340,6 +429,8 @@ int ic_manifest_parse(const uint8_t *p, size_t n, ic_manifest *m, zerr *e) {
         return zerr_set(e, ZE_ICECHUNK, "malformed manifest: chunk index of %zu dimensions", ix.count);
       m->arrays[i].ndim = (int)ix.count;
     }
+    /* before anything is allocated for them */
+    if (spend(&bg, rv.count, times(rv.count, REF_BYTES + 8 * (size_t)m->arrays[i].ndim), e)) return -1;
     nrefs += rv.count;
     ncoords += rv.count * (size_t)m->arrays[i].ndim;
   }
@@ -351,9 +442,8 @@ int ic_manifest_parse(const uint8_t *p, size_t n, ic_manifest *m, zerr *e) {
       (m->etag = cal(nrefs, sizeof *m->etag, e)) == NULL || (m->mtime = cal(nrefs, sizeof *m->mtime, e)) == NULL ||
       (m->owned = cal(nrefs, sizeof *m->owned, e)) == NULL)
     return -1;
-  ZSTD_DCtx *dctx = NULL;
-  ZSTD_DDict *dict = NULL;
-  if (has_dict == 1 && dv.count > 0 && (dict = ZSTD_createDDict(fb_vec_at(&dv, 0), dv.count)) == NULL)
+  unzip_ctx u = {NULL, NULL, NULL};
+  if (has_dict == 1 && dv.count > 0 && (u.dict = ZSTD_createDDict(fb_vec_at(&dv, 0), dv.count)) == NULL)
     return zerr_set(e, ZE_ICECHUNK, "malformed manifest: its location dictionary is not a zstd dictionary");
   int rc = 0;
   size_t c = 0;
@@ -372,14 +462,15 @@ int ic_manifest_parse(const uint8_t *p, size_t n, ic_manifest *m, zerr *e) {
         rc = fail(e);
         break;
       }
-      if (chunkref_parse(m, k, &rt, m->arrays[i].ndim, algo, &dctx, dict, e)) {
+      if (chunkref_parse(m, k, &rt, m->arrays[i].ndim, algo, &u, &bg, e)) {
         rc = -1;
         break;
       }
     }
   }
-  ZSTD_freeDCtx(dctx);
-  ZSTD_freeDDict(dict);
+  ZSTD_freeDCtx(u.dctx);
+  ZSTD_freeDDict(u.dict);
+  free(u.scratch);
   return rc;
 }
 

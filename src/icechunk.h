@@ -10,9 +10,6 @@
 enum { IC_SNAPSHOT = 1, IC_MANIFEST = 2, IC_TXLOG = 4, IC_REPO = 6 };
 enum { IC_INLINE = 0, IC_NATIVE = 1, IC_VIRTUAL = 2 };
 
-/* Largest payload an object may decompress to. */
-extern size_t ic_max_payload;
-
 typedef struct {
   const char *s;
   size_t n;
@@ -24,8 +21,8 @@ typedef struct {
 } ic_header;
 
 /* Check the header of an object of `want` type and decompress its payload
- * into `out`. Errors are ZE_ICECHUNK. */
-int ic_payload(const uint8_t *p, size_t n, int want, ic_header *h, zbuf *out, zerr *e);
+ * into `out`, of at most `limit` bytes. Errors are ZE_ICECHUNK. */
+int ic_payload(const uint8_t *p, size_t n, int want, size_t limit, ic_header *h, zbuf *out, zerr *e);
 
 /* ---- repo info (spec 2) ---- */
 typedef struct {
@@ -95,11 +92,15 @@ typedef struct {
   size_t nowned;
 } ic_manifest;
 
-int ic_repo_parse(const uint8_t *p, size_t n, ic_repo *r, zerr *e);
+/* Parse an object. `limit` (zarr.max_decoded_bytes) bounds its payload and
+ * the memory of what is made of it, here and in R (estimated before it is
+ * allocated); its vectors may list no more tables than its payload holds
+ * without sharing them. Either is a ZE_ICECHUNK error. */
+int ic_repo_parse(const uint8_t *p, size_t n, size_t limit, ic_repo *r, zerr *e);
 void ic_repo_free(ic_repo *r);
-int ic_snapshot_parse(const uint8_t *p, size_t n, ic_snapshot *s, zerr *e);
+int ic_snapshot_parse(const uint8_t *p, size_t n, size_t limit, ic_snapshot *s, zerr *e);
 void ic_snapshot_free(ic_snapshot *s);
-int ic_manifest_parse(const uint8_t *p, size_t n, ic_manifest *m, zerr *e);
+int ic_manifest_parse(const uint8_t *p, size_t n, size_t limit, ic_manifest *m, zerr *e);
 void ic_manifest_free(ic_manifest *m);
 
 /* Crockford base 32 of an object id (uppercase, no padding): 20 characters

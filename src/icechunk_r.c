@@ -31,9 +31,14 @@ static void holder_fin(SEXP p) {
 }
 
 /* Parse `raw` as an object of `type` into a holder protected on the stack
- * (one PROTECT); raises the error naming `key`. */
-static holder *parse(SEXP raw, SEXP key, int type) {
-  if (TYPEOF(raw) != RAWSXP || TYPEOF(key) != STRSXP || XLENGTH(key) != 1) zarr_raise(ZE_STORE, NULL, NULL, "internal: bad arguments to an Icechunk parser");
+ * (one PROTECT); raises the error naming `key`. `limit`: the parse budget
+ * in bytes (zarr.max_decoded_bytes). */
+static holder *parse(SEXP raw, SEXP key, SEXP limit, int type) {
+  if (TYPEOF(raw) != RAWSXP || TYPEOF(key) != STRSXP || XLENGTH(key) != 1 || TYPEOF(limit) != REALSXP ||
+      XLENGTH(limit) != 1 || !(REAL(limit)[0] >= 1))
+    zarr_raise(ZE_STORE, NULL, NULL, "internal: bad arguments to an Icechunk parser");
+  double lim = REAL(limit)[0];
+  size_t budget = lim >= (double)(SIZE_MAX / 2) ? SIZE_MAX / 2 : (size_t)lim;
   holder *h = calloc(1, sizeof *h);
   if (h == NULL) zarr_raise(ZE_NOMEM, NULL, CHAR(STRING_ELT(key, 0)), "cannot allocate an Icechunk object");
   h->type = type;
@@ -42,9 +47,9 @@ static holder *parse(SEXP raw, SEXP key, int type) {
   zerr e = {ZE_OK, ""};
   const uint8_t *p = RAW(raw);
   size_t n = (size_t)XLENGTH(raw);
-  int rc = type == IC_REPO       ? ic_repo_parse(p, n, &h->u.r, &e)
-           : type == IC_SNAPSHOT ? ic_snapshot_parse(p, n, &h->u.s, &e)
-                                 : ic_manifest_parse(p, n, &h->u.m, &e);
+  int rc = type == IC_REPO       ? ic_repo_parse(p, n, budget, &h->u.r, &e)
+           : type == IC_SNAPSHOT ? ic_snapshot_parse(p, n, budget, &h->u.s, &e)
+                                 : ic_manifest_parse(p, n, budget, &h->u.m, &e);
   if (rc) {
     holder_free(h);
     R_ClearExternalPtr(ptr);
@@ -93,8 +98,8 @@ static SEXP refs_list(const ic_ref *r, size_t n) {
   return out;
 }
 
-SEXP ffi_icechunk_repo(SEXP raw, SEXP key) {
-  holder *h = parse(raw, key, IC_REPO);
+SEXP ffi_icechunk_repo(SEXP raw, SEXP key, SEXP limit) {
+  holder *h = parse(raw, key, limit, IC_REPO);
   ic_repo *r = &h->u.r;
   if (r->nsnaps > INT_MAX - 1) zarr_raise(ZE_ICECHUNK, NULL, CHAR(STRING_ELT(key, 0)), "too many snapshots for R");
   static const char *nm[] = {"spec_version", "implementation", "branches", "tags", "snapshots"};
@@ -123,8 +128,8 @@ SEXP ffi_icechunk_repo(SEXP raw, SEXP key) {
   return out;
 }
 
-SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key) {
-  holder *h = parse(raw, key, IC_SNAPSHOT);
+SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key, SEXP limit) {
+  holder *h = parse(raw, key, limit, IC_SNAPSHOT);
   ic_snapshot *s = &h->u.s;
   static const char *nm[] = {"spec_version", "implementation", "id", "parent", "time", "message", "nodes"};
   SEXP out = PROTECT(named_list(nm, 7));
@@ -189,8 +194,8 @@ SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key) {
   return out;
 }
 
-SEXP ffi_icechunk_manifest(SEXP raw, SEXP key) {
-  holder *h = parse(raw, key, IC_MANIFEST);
+SEXP ffi_icechunk_manifest(SEXP raw, SEXP key, SEXP limit) {
+  holder *h = parse(raw, key, limit, IC_MANIFEST);
   ic_manifest *m = &h->u.m;
   static const char *nm[] = {"spec_version", "implementation", "arrays", "coords", "kind", "offset", "length",
                              "chunk_id", "location", "etag", "last_modified", "inline"};

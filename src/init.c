@@ -62,9 +62,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_erase, 2),
     CALLDEF(ffi_cache_drop, 3),
     CALLDEF(ffi_cache_count, 0),
-    CALLDEF(ffi_icechunk_repo, 2),
-    CALLDEF(ffi_icechunk_snapshot, 2),
-    CALLDEF(ffi_icechunk_manifest, 2),
+    CALLDEF(ffi_icechunk_repo, 3),
+    CALLDEF(ffi_icechunk_snapshot, 3),
+    CALLDEF(ffi_icechunk_manifest, 3),
     CALLDEF(ffi_progress_begin, 2),
     CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};

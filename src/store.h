@@ -160,8 +160,8 @@ SEXP ffi_store_erase(SEXP ptr, SEXP keys);
 SEXP ffi_cache_drop(SEXP ptr, SEXP keys, SEXP prefix);
 SEXP ffi_cache_count(void);
 /* Icechunk objects (icechunk_r.c) */
-SEXP ffi_icechunk_repo(SEXP raw, SEXP key);
-SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key);
-SEXP ffi_icechunk_manifest(SEXP raw, SEXP key);
+SEXP ffi_icechunk_repo(SEXP raw, SEXP key, SEXP limit);
+SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key, SEXP limit);
+SEXP ffi_icechunk_manifest(SEXP raw, SEXP key, SEXP limit);
 
 #endif

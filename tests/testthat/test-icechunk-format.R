@@ -81,13 +81,13 @@ test_that("Icechunk stores refuse writes and unknown refs", {
 
 test_that("object ids are Crockford base 32 (the spec's example: the initial snapshot)", {
   for (v in c("v1", "v2")) {
-    s <- .Call(ffi_icechunk_snapshot, ice_raw(v, "snapshots/1CECHNKREP0F1RSTCMT0"), "s")
+    s <- .Call(ffi_icechunk_snapshot, ice_raw(v, "snapshots/1CECHNKREP0F1RSTCMT0"), "s", max_decoded_bytes())
     expect_identical(s$id, "1CECHNKREP0F1RSTCMT0")
     expect_identical(s$nodes$path, character()) # the empty repository
     expect_identical(s$spec_version, if (v == "v1") 1L else 2L)
     expect_match(s$implementation, "^ic-")
   }
-  r <- .Call(ffi_icechunk_repo, ice_raw("v2", "repo"), "repo")
+  r <- .Call(ffi_icechunk_repo, ice_raw("v2", "repo"), "repo", max_decoded_bytes())
   expect_true(all(nchar(r$snapshots$id) == 20L))
   expect_identical(r$branches$name, c("dev", "main"))
   expect_identical(r$snapshots$id[r$branches$snapshot[2]], ice_want$v2$head)
@@ -99,7 +99,7 @@ test_that("malformed objects are zarr_error_icechunk naming the key", {
   snap <- ice_raw("v2", paste0("snapshots/", ice_want$v2$head))
   man <- ice_raw("v2", paste0("manifests/", ice_first("v2", "manifests")))
   bad <- function(x, parser = ffi_icechunk_snapshot, pattern = NULL) {
-    e <- expect_error(.Call(parser, x, "snapshots/XYZ"), class = "zarr_error_icechunk")
+    e <- expect_error(.Call(parser, x, "snapshots/XYZ", max_decoded_bytes()), class = "zarr_error_icechunk")
     expect_identical(e$key, "snapshots/XYZ")
     if (!is.null(pattern)) expect_match(conditionMessage(e), pattern)
   }
@@ -139,9 +139,9 @@ test_that("malformed objects are zarr_error_icechunk naming the key", {
   bad(plain(buf, 6L), ffi_icechunk_repo, "required field 'Repo.snapshots'")
   # truncations of a real snapshot and manifest: an error, never a crash
   for (cut in unique(round(seq(40, length(snap) - 1, length.out = 25))))
-    expect_error(.Call(ffi_icechunk_snapshot, snap[1:cut], "s"), class = "zarr_error_icechunk")
+    expect_error(.Call(ffi_icechunk_snapshot, snap[1:cut], "s", max_decoded_bytes()), class = "zarr_error_icechunk")
   for (cut in unique(round(seq(40, length(man) - 1, length.out = 25))))
-    expect_error(.Call(ffi_icechunk_manifest, man[1:cut], "m"), class = "zarr_error_icechunk")
+    expect_error(.Call(ffi_icechunk_manifest, man[1:cut], "m", max_decoded_bytes()), class = "zarr_error_icechunk")
 })
 
 test_that("random flatbuffer payloads never crash the parsers", {
@@ -156,7 +156,7 @@ test_that("random flatbuffer payloads never crash the parsers", {
       n <- sample(8:300, 1)
       payload <- as.raw(sample(0:255, n, TRUE))
       payload[1:4] <- writeBin(sample(0:(n - 1), 1), raw(), size = 4L, endian = "little")
-      r <- tryCatch(.Call(parser, c(h, payload), "x"), zarr_error_icechunk = function(e) "refused")
+      r <- tryCatch(.Call(parser, c(h, payload), "x", max_decoded_bytes()), zarr_error_icechunk = function(e) "refused")
       expect_true(identical(r, "refused") || is.list(r))
     }
   }

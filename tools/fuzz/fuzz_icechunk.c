@@ -10,7 +10,9 @@
  * failure carries an Icechunk error (or an allocation failure); on success
  * every string lies inside the payload or memory the object owns, every
  * reference and parent index is in range, every chunk reference is of a
- * known kind with its coordinates inside the coordinate array. */
+ * known kind with its coordinates inside the coordinate array, and no more
+ * entries of vectors of tables than the payload holds unshared (4 bytes
+ * each). */
 #include <stdlib.h>
 #include <string.h>
 #include "icechunk.h"
@@ -50,11 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p = obj;
     n += 39;
   }
-  ic_max_payload = (size_t)64 << 20;
+  size_t limit = (size_t)64 << 20; /* the parse budget */
   zerr e = {ZE_OK, ""};
   if (type == IC_REPO) {
     ic_repo r;
-    if (ic_repo_parse(p, n, &r, &e)) {
+    if (ic_repo_parse(p, n, limit, &r, &e)) {
       check_failure(&e);
     } else {
       for (size_t i = 0; i < r.nsnaps; i++) {
@@ -73,10 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ic_repo_free(&r);
   } else if (type == IC_SNAPSHOT) {
     ic_snapshot s;
-    if (ic_snapshot_parse(p, n, &s, &e)) {
+    if (ic_snapshot_parse(p, n, limit, &s, &e)) {
       check_failure(&e);
     } else {
       in_payload(&s.payload, s.message, NULL, 0);
+      size_t slots = s.nnodes;
+      for (size_t i = 0; i < s.nnodes; i++) slots += s.nodes[i].nman;
+      if (slots > s.payload.size / 4) abort(); /* no table shared between entries */
       for (size_t i = 0; i < s.nnodes; i++) {
         const ic_node *nd = &s.nodes[i];
         in_payload(&s.payload, nd->path, NULL, 0);
@@ -89,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ic_snapshot_free(&s);
   } else {
     ic_manifest m;
-    if (ic_manifest_parse(p, n, &m, &e)) {
+    if (ic_manifest_parse(p, n, limit, &m, &e)) {
       check_failure(&e);
     } else {
       size_t total = 0, seen = 0;
@@ -99,6 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         total += m.arrays[a].count * (size_t)m.arrays[a].ndim;
       }
       if (seen != m.nrefs) abort();
+      if (m.narrays + m.nrefs > m.payload.size / 4) abort(); /* no table shared between entries */
       for (size_t a = 0; a < m.narrays; a++)
         for (size_t k = m.arrays[a].first; k < m.arrays[a].first + m.arrays[a].count; k++) {
           if (m.cpos[k] + (size_t)m.arrays[a].ndim > total) abort();

@@ -19,7 +19,8 @@
 // time, epoch, message}, ...] newest first}, refs: [{kind: "branch"|"tag"|
 // "snapshot", name, snapshot, nodes: {<path>: group {type, attributes} |
 // array {type, shape, chunk_shape, dtype, fill_value, attributes, values}
-// | {error}}} | {kind, name, error}]}}}; corrupted copies also have
+// | {error}}} | {kind, name, error}]}}} (nodes: {} for a snapshot without
+// nodes, as the initial one of empty_v1 and empty_v2); corrupted copies also have
 // corrupted: true and must_fail: the refs ("branch:main", "tag:v1") that
 // any reader must refuse (other refs may fail with the official
 // implementation, which reads more than it needs, yet read elsewhere).
@@ -531,6 +532,11 @@ try {
 	writeTargets();
 	made.stale = await writeStale("stale");
 	made.etag = await writeEtag("etag");
+	// no commit: only the initial snapshot ("Repository initialized", no nodes)
+	for (const spec of [1, 2]) {
+		const repo = await createRepo(`empty_v${spec}`, spec);
+		made[`empty_v${spec}`] = { repo, first: (await repo.ancestry({ branch: "main" })).at(-1).id };
+	}
 
 	// head snapshot ids of main, for the corruptions
 	const heads = {};
@@ -593,6 +599,9 @@ try {
 	expected.repos.etag = { ...(await describe("etag", 2,
 		"virtual chunks recording ETags: ok (unchanged), changed (rewritten, mtime set back), vs3 (s3://, no container)")),
 		s3_etag: made.etag.s3_etag };
+	for (const spec of [1, 2])
+		expected.repos[`empty_v${spec}`] = await describe(`empty_v${spec}`, spec, `spec ${spec}: no commit, only the initial snapshot (no nodes)`,
+			{ snapshots: [made[`empty_v${spec}`].first] });
 	for (const [name, spec, what, mustFail] of corrupt) {
 		const source = expected.repos[`v${spec}`];
 		expected.repos[name] = { ...(await describe(name, spec, what, { source })), corrupted: true, must_fail: mustFail };
