@@ -129,15 +129,27 @@ test_that("an unmarked array's hostile journal is refused by its next resize, wh
   expect_outside_unchanged(outside, h$dir, except = h$store)
 })
 
-test_that("the C store layer refuses unsafe keys in every store: reads, writes, erases and copies", {
+test_that("the C store layer refuses unsafe keys in every kind of store: reads, writes, erases and copies", {
   h <- hostile_dir()
   z <- create_zarr(h$store)
   z$add_array("/", "a", define_array("int32", c(4, 4)))$write(matrix(1:16, 4))
   mem <- zarr_memorystore$new()
   mem$set("x", as.raw(1:3))
   stores <- list(local = zarr_localstore$new(h$store), memory = mem)
+  # read-only kinds: references, a zip file, a web server (refused before any request)
+  zp <- file.path(h$dir, "s.zip")
+  zs <- zarr_zipstore$new(zp, read_only = FALSE)
+  zs$create_group("/", "", 3L)
+  zs$close()
+  readers <- list(ref = zarr_refstore$new(list(.zgroup = "{\"zarr_format\":2}"))$io_spec(),
+                  zip = zarr_zipstore$new(zp)$io_spec(),
+                  http = .Call(zarr:::ffi_store_http, "http://127.0.0.1:9", "", zarr:::http_options()))
   keys <- c("../victim.txt", "a/../../outside/victim.txt", "/etc/passwd", "a\\b", "a//b", "./a", "a/.", "")
   outside <- hostile_snapshot(h$dir, except = h$store)
+  for (nm in names(readers)) for (k in keys) {
+    e <- expect_error(.Call(zarr:::ffi_store_get, readers[[nm]], k, NULL), class = "zarr_error_key", info = paste(nm, k))
+    expect_identical(e$key, k)
+  }
   for (nm in names(stores)) {
     io <- stores[[nm]]$io_spec()
     for (k in keys) {
