@@ -9,6 +9,11 @@
 #' read as data nor listed as keys, and may be deleted at any time. Reads of
 #' chunks go straight from C, in parallel.
 #'
+#' Writes and erases never leave the root: a folder inside the store that is
+#' a symbolic link to a folder elsewhere is read through (a store may link
+#' arrays in), but a value written or erased through it is refused with an
+#' error of class `zarr_error_key` (erasing the link itself removes the link).
+#'
 #' @seealso [zarr_store], [open_zarr()], [zarr_zipstore]
 #' @export
 zarr_localstore <- R6::R6Class("zarr_localstore",
