@@ -226,3 +226,27 @@ test_that("a read-only open never changes a file of the store; a writable one fi
   zz[["/v"]][2, ]
   expect_identical(files(), before)
 })
+
+test_that("a journal's parse is bounded by zarr.max_decoded_bytes, and opening it takes little memory", {
+  skip_on_os("windows")
+  h <- hostile_dir()
+  # 200 000 empty arrays: 600 kB of text, some 13 MB parsed
+  journal_store(h, list(erase = I(rep(list(list()), 2e5))))
+  withr::local_options(zarr.max_decoded_bytes = 2^23)
+  outside <- hostile_snapshot(h$dir, except = h$store)
+  inside <- hostile_snapshot(h$store)
+  expect_warning(a <- open_zarr(h$store)[["/a"]], "zarr.max_decoded_bytes", class = "zarr_warning_journal")
+  expect_error(a[, ], class = "zarr_error_interrupted")
+  expect_identical(hostile_snapshot(h$store), inside)
+  expect_outside_unchanged(outside, h$dir, except = h$store)
+  # with the default budget, a journal of 4 MB of tiny values is parsed, and refused
+  skip_on_cran()
+  skip_without_proc_status()
+  h <- hostile_dir()
+  journal_store(h, list(erase = I(rep(list(list()), 1.3e6))))
+  r <- hostile_peak(paste(sprintf("w <- tryCatch({open_zarr('%s')[['/a']]; NULL}, warning = function(w) w)", h$store),
+                           "stop(structure(class = c(class(w)[1L], 'error', 'condition'), list(message = '', call = NULL)))",
+                           sep = "; "))
+  expect_identical(r$class, "zarr_warning_journal")
+  expect_lt(r$mb, 256)
+})
