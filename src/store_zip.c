@@ -654,7 +654,7 @@ static void zipstore_destroy(zstore *s) {
   free(zs);
 }
 
-static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL, 0, NULL};
+static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL, 0, NULL, NULL};
 
 zstore *zip_store_new(const zipidx *z, const char *prefix, zerr *e) {
   zipstore *zs = calloc(1, sizeof *zs);
