@@ -340,7 +340,11 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   opening the array while the change runs reads the old state, the
     #'   new one, or (while moved chunks are put in place) gets that error
     #'   when read-only; only one process may change an array's structure at
-    #'   a time, and no other may open it writable meanwhile.
+    #'   a time, and no other may open it writable meanwhile. A journal is
+    #'   store content: one that is malformed or names keys other than the
+    #'   array's chunks and staging keys is not acted on (a warning of class
+    #'   `zarr_warning_journal`; nothing is changed, and an array marked as
+    #'   mid-change then refuses to be read).
     #' @param new_shape The new shape, one non-negative extent per dimension.
     #' @param low,high Integer vectors, one element per dimension, instead of
     #'   `new_shape`: the change at the start and at the end of each

@@ -46,10 +46,84 @@ store_copy_keys <- function(store, from, to) {
 write_journal <- function(store, key, j) {
   store$set(key, charToRaw(enc2utf8(as.character(jsonlite::toJSON(j, auto_unbox = TRUE, digits = NA)))))
 }
-read_journal <- function(raw, key) {
-  j <- json_parse(raw, "journal", key = key)
-  if (!is.list(j) || !is.character(j[["metadata"]]))
-    zarr_abort("metadata", "the journal of an interrupted change cannot be read", key = key)
+
+# The journal found in a store is store content, untrusted: it is acted on
+# only when well formed and every key it names is one its change would use:
+# chunk keys of this array (its key encoding, below its prefix) and the
+# staging keys structural_change() makes; and when the store itself accepts
+# each for erasing or writing (keys that would leave it through a symbolic
+# link are refused: src/store_local.c). Else a warning (class
+# zarr_warning_journal) and NULL: nothing it names is touched.
+read_journal <- function(arr, priv, raw, key) {
+  refuse <- function(why) {
+    zarr_warn("journal", sprintf("the journal '%s' of array '%s' was not acted on: %s",
+                                 key, arr$path, why))
+    NULL
+  }
+  # its parse takes some 64 bytes per JSON value, whatever the text: bounded
+  # (zarr.max_decoded_bytes) before it is made
+  values <- sum(raw == as.raw(0x2c)) + sum(raw == as.raw(0x5b)) + sum(raw == as.raw(0x7b))
+  if (64 * values + length(raw) > max_decoded_bytes())
+    return(refuse(sprintf("its parse would take more than zarr.max_decoded_bytes (%s bytes)", format(max_decoded_bytes()))))
+  j <- tryCatch(json_parse(raw, "journal", key = key), zarr_error = function(e) e)
+  if (inherits(j, "error")) return(refuse(conditionMessage(j)))
+  if (!is.list(j) || is.null(names(j)) || !identical(j[["format"]], 1L) ||
+      !(is.character(j[["operation"]]) && length(j[["operation"]]) == 1L &&
+        j[["operation"]] %in% c("resize", "append", "promote")) ||
+      !is.character(j[["metadata"]]) || length(j[["metadata"]]) != 1L || is.na(j[["metadata"]]))
+    return(refuse("it is not a journal of this package"))
+  # each list field: scalars of one kind only (a parsed JSON array)
+  field <- function(nm, type) {
+    x <- j[[nm]]
+    if (is.null(x)) return(type)
+    if (!is.list(x) || !all(vapply(x, function(el) length(el) == 1L && !is.list(el), TRUE))) return(NULL)
+    v <- unlist(x, use.names = FALSE)
+    if (!length(v)) return(type)
+    if (is.character(type)) { if (is.character(v) && !anyNA(v)) v }
+    else if (is.numeric(v) && all(is.finite(v)) && all(v >= 0 & v == trunc(v))) as.numeric(v)
+  }
+  f <- list(from = character(), to = character(), staging = character(), erase = character(),
+            old_shape = numeric(), new_shape = numeric(), had = numeric(), clip = numeric(), undo_clip = numeric())
+  for (nm in names(f)) {
+    v <- field(nm, f[[nm]])
+    if (is.null(v)) return(refuse(sprintf("its field '%s' is malformed", nm)))
+    f[[nm]] <- v
+  }
+  if (!is.null(j[["trim"]]) && !(is.logical(j[["trim"]]) && length(j[["trim"]]) == 1L && !is.na(j[["trim"]])))
+    return(refuse("its field 'trim' is malformed"))
+  meta <- tryCatch({
+    m <- node_metadata(json_parse(j[["metadata"]], "journal", array = arr$path))
+    parse_array_metadata(m, arr$path)
+    m
+  }, zarr_error = function(e) e)
+  if (inherits(meta, "error")) return(refuse(paste("its metadata cannot be used:", conditionMessage(meta))))
+  nd_new <- length(f$new_shape)
+  nd <- min(length(f$old_shape), nd_new)
+  if (!nd_new || abs(length(f$old_shape) - nd_new) > 1L ||
+      !identical(f$new_shape, check_shape(meta[["shape"]], "shape")) ||
+      length(f$from) != length(f$to) || !length(f$had) %in% c(0L, nd_new) ||
+      !all(c(f$clip, f$undo_clip) %in% seq_len(nd)))
+    return(refuse("its shapes, dimensions or key lists do not agree"))
+  prefix <- arr$prefix
+  if (length(f$staging) && !identical(f$staging, paste0(prefix, "__zarr_stage.", seq_along(f$from))))
+    return(refuse("it names staging keys this package does not use"))
+  # chunk keys of this array, in its key encoding, of any number of dimensions
+  enc <- priv$.grid$chunk_encoding
+  if (is.null(enc)) return(refuse("the array's chunk keys are not known"))
+  sep <- if (identical(enc[["separator"]], "/")) "/" else "\\."
+  pattern <- if (identical(enc[["name"]], "v2")) sprintf("^[0-9]+(%s[0-9]+)*$", sep) else sprintf("^c(%s[0-9]+)*$", sep)
+  keys <- c(f$from, f$to, f$erase)
+  rel <- substring(keys, nchar(prefix) + 1L)
+  bad <- !startsWith(keys, prefix) | !grepl(pattern, rel)
+  if (any(bad)) return(refuse(sprintf("its key '%s' is not a chunk key of this array", keys[which(bad)[1L]])))
+  # and the store's own word on each, before anything is changed
+  ok <- tryCatch({
+    .Call(ffi_store_check_keys, priv$.store$io_spec(), c(keys, f$staging, key), TRUE)
+    TRUE
+  }, zarr_error = function(e) conditionMessage(e))
+  if (!isTRUE(ok)) return(refuse(ok))
+  j[names(f)] <- f
+  j[["trim"]] <- isTRUE(j[["trim"]])
   j
 }
 
@@ -141,7 +215,12 @@ recover_structure <- function(arr, priv) {
                            array = arr$path)
     return(invisible())
   }
-  j <- read_journal(raw, key)
+  j <- read_journal(arr, priv, raw, key)
+  if (is.null(j)) { # refused (a warning said why): nothing it names is touched
+    if (marked) zarr_abort("interrupted", sprintf(
+      "the array's metadata says a change is under way, but its journal '%s' cannot be trusted", key), array = arr$path)
+    return(invisible())
+  }
   staged <- length(j[["staging"]]) > 0L
   cur <- store$get_metadata(arr$prefix)
   cur_shape <- if (is.list(cur)) json_vec(cur[["shape"]], numeric())

@@ -9,6 +9,11 @@
 #' read as data nor listed as keys, and may be deleted at any time. Reads of
 #' chunks go straight from C, in parallel.
 #'
+#' Writes and erases never leave the root: a folder inside the store that is
+#' a symbolic link to a folder elsewhere is read through (a store may link
+#' arrays in), but a value written or erased through it is refused with an
+#' error of class `zarr_error_key` (erasing the link itself removes the link).
+#'
 #' @seealso [zarr_store], [open_zarr()], [zarr_zipstore]
 #' @export
 zarr_localstore <- R6::R6Class("zarr_localstore",
@@ -96,7 +101,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     #' @return `TRUE` if something was removed, `FALSE` otherwise, invisibly.
     erase = function(key) {
       private$check_writable()
-      p <- private$path(key)
+      p <- private$wpath(key)
       cache_forget(self, key, prefix = node_prefix(key))
       if (is_link(p)) return(invisible(unlink(p, recursive = TRUE) == 0L && !is_link(p))) # the link only
       if (dir.exists(p)) {
@@ -120,7 +125,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     erase_prefix = function(prefix) {
       private$check_writable()
       prefix <- node_prefix(prefix)
-      dir <- if (nzchar(prefix)) private$path(sub("/$", "", prefix)) else private$.root
+      dir <- if (nzchar(prefix)) private$wpath(sub("/$", "", prefix)) else private$.root
       if (!dir.exists(dir)) return(invisible(FALSE))
       was_group <- self$is_group(prefix)
       cache_forget(self, prefix = prefix)
@@ -188,8 +193,8 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     set = function(key, value) {
       private$check_writable()
       if (!is.raw(value)) zarr_abort("value", "store values must be raw vectors", key = key)
-      .Call(ffi_file_write, private$path(key), value)
-      cache_forget(self, key)
+      check_key(key)
+      .Call(ffi_store_set, self$io_spec(), key, value) # never through a folder linked to elsewhere
       invisible(self)
     },
 
@@ -238,6 +243,13 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     path = function(key) {
       check_key(key)
       file.path(private$.root, key)
+    },
+    # The path of a key to be erased: refused when a folder on its way is a
+    # symbolic link to outside the store (src/store_local.c)
+    wpath = function(key) {
+      p <- private$path(key)
+      .Call(ffi_store_check_keys, self$io_spec(), key, TRUE)
+      p
     }
   )
 )

@@ -883,7 +883,7 @@ static void write_chunk(engine *g, size_t task, int thread) {
     }
   }
   if (g->out == NULL) { /* the store takes writes from any thread */
-    if (empty ? g->st->ops->erase(g->st, key, &e) : g->st->ops->set(g->st, key, res, res_n, &e))
+    if (empty ? store_erase(g->st, key, &e) : store_set(g->st, key, res, res_n, &e))
       engine_fail(g, &e, key);
   } else if (empty) {
     g->out_state[task] = 2;
@@ -1501,8 +1501,8 @@ SEXP ffi_array_write(SEXP spec, SEXP store, SEXP sel, SEXP data, SEXP opts) {
       if (!g.failed && !nomem && g.out_state[j] != 0 && !engine_poll(&g)) {
         job_coords(&g, j, jc);
         job_key(&g, jc, key);
-        int rc = g.out_state[j] == 1 ? g.st->ops->set(g.st, key, g.out[j], g.out_n[j], &e)
-                                     : g.st->ops->erase(g.st, key, &e);
+        int rc = g.out_state[j] == 1 ? store_set(g.st, key, g.out[j], g.out_n[j], &e)
+                                     : store_erase(g.st, key, &e);
         if (rc) engine_fail(&g, &e, key);
       }
       free(g.out[j]);

@@ -60,6 +60,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_ref_options, 2),
     CALLDEF(ffi_store_copy, 5),
     CALLDEF(ffi_store_erase, 2),
+    CALLDEF(ffi_store_check_keys, 3),
     CALLDEF(ffi_cache_drop, 3),
     CALLDEF(ffi_cache_count, 0),
     CALLDEF(ffi_icechunk_repo, 3),

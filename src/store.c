@@ -98,6 +98,30 @@ static void count_request(zstore *s, size_t bytes) {
   __atomic_add_fetch(&s->bytes, (int64_t)bytes, __ATOMIC_RELAXED);
 }
 
+/* ---- keys ---------------------------------------------------------------------- */
+
+int store_key_ok(zstore *s, const char *key, int write, zerr *e) {
+  if (!key_is_safe(key))
+    return zerr_set(e, ZE_KEY,
+                    "invalid key '%.300s': a key is a relative path without empty, '.' or '..' segments, "
+                    "backslashes or control characters",
+                    key ? key : "");
+  if (write && s->ops->inside != NULL) return s->ops->inside(s, key, e);
+  return 0;
+}
+
+int store_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e) {
+  if (s->ops->set == NULL) return zerr_set(e, ZE_READ_ONLY, "the store is read-only");
+  if (store_key_ok(s, key, 1, e)) return -1;
+  return s->ops->set(s, key, p, n, e);
+}
+
+int store_erase(zstore *s, const char *key, zerr *e) {
+  if (s->ops->erase == NULL) return zerr_set(e, ZE_READ_ONLY, "the store is read-only");
+  if (store_key_ok(s, key, 1, e)) return -1;
+  return s->ops->erase(s, key, e);
+}
+
 /* ---- a batch ----------------------------------------------------------------- */
 
 typedef struct {
@@ -171,7 +195,7 @@ static void get_task(void *ctx, size_t i, int thread) {
   char key[KEY_CAP];
   zrange r = {key, 0, -1};
   zerr e = {ZE_OK, ""};
-  if (b->req(b->ctx, i, &r, key, sizeof key, &e)) {
+  if (b->req(b->ctx, i, &r, key, sizeof key, &e) || store_key_ok(b->s, r.key, 0, &e)) {
     batch_fail(b, &e);
     return;
   }
@@ -200,7 +224,7 @@ static int make_requests(batch *b, zerr *e) {
   char key[KEY_CAP];
   for (size_t i = 0; i < b->n; i++) {
     zrange r = {key, 0, -1};
-    if (b->req(b->ctx, i, &r, key, sizeof key, e)) {
+    if (b->req(b->ctx, i, &r, key, sizeof key, e) || store_key_ok(b->s, r.key, 0, e)) {
       free(at);
       return -1;
     }
@@ -551,10 +575,28 @@ SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value) {
   const char *k = translateCharUTF8(STRING_ELT(key, 0));
   if (s->ops->set == NULL) zarr_raise(ZE_READ_ONLY, NULL, k, "the store is read-only");
   zerr e = {ZE_OK, ""};
+  if (store_key_ok(s, k, 1, &e)) zarr_raise_err(&e, NULL, k); /* nothing was changed */
   int rc = isNull(value) ? s->ops->erase(s, k, &e)
                          : s->ops->set(s, k, RAW(value), (size_t)XLENGTH(value), &e);
   zcache_drop(store_ident(s), k);
   if (rc) store_raise(s, &e, NULL, k);
+  return R_NilValue;
+}
+
+/* Refuse (a zarr_error_key naming the first) unless every key is safe and,
+ * with write, stays inside the store when written or erased: a caller about
+ * to act on many keys from store content (a journal) checks them all first,
+ * so that a bad one changes nothing. */
+SEXP ffi_store_check_keys(SEXP ptr, SEXP keys, SEXP write) {
+  zstore *s = store_from(ptr);
+  if (TYPEOF(keys) != STRSXP) zarr_raise(ZE_VALUE, NULL, NULL, "internal: keys must be a character vector");
+  int w = asLogical(write) == TRUE;
+  zerr e = {ZE_OK, ""};
+  for (R_xlen_t i = 0; i < XLENGTH(keys); i++) {
+    if (STRING_ELT(keys, i) == NA_STRING) zarr_raise(ZE_KEY, NULL, NULL, "a key is NA");
+    const char *k = translateCharUTF8(STRING_ELT(keys, i));
+    if (store_key_ok(s, k, w, &e)) zarr_raise_err(&e, NULL, k);
+  }
   return R_NilValue;
 }
 

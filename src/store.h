@@ -65,6 +65,11 @@ typedef struct {
    * decoded-chunk cache made from it; thread-safe, never fails (a failure
    * is an unknown stamp). NULL: the store cannot tell cheaply. */
   void (*stamp)(zstore *s, const char *key, zstamp *out);
+  /* Whether a write or erase of `key` (already a safe key) stays inside the
+   * store once the store resolves it (a local folder that is a symbolic
+   * link to elsewhere); 0 when it does, else e set. NULL: keys cannot
+   * leave this store. */
+  int (*inside)(zstore *s, const char *key, zerr *e);
 } zstore_ops;
 
 /* stat() of a file as a stamp (store_local.c) */
@@ -109,6 +114,13 @@ int store_fetch(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, 
 int store_fetch_bufs(zstore *s, size_t n, zreq_fn req, zhandle_fn handle, void *ctx, int nthreads,
                      zbuf *fetch, volatile int *stop, zerr *e);
 double zarr_now(void); /* seconds, monotonic: for polling intervals */
+/* Keys come from store content (listings, journals, consolidated metadata,
+ * references): every read, write, erase and copy goes through these, which
+ * refuse a key that is not safe (keys.c key_is_safe()) with a ZE_KEY error
+ * naming it, and a write or erase the store resolves to outside itself. */
+int store_key_ok(zstore *s, const char *key, int write, zerr *e);
+int store_set(zstore *s, const char *key, const uint8_t *p, size_t n, zerr *e);
+int store_erase(zstore *s, const char *key, zerr *e);
 /* The store's name in the decoded-chunk cache (R thread; made on first use). */
 const char *store_ident(zstore *s);
 void store_raise(zstore *s, const zerr *e, const char *array, const char *key)
@@ -157,6 +169,7 @@ SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP d
 SEXP ffi_store_ref_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads);
 SEXP ffi_store_erase(SEXP ptr, SEXP keys);
+SEXP ffi_store_check_keys(SEXP ptr, SEXP keys, SEXP write);
 SEXP ffi_cache_drop(SEXP ptr, SEXP keys, SEXP prefix);
 SEXP ffi_cache_count(void);
 /* Icechunk objects (icechunk_r.c) */

@@ -41,7 +41,7 @@ static int copy_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, in
       if (c->kept[i] == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
       if (n) memcpy(c->kept[i], p, n);
       c->kept_n[i] = n;
-    } else if (c->dst->ops->set(c->dst, c->to[i], p, n, e)) {
+    } else if (store_set(c->dst, c->to[i], p, n, e)) {
       int expected = 0;
       if (__atomic_compare_exchange_n(&c->dst_failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE))
@@ -66,9 +66,15 @@ SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads) {
   /* R memory first: nothing below raises while C memory is held */
   c.from = (const char **)R_alloc(n + 1, sizeof(char *));
   c.to = (const char **)R_alloc(n + 1, sizeof(char *));
+  zerr e = {ZE_OK, ""};
   for (size_t i = 0; i < n; i++) {
     c.from[i] = translateCharUTF8(STRING_ELT(from, (R_xlen_t)i));
     c.to[i] = translateCharUTF8(STRING_ELT(to, (R_xlen_t)i));
+  }
+  /* every key first: a bad one (from store content) copies nothing */
+  for (size_t i = 0; i < n; i++) {
+    if (store_key_ok(s, c.from[i], 0, &e)) zarr_raise_err(&e, NULL, c.from[i]);
+    if (store_key_ok(d, c.to[i], 1, &e)) zarr_raise_err(&e, NULL, c.to[i]);
   }
   if (d->ops->main_thread) {
     c.kept = (uint8_t **)R_alloc(n + 1, sizeof(uint8_t *));
@@ -78,7 +84,6 @@ SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads) {
   const char *dst_id = store_ident(d);
   progress_total((int64_t)n);
   volatile int stop = 0;
-  zerr e = {ZE_OK, ""};
   int rc = store_fetch(s, n, copy_req, copy_handle, &c, asInteger(nthreads), &stop, &e);
   for (size_t i = 0; i < n; i++) zcache_drop(dst_id, c.to[i]); /* rewritten, or maybe */
   size_t found = 0;
@@ -87,7 +92,7 @@ SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads) {
   for (size_t i = 0; c.kept != NULL && i < n; i++) {
     if (c.kept[i] == NULL) continue;
     if (rc == 0 && !set_failed) {
-      if (d->ops->set(d, c.to[i], c.kept[i], c.kept_n[i], &e)) {
+      if (store_set(d, c.to[i], c.kept[i], c.kept_n[i], &e)) {
         set_failed = 1;
         bad_key = c.to[i];
       }
@@ -111,6 +116,11 @@ SEXP ffi_store_erase(SEXP ptr, SEXP keys) {
   if (s->ops->erase == NULL) zarr_raise(ZE_READ_ONLY, NULL, NULL, "the store is read-only");
   if (TYPEOF(keys) != STRSXP) zarr_raise(ZE_VALUE, NULL, NULL, "internal: keys must be a character vector");
   zerr e = {ZE_OK, ""};
+  /* every key first: a bad one (from store content) erases nothing */
+  for (R_xlen_t i = 0; i < XLENGTH(keys); i++) {
+    const char *k = translateCharUTF8(STRING_ELT(keys, i));
+    if (store_key_ok(s, k, 1, &e)) zarr_raise_err(&e, NULL, k);
+  }
   for (R_xlen_t i = 0; i < XLENGTH(keys); i++) {
     const char *k = translateCharUTF8(STRING_ELT(keys, i));
     int rc = s->ops->erase(s, k, &e);

@@ -1253,7 +1253,7 @@ static void http_destroy(zstore *s) {
 }
 
 static const zstore_ops http_ops = {
-  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL, 1, http_stat, NULL,
+  "http", http_get, http_get_many, NULL, NULL, http_destroy, 0, NULL, 1, http_stat, NULL, NULL,
 };
 
 static char *dup_str(const char *s, size_t n) {
@@ -1630,7 +1630,7 @@ static int s3_erase(zstore *s, const char *key, zerr *e) {
 static const zstore_ops az_ops; /* the Azure section, at the end */
 
 static const zstore_ops s3_ops = {
-  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL, 1, http_stat, NULL,
+  "s3", http_get, http_get_many, s3_set, s3_erase, http_destroy, 0, NULL, 1, http_stat, NULL, NULL,
 };
 
 /* bucket_base: the bucket's URL; base: the store root's URL in it; region
@@ -2051,7 +2051,7 @@ static int azure_set(zstore *s, const char *key, const uint8_t *p, size_t n, zer
 }
 
 static const zstore_ops az_ops = {
-  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL, 1, http_stat, NULL,
+  "azure", http_get, http_get_many, azure_set, s3_erase, http_destroy, 0, NULL, 1, http_stat, NULL, NULL,
 };
 
 /* cfg: list(container_url, url, account, key (base64, or NULL), sas (or

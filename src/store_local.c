@@ -149,18 +149,71 @@ int file_write_atomic(const char *path, const uint8_t *data, size_t n, zerr *e) 
   return 0;
 }
 
+/* A key that is absent is not an error; nor is a folder at its path (keys
+ * below it make it one: after a promote, the old chunk key "a/c/0/0" is the
+ * folder of "a/c/0/0/0"), nor a file where a folder on its path would be:
+ * neither holds a value for the key. */
 int file_remove(const char *path, zerr *e) {
-  if (zarr_unlink(path) != 0 && errno != ENOENT)
-    return zerr_set(e, ZE_IO, "cannot remove '%s': %s", path, strerror(errno));
-  return 0;
+  if (zarr_unlink(path) == 0 || errno == ENOENT || errno == ENOTDIR) return 0;
+  int err = errno;
+  struct stat st;
+  if ((err == EISDIR || err == EPERM || err == EACCES) && zarr_stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return 0;
+  return zerr_set(e, ZE_IO, "cannot remove '%s': %s", path, strerror(err));
 }
 
 /* ---- the local store (store.h) ------------------------------------------------ */
 
+typedef struct {
+  char *root;
+  char *real; /* the root with its symbolic links resolved (NULL: not resolved) */
+} local_impl;
+
 static int local_path(const zstore *s, const char *key, char *buf, size_t cap, zerr *e) {
-  if (path_join(buf, cap, (const char *)s->impl, key))
+  if (path_join(buf, cap, ((const local_impl *)s->impl)->root, key))
     return zerr_set(e, ZE_KEY, "store path is too long");
   return 0;
+}
+
+/* A write or erase never leaves the root: the folder that would hold the key
+ * (its deepest part that exists) must resolve to the root or below it. A
+ * folder inside the store that is a symbolic link to elsewhere is read
+ * through (a store may link arrays in), never written or erased through; the
+ * key's last part may itself be a link (erasing removes the link, writing
+ * replaces it). */
+static int local_inside(zstore *s, const char *key, zerr *e) {
+#ifdef _WIN32
+  (void)s;
+  (void)key;
+  (void)e;
+  return 0;
+#else
+  const local_impl *li = s->impl;
+  char path[8192];
+  if (local_path(s, key, path, sizeof path, e)) return -1;
+  char *rel = path + strlen(li->root);
+  while (*rel == '/') rel++;
+  char *cut = strrchr(rel, '/');
+  if (cut == NULL) return 0; /* directly in the root */
+  *cut = '\0';
+  struct stat st;
+  while (lstat(path, &st) != 0) { /* not there yet (made when written) */
+    cut = strrchr(rel, '/');
+    if (cut == NULL) return 0;
+    *cut = '\0';
+  }
+  if (!S_ISLNK(st.st_mode) && strchr(rel, '/') == NULL) return 0; /* a folder of the root */
+  char *root = li->real != NULL ? li->real : realpath(li->root, NULL);
+  char *real = realpath(path, NULL);
+  size_t n = root != NULL ? strlen(root) : 0;
+  int ok = root != NULL && real != NULL && strncmp(real, root, n) == 0 &&
+           (real[n] == '/' || real[n] == '\0' || (n == 1 && root[0] == '/'));
+  if (root != li->real) free(root);
+  free(real);
+  if (ok) return 0;
+  return zerr_set(e, ZE_KEY, "key '%.300s' leads outside the store (through a symbolic link): not written or erased",
+                  key);
+#endif
 }
 
 static int local_get(zstore *s, const zrange *r, zbuf *out, int *missing, zerr *e) {
@@ -181,7 +234,12 @@ static int local_erase(zstore *s, const char *key, zerr *e) {
   return file_remove(path, e);
 }
 
-static void local_destroy(zstore *s) { free(s->impl); }
+static void local_destroy(zstore *s) {
+  local_impl *li = s->impl;
+  free(li->root);
+  free(li->real);
+  free(li);
+}
 
 static int local_stat(zstore *s, const char *key, double *mtime, char *etag, int *missing, zerr *e) {
   char path[8192];
@@ -236,7 +294,7 @@ static void local_stamp(zstore *s, const char *key, zstamp *out) {
 }
 
 static const zstore_ops local_ops = {
-    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1, local_stat, local_stamp};
+    "local", local_get, NULL, local_set, local_erase, local_destroy, 0, NULL, 1, local_stat, local_stamp, local_inside};
 
 /* The store's name in the decoded-chunk cache: the folder's real path (no
  * symbolic link, no "." or ".."), ending in "/", so that an entry is named
@@ -258,13 +316,21 @@ static char *local_ident(const char *root) {
 }
 
 zstore *local_store_new(const char *root, zerr *e) {
-  char *r = strdup(root);
-  zstore *s = r ? store_alloc(&local_ops, r, root) : NULL;
+  local_impl *li = calloc(1, sizeof *li);
+  if (li != NULL) li->root = strdup(root);
+#ifndef _WIN32
+  if (li != NULL && *root) li->real = realpath(root, NULL); /* NULL: resolved when needed */
+#endif
+  zstore *s = li && li->root ? store_alloc(&local_ops, li, root) : NULL;
   if (s != NULL) s->ident = local_ident(root);
   if (s == NULL || s->ident == NULL) {
     if (s != NULL) free(s->where);
     free(s);
-    free(r);
+    if (li != NULL) {
+      free(li->root);
+      free(li->real);
+    }
+    free(li);
     zerr_set(e, ZE_NOMEM, "out of memory");
     return NULL;
   }

@@ -125,7 +125,7 @@ static SEXP r_pending(zstore *s) {
 
 static void r_destroy(zstore *s) { free(s->impl); }
 
-static const zstore_ops r_ops = {"r", NULL, r_get_many, r_set, r_erase, r_destroy, 1, r_pending, 0, NULL, NULL};
+static const zstore_ops r_ops = {"r", NULL, r_get_many, r_set, r_erase, r_destroy, 1, r_pending, 0, NULL, NULL, NULL};
 
 /* env: an environment with the functions get, set and erase. */
 SEXP ffi_store_r(SEXP env) {

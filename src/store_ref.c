@@ -525,7 +525,7 @@ out:
 }
 
 static const zstore_ops ref_ops = {
-    "reference", NULL, ref_get_many, NULL, NULL, ref_destroy, 0, NULL, 0, NULL, NULL,
+    "reference", NULL, ref_get_many, NULL, NULL, ref_destroy, 0, NULL, 0, NULL, NULL, NULL,
 };
 
 /* ---- construction from R ------------------------------------------------------- */

@@ -737,7 +737,7 @@ static void zipstore_stamp(zstore *s, const char *key, zstamp *out) {
   file_stamp(((const zipstore *)s->impl)->z->path, out);
 }
 
-static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL, 0, NULL, zipstore_stamp};
+static const zstore_ops zip_ops = {"zip", zipstore_get, NULL, NULL, NULL, zipstore_destroy, 0, NULL, 0, NULL, zipstore_stamp, NULL};
 
 zstore *zip_store_new(const zipidx *z, const char *prefix, zerr *e) {
   zipstore *zs = calloc(1, sizeof *zs);

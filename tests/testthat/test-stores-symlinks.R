@@ -73,3 +73,27 @@ test_that("deleting a node whose folder is a link removes the link, not its targ
   expect_identical(sort(list.files(target, recursive = TRUE, all.files = TRUE)), before)
   expect_identical(open_zarr(other$path)[["/g/a"]][, ], matrix(1:16, 4))
 })
+
+test_that("a linked folder is read through, but never written or erased through when it leads outside the store", {
+  s <- linked_store()
+  other <- linked_store()
+  target <- file.path(other$path, "g", "a")
+  before <- tools::md5sum(list.files(target, recursive = TRUE, all.files = TRUE, full.names = TRUE))
+  file.symlink(target, file.path(s$path, "g", "b2"))
+  # a link to a folder inside the store is an ordinary folder for writes
+  file.symlink(file.path(s$path, "g", "a"), file.path(s$path, "g", "same"))
+  z <- open_zarr(s$path)
+  b2 <- z[["/g/b2"]]
+  expect_identical(b2[, ], matrix(1:16, 4))
+  e <- expect_error(b2[1, 1] <- 99L, class = "zarr_error_key")
+  expect_match(conditionMessage(e), "outside the store")
+  expect_error(b2$set_attribute("x", 1), class = "zarr_error_key")
+  expect_error(b2$resize(c(2, 2)), class = "zarr_error_key")
+  expect_error(z$store$erase("g/b2/c.0.0"), class = "zarr_error_key")
+  expect_error(z$store$set("g/b2/new", as.raw(1)), class = "zarr_error_key")
+  expect_identical(tools::md5sum(list.files(target, recursive = TRUE, all.files = TRUE, full.names = TRUE)), before)
+  expect_identical(open_zarr(other$path)[["/g/a"]][, ], matrix(1:16, 4))
+  same <- z[["/g/same"]]
+  same[1, 1] <- 99L
+  expect_identical(z[["/g/a"]][1, 1], 99L)
+})
