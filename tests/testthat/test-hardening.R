@@ -272,18 +272,23 @@ test_that("15: memory store clear(), base store methods, deep clones", {
   expect_identical(a[], c(9L, 2:3))
 })
 
-test_that("15: configure's failure message lists every library the package needs", {
+test_that("15: configure's failure message lists the required and the optional libraries", {
   src <- file.path(testthat::test_path(), "..", "..", "configure")
   skip_if(!file.exists(src), "the configure script is not available (installed tests)")
   txt <- readLines(src)
-  at <- grep("All build dependencies", txt, fixed = TRUE)
-  expect_length(at, 1L)
-  deps <- txt[at + 1:3]
-  for (p in c("libzstd-dev", "zlib1g-dev", "libblosc-dev", "liblz4-dev", "libbz2-dev", "liblzma-dev", "libcurl4-openssl-dev"))
-    expect_match(deps[1], p, fixed = TRUE)
-  for (p in c("libzstd-devel", "zlib-devel", "blosc-devel", "lz4-devel", "bzip2-devel", "xz-devel", "libcurl-devel"))
-    expect_match(deps[2], p, fixed = TRUE)
-  for (p in c("zstd", "c-blosc", "lz4", "bzip2")) expect_match(deps[3], p, fixed = TRUE)
+  req <- grep("Required build dependencies", txt, fixed = TRUE)
+  opt <- grep("Optional (their codecs are left out", txt, fixed = TRUE)
+  expect_length(req, 1L)
+  expect_length(opt, 1L)
+  for (p in c("libzstd-dev", "zlib1g-dev", "libcurl4-openssl-dev", "libssl-dev"))
+    expect_match(txt[req + 1L], p, fixed = TRUE)
+  for (p in c("libzstd-devel", "zlib-devel", "libcurl-devel", "openssl-devel"))
+    expect_match(txt[req + 2L], p, fixed = TRUE)
+  for (p in c("libblosc-dev", "liblz4-dev", "libbz2-dev", "liblzma-dev", "libxml2-dev"))
+    expect_match(txt[opt + 1L], p, fixed = TRUE)
+  for (p in c("blosc-devel", "lz4-devel", "bzip2-devel", "xz-devel", "libxml2-devel"))
+    expect_match(txt[opt + 2L], p, fixed = TRUE)
+  for (p in c("c-blosc", "lz4", "xz")) expect_match(txt[opt + 3L], p, fixed = TRUE)
 })
 
 test_that("24: z[[path]][i] <- v writes without an error; nodes cannot be replaced", {
