@@ -158,6 +158,9 @@ zv_blob <- function(root, path) {
   if (is.null(a)) return(NULL)
   if (!inherits(a, "zarr_array") || !identical(a$data_type$data_type, "uint8") || length(a$shape) != 1L)
     zv_error("a ZV blob must be a 1-D uint8 array", path)
+  if (!(a$shape <= max_decoded_bytes())) # read_bytes() allocates the shape first
+    zv_error(sprintf("a ZV blob of %.0f bytes is more than the budget of %.0f (option zarr.max_decoded_bytes)",
+                     a$shape, max_decoded_bytes()), path)
   a$read_bytes()
 }
 
@@ -165,14 +168,29 @@ zv_blob <- function(root, path) {
 # is none), read together: the engine fetches and decodes them in one call.
 zv_blobs <- function(root, path, keys) {
   if (!length(keys)) return(list())
-  tryCatch(zarr_read_arrays(root, paste0(path, "/", keys), rtype = "raw"),
+  tryCatch(zarr_read_arrays(root, paste0(path, "/", keys), rtype = "raw", max_bytes = max_decoded_bytes()),
            zarr_error_value = function(e) zv_error("a ZV blob must be a 1-D uint8 array", path),
            zarr_error_metadata = function(e)
-             zv_error(sprintf("the blobs of a ZV array must be 1-D uint8 arrays alike: %s", conditionMessage(e)), path))
+             zv_error(sprintf("the blobs of a ZV array must be 1-D uint8 arrays alike, within the budget: %s",
+                              conditionMessage(e)), path))
 }
 
 zv_rows <- function(blobs, dtype, ncol, where, columns = FALSE)
-  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where, zarr_num_threads())
+  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where, zarr_num_threads(), max_decoded_bytes())
+
+# A fragment index parsed and expanded: its ranges must lie inside nrows (NA:
+# unknown) and what it expands to inside the parse budget.
+zv_frag <- function(blob, nrows, where) .Call(ffi_zv_frag_parse, blob, as.numeric(nrows), where, max_decoded_bytes())
+
+# A count from a ZV group's attributes (link_width, num_channels): one
+# integer, NA when it is not one (without the warning of as.integer()).
+zv_int <- function(x) {
+  x <- suppressWarnings(as.numeric(x))
+  if (length(x) == 1L && !is.na(x) && abs(x) < 2^31) as.integer(x) else NA_integer_
+}
+
+# Bytes per element of a ZV element type (NA when unknown).
+zv_type_size <- function(dtype) dtype_table$size[match(dtype, dtype_table$name)]
 
 zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), function(j) format(coords[, j], scientific = FALSE, trim = TRUE)), sep = "."))
 
@@ -598,7 +616,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
         path <- paste0(dir, "/", nm, sub)
         aa <- private$array_attributes(path)
         if (is.null(aa)) zv_error("an attribute has no array group", paste0(self$path, path))
-        C <- if (length(aa$channel_names)) length(aa$channel_names) else as.integer(aa$num_channels %||% 1L)
+        C <- if (length(aa$channel_names)) length(aa$channel_names) else zv_int(aa$num_channels %||% 1L)
         if (length(C) != 1L || is.na(C) || C < 1L) zv_error("bad channel count", paste0(self$path, path))
         A <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), aa$dtype %||% "float32", C, path)
         r <- as.numeric(attr(A, "rows"))
@@ -627,7 +645,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       ca <- private$array_attributes(paste0(lv, "/cross_chunk_links/0"))
       seq_links <- is.null(la) && private$sequential()
       if (is.null(la) && is.null(ca) && !seq_links) return(NULL)
-      L <- if (seq_links) 2L else as.integer((la %||% ca)$link_width)
+      L <- if (seq_links) 2L else zv_int((la %||% ca)$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, lv, "/links/0"))
       out <- matrix(integer(), 0, L)
       if (seq_links) out <- private$sequential_links(lv, keys, got)
@@ -690,7 +708,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       fb <- zv_blobs(self, paste0(lv, "/vertex_fragments"), keys)
       parts <- lapply(seq_along(keys), function(k) {
         if (is.null(fb[[k]])) zv_error(sprintf("chunk '%s' has no fragment index", keys[k]), paste0(self$path, lv, "/vertex_fragments"))
-        fi <- .Call(ffi_zv_frag_parse, fb[[k]], got$rows[k], paste0(self$path, lv, "/vertex_fragments/", keys[k]))
+        fi <- zv_frag(fb[[k]], got$rows[k], paste0(self$path, lv, "/vertex_fragments/", keys[k]))
         r <- fi$rows
         if (length(r) < 2L) return(matrix(0, 0, 2))
         f <- rep.int(seq_along(fi$is_range), diff(fi$offsets))
@@ -706,7 +724,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       la <- private$array_attributes(path)
       if (is.null(la)) return(NULL)
       d <- private$ndim()
-      L <- as.integer(la$link_width)
+      L <- zv_int(la$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, path))
       keys <- keys %||% private$list_dir(path)
       R <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), "int64", L * (d + 1L), path)
@@ -714,6 +732,19 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
         zv_error(sprintf("%d link records, but num_links says %s", nrow(R), format(la$num_links)), paste0(self$path, path))
       list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
            rows = R[, (seq_len(L) - 1L) * (d + 1L) + d + 1L, drop = FALSE])
+    },
+    # The rows of the blob `key` of vertices (or links/0), from its array's
+    # shape (metadata only), NA when unknown: the rows its fragment index
+    # may name.
+    blob_rows = function(lv, links, key) {
+      arr <- if (links) "/links/0" else "/vertices"
+      aa <- private$array_attributes(paste0(lv, arr))
+      size <- if (links) 8 * zv_int(aa$link_width) else
+        zv_type_size(aa$dtype %||% "float32") * private$ndim()
+      a <- tryCatch(self$get_node(paste0(lv, arr, "/", key)), zarr_error = function(e) NULL)
+      if (!inherits(a, "zarr_array") || length(a$shape) != 1L || !length(size) || is.na(size) || size <= 0)
+        return(NA_real_)
+      floor(as.numeric(a$shape) / size)
     },
     index_blobs = function(lv) {
       ck <- paste0("oi", lv)
@@ -799,7 +830,8 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
     manifests = function(ids, level = 0) {
       lv <- private$level_path(level)
       ob <- private$index_blobs(lv)
-      m <- .Call(ffi_zv_manifests, ob$data, ob$starts, as.numeric(ids), private$ndim(), paste0(self$path, lv, "/object_index"))
+      m <- .Call(ffi_zv_manifests, ob$data, ob$starts, as.numeric(ids), private$ndim(), paste0(self$path, lv, "/object_index"),
+                 max_decoded_bytes())
       colnames(m$coords) <- self$axes
       m
     },
@@ -809,7 +841,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       arr <- if (links) "link_fragments" else "vertex_fragments"
       blob <- zv_blob(self, paste0(lv, "/", arr, "/", key))
       if (is.null(blob)) zv_error(sprintf("chunk '%s' has no %s", key, arr), paste0(self$path, lv))
-      .Call(ffi_zv_frag_parse, blob, NA_real_, paste0(self$path, lv, "/", arr, "/", key))
+      zv_frag(blob, private$blob_rows(lv, links, key), paste0(self$path, lv, "/", arr, "/", key))
     },
     read_objects = function(ids, level = 0) {
       lv <- private$level_path(level)
@@ -818,21 +850,29 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       keys <- zv_chunk_key(m$coords)
       ukeys <- unique(keys)
       got <- private$read_vertices(lv, ukeys)
-      # the fragments each block names, then their rows
-      pick <- lapply(seq_along(m$object), function(b) {
-        if (m$mode[b] == 2L) m$explicit[m$first[b] + seq_len(m$count[b])] else m$first[b] + seq_len(m$count[b]) - 1
-      })
+      # the rows of the fragments each block names: counted against the
+      # parse budget before they are made (a block of a few bytes names up
+      # to 2^32 fragments, a fragment all rows of its chunk)
+      budget <- max_decoded_bytes()
+      row_bytes <- 8 * (ncol(got$vertices) + 1)
+      total <- 0
       vrows <- vector("list", length(m$object))
       for (k in seq_along(ukeys)) {
-        nr <- got$rows[k]
-        fi <- .Call(ffi_zv_frag_parse, zv_blob(self, paste0(lv, "/vertex_fragments/", ukeys[k])) %||%
-                      zv_error(sprintf("chunk '%s' has no fragment index", ukeys[k]), paste0(lv, "/vertex_fragments")),
-                    nr, paste0(self$path, lv, "/vertex_fragments/", ukeys[k]))
+        where <- paste0(self$path, lv, "/vertex_fragments/", ukeys[k])
+        fi <- zv_frag(zv_blob(self, paste0(lv, "/vertex_fragments/", ukeys[k])) %||%
+                        zv_error(sprintf("chunk '%s' has no fragment index", ukeys[k]), paste0(lv, "/vertex_fragments")),
+                      got$rows[k], where)
+        nf <- length(fi$is_range)
         for (b in which(keys == ukeys[k])) {
-          f <- pick[[b]]
-          if (any(f >= length(fi$is_range)))
-            zv_error(sprintf("object %s names fragment %s of chunk '%s', which has %d", format(m$object[b]),
-                             format(max(f)), ukeys[k], length(fi$is_range)), paste0(self$path, lv, "/object_index"))
+          if (m$mode[b] != 2L && m$first[b] + m$count[b] > nf || m$mode[b] == 2L && any(m$explicit[m$first[b] + seq_len(m$count[b])] >= nf))
+            zv_error(sprintf("object %s names fragments of chunk '%s' beyond its %d", format(m$object[b]), ukeys[k], nf),
+                     paste0(self$path, lv, "/object_index"))
+          f <- if (m$mode[b] == 2L) m$explicit[m$first[b] + seq_len(m$count[b])] else m$first[b] + seq_len(m$count[b]) - 1
+          total <- total + sum(fi$count[f + 1])
+          if (total * row_bytes > budget)
+            zv_error(sprintf("objects %s name %.0f vertex rows, more than the budget of %.0f bytes holds (option zarr.max_decoded_bytes)",
+                             paste(format(utils::head(unique(m$object), 3L)), collapse = ", "), total, budget),
+                     paste0(self$path, lv, "/object_index"))
           sel <- unlist(lapply(f, function(j) seq.int(fi$offsets[j + 1L] + 1, length.out = fi$offsets[j + 2L] - fi$offsets[j + 1L])))
           vrows[[b]] <- got$offsets[k] + fi$rows[sel] + 1
         }

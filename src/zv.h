@@ -31,8 +31,9 @@ int zv_frag_parse(const uint8_t *p, size_t n, int64_t nrows, zv_frag *f, zerr *e
 /* Rows of fragment i (start and count for a range, else the explicit list). */
 int zv_frag_is_range(const zv_frag *f, uint32_t i);
 int64_t zv_frag_range_start(const zv_frag *f, uint32_t r); /* r-th range fragment */
-/* Total rows over all fragments (with repeats), and the rows themselves:
- * frag_off gets F + 1 running offsets into rows. */
+/* Total rows over all fragments (with repeats; UINT64_MAX when the sum
+ * does not fit), and the rows themselves: frag_off gets F + 1 running
+ * offsets into rows. */
 uint64_t zv_frag_total(const zv_frag *f);
 void zv_frag_expand(const zv_frag *f, int64_t *frag_off, int64_t *rows);
 /* Size and bytes of a fragment index: is_range[F]; start/count of the range

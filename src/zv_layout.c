@@ -103,7 +103,10 @@ int64_t zv_frag_range_start(const zv_frag *f, uint32_t r) { return ld64(f->range
 
 uint64_t zv_frag_total(const zv_frag *f) {
   uint64_t t = f->T;
-  for (uint32_t r = 0; r < f->R; r++) t += (uint64_t)ld64(f->ranges + 16 * (size_t)r + 8);
+  for (uint32_t r = 0; r < f->R; r++) { /* saturates: four ranges of 2^62 rows must not wrap to 0 */
+    uint64_t c = (uint64_t)ld64(f->ranges + 16 * (size_t)r + 8);
+    t = c > UINT64_MAX - t ? UINT64_MAX : t + c;
+  }
   return t;
 }
 
