@@ -196,22 +196,89 @@ zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), 
 
 zv_delta <- function(delta) if (delta > 0) paste0("+", delta) else as.character(delta)
 
-zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "int32" else "float64"
+zv_dtype_of <- function(x) if (is.logical(x)) "bool" else if (is.integer(x) || is.factor(x)) "int32" else "float64"
 
 # The columns of an attribute data frame, each a numeric matrix of its
 # channels (a matrix column of the data frame holds several); checked.
+# Attribute "zv_dtype" is the element type; "zv_meta" what else its group
+# records. A logical is stored as bool (0 or 1, no NA); a factor as its codes
+# from 0 with the dictionary encoding of the reference implementation
+# (encoding "dictionary", its levels as "categories", "ordered", and
+# "_FillValue" -1 for NA), which $read_*() turn back into the factor.
 zv_columns <- function(df, what) {
   if (is.null(df)) return(list())
   if (is.matrix(df) && !is.data.frame(df)) df <- as.data.frame(df)
   if (!is.data.frame(df) || (length(df) && is.null(names(df))) || anyDuplicated(names(df)) || any(!nzchar(names(df))))
     zarr_abort("argument", sprintf("%s must be a data frame with named columns", what))
-  lapply(df, function(col) {
+  cols <- lapply(names(df), function(nm) {
+    col <- df[[nm]]
     if (!(is.numeric(col) || is.logical(col) || is.factor(col)) || (!is.null(dim(col)) && length(dim(col)) != 2L))
       zarr_abort("argument", sprintf("the columns of %s must be numbers, logicals, factors or numeric matrices", what))
-    m <- as.matrix(if (is.factor(col)) as.integer(col) else col)
-    attr(m, "zv_dtype") <- zv_dtype_of(col)
+    if (is.logical(col) && anyNA(col))
+      zarr_abort("argument", sprintf("column '%s' of %s has NA, which a bool attribute cannot hold", nm, what))
+    meta <- NULL
+    if (is.factor(col)) {
+      meta <- list(encoding = "dictionary", categories = as.list(levels(col)), ordered = is.ordered(col))
+      codes <- as.integer(col) - 1L
+      if (anyNA(codes)) {
+        codes[is.na(codes)] <- -1L
+        meta[["_FillValue"]] <- -1L
+      }
+      col <- codes
+    }
+    m <- as.matrix(col)
+    attr(m, "zv_dtype") <- zv_dtype_of(df[[nm]])
+    attr(m, "zv_meta") <- meta
     m
   })
+  names(cols) <- names(df)
+  cols
+}
+
+# Whether an attribute column (of zv_columns()) holds categories (a factor's
+# codes, or bool), which a coarser level takes the most frequent of.
+zv_categorical <- function(m) identical(attr(m, "zv_dtype"), "bool") || !is.null(attr(m, "zv_meta"))
+
+# Per group g (1..ng) the most frequent value of x; on a tie the smallest,
+# but the fill code -1 (a factor's NA) last.
+zv_mode <- function(x, g, ng) {
+  o <- order(g, x)
+  gs <- g[o]
+  xs <- x[o]
+  n <- length(xs)
+  start <- c(TRUE, gs[-1L] != gs[-n] | xs[-1L] != xs[-n])
+  cnt <- tabulate(cumsum(start))
+  rg <- gs[start]
+  rx <- xs[start]
+  best <- order(rg, -cnt, rx == -1, rx)
+  best <- best[!duplicated(rg[best])]
+  out <- numeric(ng)
+  out[rg[best]] <- rx[best]
+  out
+}
+
+# Attribute values as their group says: bool as logical, int32 as integer,
+# the dictionary encoding (codes from 0 into "categories", "_FillValue" for
+# NA) as a factor. A code outside the categories is an error.
+zv_decode_column <- function(A, aa, where) {
+  if (identical(aa$encoding, "dictionary")) {
+    if (is.matrix(A)) zv_error("a dictionary-encoded attribute has one channel", where)
+    cats <- aa$categories
+    if (!is.null(cats) && !is.list(cats) && !is.atomic(cats)) cats <- NULL
+    lev <- vapply(as.list(cats), function(x) if (is.atomic(x) && length(x) == 1L && !is.na(x)) as.character(x) else NA_character_, "")
+    if (is.null(cats) || anyNA(lev) || anyDuplicated(lev))
+      zv_error("the categories of a dictionary-encoded attribute must be distinct strings or numbers", where)
+    fill <- aa[["_FillValue"]]
+    na <- if (length(fill) == 1L && is.numeric(fill)) A == fill else logical(length(A))
+    if (any(!na & (A < 0 | A >= length(lev) | A != floor(A))))
+      zv_error(sprintf("a dictionary-encoded attribute holds a code outside its %d categories", length(lev)), where)
+    codes <- as.integer(A) + 1L
+    codes[na] <- NA_integer_
+    return(structure(codes, levels = lev, class = c(if (isTRUE(aa$ordered)) "ordered", "factor")))
+  }
+  if (identical(aa$dtype, "bool")) storage.mode(A) <- "logical"
+  else if (identical(aa$dtype, "int32")) storage.mode(A) <- "integer"
+  A
 }
 
 zv_shape <- function(m) if (ncol(m) == 1L) list(nrow(m)) else list(nrow(m), ncol(m))
@@ -226,9 +293,10 @@ zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list()
     dt <- attr(m, "zv_dtype")
     C <- ncol(m)
     extra <- if (C > 1L) list(channel_names = as.list(colnames(m) %||% paste0("ch", seq_len(C) - 1L)))
-    g <- zv_add_group(lvl, paste0(dir, "/", nm, sub), c(if (is.function(meta)) meta(m) else meta, list(name = nm, dtype = dt), extra))
+    g <- zv_add_group(lvl, paste0(dir, "/", nm, sub), c(if (is.function(meta)) meta(m) else meta, list(name = nm, dtype = dt),
+                                                        extra, attr(m, "zv_meta")))
     blobs <- .Call(ffi_zv_rows_encode, matrix(as.numeric(m[idx, , drop = FALSE]), ncol = C), dt, breaks)
-    for (k in seq_along(keys)) zv_write_blob(g, keys[k], blobs[[k]], "shuffle", if (dt == "int32") 4L else 8L)
+    for (k in seq_along(keys)) zv_write_blob(g, keys[k], blobs[[k]], "shuffle", zv_type_size(dt))
   }
 }
 
@@ -387,8 +455,16 @@ zv_coarsen <- function(vertices, attributes, objects, bin) {
   cnt <- tabulate(g)
   v <- rowsum(vertices, g, reorder = FALSE) / cnt
   dimnames(v) <- NULL
-  # the mean of each attribute (integers become doubles)
+  # the mean of each attribute (integers become doubles); of categories
+  # (factors, logicals) the most frequent, which keeps their type
   att <- lapply(attributes, function(m) {
+    if (zv_categorical(m)) {
+      a <- vapply(seq_len(ncol(m)), function(j) zv_mode(m[, j], g, length(cnt)), numeric(length(cnt)))
+      a <- matrix(a, ncol = ncol(m), dimnames = list(NULL, colnames(m)))
+      attr(a, "zv_meta") <- attr(m, "zv_meta")
+      attr(a, "zv_dtype") <- attr(m, "zv_dtype")
+      return(a)
+    }
     a <- rowsum(m * 1, g, reorder = FALSE) / cnt
     dimnames(a) <- list(NULL, colnames(m))
     attr(a, "zv_dtype") <- "float64"
@@ -623,11 +699,8 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
         if (is.null(rows)) rows <<- r
         else if (!identical(r, rows)) zv_error(sprintf("attribute '%s' is not row-aligned with the others", nm), paste0(self$path, path))
         attr(A, "rows") <- NULL
-        if (identical(aa$dtype, "int32")) storage.mode(A) <- "integer"
-        if (C == 1L) A[, 1L] else {
-          colnames(A) <- unlist(aa$channel_names) %||% paste0("ch", seq_len(C) - 1L)
-          A
-        }
+        if (C > 1L) colnames(A) <- unlist(aa$channel_names) %||% paste0("ch", seq_len(C) - 1L)
+        zv_decode_column(if (C == 1L) A[, 1L] else A, aa, paste0(self$path, path))
       })
       names(cols) <- nms
       structure(cols, rows = rows %||% numeric(length(keys)))

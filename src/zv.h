@@ -61,7 +61,10 @@ int zv_manifest_scan(const uint8_t *p, size_t n, int ndim, int64_t object, zv_bl
                      int64_t *coords, int64_t *explicit_refs, int64_t *nb, int64_t *nx, zerr *e);
 
 /* Element types of vertex, attribute and link rows. */
-typedef enum { ZV_F32, ZV_F64, ZV_I8, ZV_I16, ZV_I32, ZV_I64, ZV_U8, ZV_U16, ZV_U32, ZV_U64 } zv_type;
+/* bool: one byte, 0 or 1 (numpy's bool, which other ZV writers use for
+ * logical attributes); a byte other than 0 reads as 1. */
+typedef enum { ZV_F32, ZV_F64, ZV_I8, ZV_I16, ZV_I32, ZV_I64, ZV_U8, ZV_U16, ZV_U32, ZV_U64, ZV_BOOL } zv_type;
+#define ZV_NTYPES 11
 int zv_type_parse(const char *name, zv_type *t);
 size_t zv_type_size(zv_type t);
 /* Rows of ncol elements (row-major bytes) to doubles: column c of the

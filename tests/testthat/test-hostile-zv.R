@@ -251,3 +251,25 @@ test_that("rows that widen as they decode, and blobs that declare more than they
   r <- zvh_touch_all(h)
   expect_true(all(r$reads[c("read_level", "read_box", "read_objects")] == "zarr_error_zv"))
 })
+
+test_that("dictionary-encoded attributes with codes outside their categories, or bad categories, are zarr_error_zv", {
+  h <- hostile_dir()
+  p <- h$store
+  v <- cbind(c(1, 2, 3), c(1, 2, 3))
+  write_zarr_vectors(p, v, c(10, 10), attributes = data.frame(f = factor(c("a", "b", "a"))), levels = 1L)
+  expect_identical(open_zarr(p)$root$read_level()$vertices$f, factor(c("a", "b", "a")))
+  zvh_put_blob(p, "0/vertex_attributes/f/0.0", zvh_u32(c(0, 7, 1)))
+  expect_error(open_zarr(p)$root$read_level(), class = "zarr_error_zv", regexp = "outside its 2 categories")
+  zvh_put_blob(p, "0/vertex_attributes/f/0.0", zvh_u32(c(0, 2^32 - 1, 1))) # -1 without a _FillValue
+  expect_error(open_zarr(p)$root$read_level(), class = "zarr_error_zv", regexp = "outside")
+  zvh_set_attributes(p, "0/vertex_attributes/f", `_FillValue` = -1L)
+  expect_identical(open_zarr(p)$root$read_level()$vertices$f, factor(c("a", NA, "b")))
+  zvh_set_attributes(p, "0/vertex_attributes/f", categories = list("a", "a"))
+  expect_error(open_zarr(p)$root$read_level(), class = "zarr_error_zv", regexp = "distinct")
+  zvh_set_attributes(p, "0/vertex_attributes/f", categories = list(list(x = 1), "b"))
+  expect_error(open_zarr(p)$root$read_level(), class = "zarr_error_zv", regexp = "distinct")
+  zvh_set_attributes(p, "0/vertex_attributes/f", categories = "oops", `_FillValue` = NULL)
+  r <- zvh_touch_all(h)
+  expect_true(all(r$reads %in% c("ok", "zarr_error_zv")))
+  expect_identical(unname(r$reads["read_level"]), "zarr_error_zv")
+})
