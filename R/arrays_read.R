@@ -17,8 +17,10 @@ store_get_many <- function(store, keys)
 # of one chunk each (shape <= chunk shape) whose metadata documents are equal
 # but for the shape and the chunk shape, with a data type of numbers or
 # booleans; rtype "raw" returns the bytes of uint8 arrays. Anything else is an
-# error naming the array, so the caller can read that one on its own.
-zarr_read_arrays <- function(group, paths, rtype = NULL, fill_as_na = zarr_fill_as_na()) {
+# error naming the array, so the caller can read that one on its own. The
+# output is allocated from the shapes before a chunk is read: shapes that
+# declare more than max_bytes in all are a metadata error.
+zarr_read_arrays <- function(group, paths, rtype = NULL, fill_as_na = zarr_fill_as_na(), max_bytes = Inf) {
   out <- vector("list", length(paths))
   if (!length(paths)) return(out)
   prefixes <- paste0(group$prefix, sub("^/+", "", paths), "/")
@@ -55,6 +57,10 @@ zarr_read_arrays <- function(group, paths, rtype = NULL, fill_as_na = zarr_fill_
   }
   shape <- dims(function(m) m$shape)
   chunk <- dims(function(m) m$chunk_grid$configuration$chunk_shape)
+  need <- sum(apply(shape, 1L, prod)) * (dtype_info(dt)$size %|NA|% 8)
+  if (!(need <= max_bytes))
+    zarr_abort("metadata", sprintf("the arrays declare %.0f bytes, more than the budget of %.0f (option zarr.max_decoded_bytes)",
+                                   need, max_bytes), array = paths[here[1L]])
   spec <- a$chunking$.__enclos_env__$private$c_spec() # the engine's description of the first array
   spec$rtype <- rtype %||% spec$rtype
   spec$cache_bytes <- NULL

@@ -158,6 +158,9 @@ zv_blob <- function(root, path) {
   if (is.null(a)) return(NULL)
   if (!inherits(a, "zarr_array") || !identical(a$data_type$data_type, "uint8") || length(a$shape) != 1L)
     zv_error("a ZV blob must be a 1-D uint8 array", path)
+  if (!(a$shape <= max_decoded_bytes())) # read_bytes() allocates the shape first
+    zv_error(sprintf("a ZV blob of %.0f bytes is more than the budget of %.0f (option zarr.max_decoded_bytes)",
+                     a$shape, max_decoded_bytes()), path)
   a$read_bytes()
 }
 
@@ -165,35 +168,117 @@ zv_blob <- function(root, path) {
 # is none), read together: the engine fetches and decodes them in one call.
 zv_blobs <- function(root, path, keys) {
   if (!length(keys)) return(list())
-  tryCatch(zarr_read_arrays(root, paste0(path, "/", keys), rtype = "raw"),
+  tryCatch(zarr_read_arrays(root, paste0(path, "/", keys), rtype = "raw", max_bytes = max_decoded_bytes()),
            zarr_error_value = function(e) zv_error("a ZV blob must be a 1-D uint8 array", path),
            zarr_error_metadata = function(e)
-             zv_error(sprintf("the blobs of a ZV array must be 1-D uint8 arrays alike: %s", conditionMessage(e)), path))
+             zv_error(sprintf("the blobs of a ZV array must be 1-D uint8 arrays alike, within the budget: %s",
+                              conditionMessage(e)), path))
 }
 
 zv_rows <- function(blobs, dtype, ncol, where, columns = FALSE)
-  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where, zarr_num_threads())
+  .Call(ffi_zv_rows_decode, blobs, dtype, as.integer(ncol), columns, where, zarr_num_threads(), max_decoded_bytes())
+
+# A fragment index parsed and expanded: its ranges must lie inside nrows (NA:
+# unknown) and what it expands to inside the parse budget.
+zv_frag <- function(blob, nrows, where) .Call(ffi_zv_frag_parse, blob, as.numeric(nrows), where, max_decoded_bytes())
+
+# A count from a ZV group's attributes (link_width, num_channels): one
+# integer, NA when it is not one (without the warning of as.integer()).
+zv_int <- function(x) {
+  x <- suppressWarnings(as.numeric(x))
+  if (length(x) == 1L && !is.na(x) && abs(x) < 2^31) as.integer(x) else NA_integer_
+}
+
+# Bytes per element of a ZV element type (NA when unknown).
+zv_type_size <- function(dtype) dtype_table$size[match(dtype, dtype_table$name)]
 
 zv_chunk_key <- function(coords) do.call(paste, c(lapply(seq_len(ncol(coords)), function(j) format(coords[, j], scientific = FALSE, trim = TRUE)), sep = "."))
 
 zv_delta <- function(delta) if (delta > 0) paste0("+", delta) else as.character(delta)
 
-zv_dtype_of <- function(x) if (is.integer(x) || is.logical(x) || is.factor(x)) "int32" else "float64"
+zv_dtype_of <- function(x) if (is.logical(x)) "bool" else if (is.integer(x) || is.factor(x)) "int32" else "float64"
 
 # The columns of an attribute data frame, each a numeric matrix of its
 # channels (a matrix column of the data frame holds several); checked.
+# Attribute "zv_dtype" is the element type; "zv_meta" what else its group
+# records. A logical is stored as bool (0 or 1, no NA); a factor as its codes
+# from 0 with the dictionary encoding of the reference implementation
+# (encoding "dictionary", its levels as "categories", "ordered", and
+# "_FillValue" -1 for NA), which $read_*() turn back into the factor.
 zv_columns <- function(df, what) {
   if (is.null(df)) return(list())
   if (is.matrix(df) && !is.data.frame(df)) df <- as.data.frame(df)
   if (!is.data.frame(df) || (length(df) && is.null(names(df))) || anyDuplicated(names(df)) || any(!nzchar(names(df))))
     zarr_abort("argument", sprintf("%s must be a data frame with named columns", what))
-  lapply(df, function(col) {
+  cols <- lapply(names(df), function(nm) {
+    col <- df[[nm]]
     if (!(is.numeric(col) || is.logical(col) || is.factor(col)) || (!is.null(dim(col)) && length(dim(col)) != 2L))
       zarr_abort("argument", sprintf("the columns of %s must be numbers, logicals, factors or numeric matrices", what))
-    m <- as.matrix(if (is.factor(col)) as.integer(col) else col)
-    attr(m, "zv_dtype") <- zv_dtype_of(col)
+    if (is.logical(col) && anyNA(col))
+      zarr_abort("argument", sprintf("column '%s' of %s has NA, which a bool attribute cannot hold", nm, what))
+    meta <- NULL
+    if (is.factor(col)) {
+      meta <- list(encoding = "dictionary", categories = as.list(levels(col)), ordered = is.ordered(col))
+      codes <- as.integer(col) - 1L
+      if (anyNA(codes)) {
+        codes[is.na(codes)] <- -1L
+        meta[["_FillValue"]] <- -1L
+      }
+      col <- codes
+    }
+    m <- as.matrix(col)
+    attr(m, "zv_dtype") <- zv_dtype_of(df[[nm]])
+    attr(m, "zv_meta") <- meta
     m
   })
+  names(cols) <- names(df)
+  cols
+}
+
+# Whether an attribute column (of zv_columns()) holds categories (a factor's
+# codes, or bool), which a coarser level takes the most frequent of.
+zv_categorical <- function(m) identical(attr(m, "zv_dtype"), "bool") || !is.null(attr(m, "zv_meta"))
+
+# Per group g (1..ng) the most frequent value of x; on a tie the smallest,
+# but the fill code -1 (a factor's NA) last.
+zv_mode <- function(x, g, ng) {
+  o <- order(g, x)
+  gs <- g[o]
+  xs <- x[o]
+  n <- length(xs)
+  start <- c(TRUE, gs[-1L] != gs[-n] | xs[-1L] != xs[-n])
+  cnt <- tabulate(cumsum(start))
+  rg <- gs[start]
+  rx <- xs[start]
+  best <- order(rg, -cnt, rx == -1, rx)
+  best <- best[!duplicated(rg[best])]
+  out <- numeric(ng)
+  out[rg[best]] <- rx[best]
+  out
+}
+
+# Attribute values as their group says: bool as logical, int32 as integer,
+# the dictionary encoding (codes from 0 into "categories", "_FillValue" for
+# NA) as a factor. A code outside the categories is an error.
+zv_decode_column <- function(A, aa, where) {
+  if (identical(aa$encoding, "dictionary")) {
+    if (is.matrix(A)) zv_error("a dictionary-encoded attribute has one channel", where)
+    cats <- aa$categories
+    if (!is.null(cats) && !is.list(cats) && !is.atomic(cats)) cats <- NULL
+    lev <- vapply(as.list(cats), function(x) if (is.atomic(x) && length(x) == 1L && !is.na(x)) as.character(x) else NA_character_, "")
+    if (is.null(cats) || anyNA(lev) || anyDuplicated(lev))
+      zv_error("the categories of a dictionary-encoded attribute must be distinct strings or numbers", where)
+    fill <- aa[["_FillValue"]]
+    na <- if (length(fill) == 1L && is.numeric(fill)) A == fill else logical(length(A))
+    if (any(!na & (A < 0 | A >= length(lev) | A != floor(A))))
+      zv_error(sprintf("a dictionary-encoded attribute holds a code outside its %d categories", length(lev)), where)
+    codes <- as.integer(A) + 1L
+    codes[na] <- NA_integer_
+    return(structure(codes, levels = lev, class = c(if (isTRUE(aa$ordered)) "ordered", "factor")))
+  }
+  if (identical(aa$dtype, "bool")) storage.mode(A) <- "logical"
+  else if (identical(aa$dtype, "int32")) storage.mode(A) <- "integer"
+  A
 }
 
 zv_shape <- function(m) if (ncol(m) == 1L) list(nrow(m)) else list(nrow(m), ncol(m))
@@ -208,9 +293,10 @@ zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list()
     dt <- attr(m, "zv_dtype")
     C <- ncol(m)
     extra <- if (C > 1L) list(channel_names = as.list(colnames(m) %||% paste0("ch", seq_len(C) - 1L)))
-    g <- zv_add_group(lvl, paste0(dir, "/", nm, sub), c(if (is.function(meta)) meta(m) else meta, list(name = nm, dtype = dt), extra))
+    g <- zv_add_group(lvl, paste0(dir, "/", nm, sub), c(if (is.function(meta)) meta(m) else meta, list(name = nm, dtype = dt),
+                                                        extra, attr(m, "zv_meta")))
     blobs <- .Call(ffi_zv_rows_encode, matrix(as.numeric(m[idx, , drop = FALSE]), ncol = C), dt, breaks)
-    for (k in seq_along(keys)) zv_write_blob(g, keys[k], blobs[[k]], "shuffle", if (dt == "int32") 4L else 8L)
+    for (k in seq_along(keys)) zv_write_blob(g, keys[k], blobs[[k]], "shuffle", zv_type_size(dt))
   }
 }
 
@@ -369,8 +455,16 @@ zv_coarsen <- function(vertices, attributes, objects, bin) {
   cnt <- tabulate(g)
   v <- rowsum(vertices, g, reorder = FALSE) / cnt
   dimnames(v) <- NULL
-  # the mean of each attribute (integers become doubles)
+  # the mean of each attribute (integers become doubles); of categories
+  # (factors, logicals) the most frequent, which keeps their type
   att <- lapply(attributes, function(m) {
+    if (zv_categorical(m)) {
+      a <- vapply(seq_len(ncol(m)), function(j) zv_mode(m[, j], g, length(cnt)), numeric(length(cnt)))
+      a <- matrix(a, ncol = ncol(m), dimnames = list(NULL, colnames(m)))
+      attr(a, "zv_meta") <- attr(m, "zv_meta")
+      attr(a, "zv_dtype") <- attr(m, "zv_dtype")
+      return(a)
+    }
     a <- rowsum(m * 1, g, reorder = FALSE) / cnt
     dimnames(a) <- list(NULL, colnames(m))
     attr(a, "zv_dtype") <- "float64"
@@ -598,18 +692,15 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
         path <- paste0(dir, "/", nm, sub)
         aa <- private$array_attributes(path)
         if (is.null(aa)) zv_error("an attribute has no array group", paste0(self$path, path))
-        C <- if (length(aa$channel_names)) length(aa$channel_names) else as.integer(aa$num_channels %||% 1L)
+        C <- if (length(aa$channel_names)) length(aa$channel_names) else zv_int(aa$num_channels %||% 1L)
         if (length(C) != 1L || is.na(C) || C < 1L) zv_error("bad channel count", paste0(self$path, path))
         A <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), aa$dtype %||% "float32", C, path)
         r <- as.numeric(attr(A, "rows"))
         if (is.null(rows)) rows <<- r
         else if (!identical(r, rows)) zv_error(sprintf("attribute '%s' is not row-aligned with the others", nm), paste0(self$path, path))
         attr(A, "rows") <- NULL
-        if (identical(aa$dtype, "int32")) storage.mode(A) <- "integer"
-        if (C == 1L) A[, 1L] else {
-          colnames(A) <- unlist(aa$channel_names) %||% paste0("ch", seq_len(C) - 1L)
-          A
-        }
+        if (C > 1L) colnames(A) <- unlist(aa$channel_names) %||% paste0("ch", seq_len(C) - 1L)
+        zv_decode_column(if (C == 1L) A[, 1L] else A, aa, paste0(self$path, path))
       })
       names(cols) <- nms
       structure(cols, rows = rows %||% numeric(length(keys)))
@@ -627,7 +718,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       ca <- private$array_attributes(paste0(lv, "/cross_chunk_links/0"))
       seq_links <- is.null(la) && private$sequential()
       if (is.null(la) && is.null(ca) && !seq_links) return(NULL)
-      L <- if (seq_links) 2L else as.integer((la %||% ca)$link_width)
+      L <- if (seq_links) 2L else zv_int((la %||% ca)$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, lv, "/links/0"))
       out <- matrix(integer(), 0, L)
       if (seq_links) out <- private$sequential_links(lv, keys, got)
@@ -690,7 +781,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       fb <- zv_blobs(self, paste0(lv, "/vertex_fragments"), keys)
       parts <- lapply(seq_along(keys), function(k) {
         if (is.null(fb[[k]])) zv_error(sprintf("chunk '%s' has no fragment index", keys[k]), paste0(self$path, lv, "/vertex_fragments"))
-        fi <- .Call(ffi_zv_frag_parse, fb[[k]], got$rows[k], paste0(self$path, lv, "/vertex_fragments/", keys[k]))
+        fi <- zv_frag(fb[[k]], got$rows[k], paste0(self$path, lv, "/vertex_fragments/", keys[k]))
         r <- fi$rows
         if (length(r) < 2L) return(matrix(0, 0, 2))
         f <- rep.int(seq_along(fi$is_range), diff(fi$offsets))
@@ -706,7 +797,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       la <- private$array_attributes(path)
       if (is.null(la)) return(NULL)
       d <- private$ndim()
-      L <- as.integer(la$link_width)
+      L <- zv_int(la$link_width)
       if (length(L) != 1L || !L %in% 1:3) zv_error("link_width must be 1, 2 or 3", paste0(self$path, path))
       keys <- keys %||% private$list_dir(path)
       R <- zv_rows(lapply(zv_blobs(self, path, keys), function(b) b %||% raw()), "int64", L * (d + 1L), path)
@@ -714,6 +805,19 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
         zv_error(sprintf("%d link records, but num_links says %s", nrow(R), format(la$num_links)), paste0(self$path, path))
       list(coords = lapply(seq_len(L), function(j) R[, (j - 1L) * (d + 1L) + seq_len(d), drop = FALSE]),
            rows = R[, (seq_len(L) - 1L) * (d + 1L) + d + 1L, drop = FALSE])
+    },
+    # The rows of the blob `key` of vertices (or links/0), from its array's
+    # shape (metadata only), NA when unknown: the rows its fragment index
+    # may name.
+    blob_rows = function(lv, links, key) {
+      arr <- if (links) "/links/0" else "/vertices"
+      aa <- private$array_attributes(paste0(lv, arr))
+      size <- if (links) 8 * zv_int(aa$link_width) else
+        zv_type_size(aa$dtype %||% "float32") * private$ndim()
+      a <- tryCatch(self$get_node(paste0(lv, arr, "/", key)), zarr_error = function(e) NULL)
+      if (!inherits(a, "zarr_array") || length(a$shape) != 1L || !length(size) || is.na(size) || size <= 0)
+        return(NA_real_)
+      floor(as.numeric(a$shape) / size)
     },
     index_blobs = function(lv) {
       ck <- paste0("oi", lv)
@@ -799,7 +903,8 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
     manifests = function(ids, level = 0) {
       lv <- private$level_path(level)
       ob <- private$index_blobs(lv)
-      m <- .Call(ffi_zv_manifests, ob$data, ob$starts, as.numeric(ids), private$ndim(), paste0(self$path, lv, "/object_index"))
+      m <- .Call(ffi_zv_manifests, ob$data, ob$starts, as.numeric(ids), private$ndim(), paste0(self$path, lv, "/object_index"),
+                 max_decoded_bytes())
       colnames(m$coords) <- self$axes
       m
     },
@@ -809,7 +914,7 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       arr <- if (links) "link_fragments" else "vertex_fragments"
       blob <- zv_blob(self, paste0(lv, "/", arr, "/", key))
       if (is.null(blob)) zv_error(sprintf("chunk '%s' has no %s", key, arr), paste0(self$path, lv))
-      .Call(ffi_zv_frag_parse, blob, NA_real_, paste0(self$path, lv, "/", arr, "/", key))
+      zv_frag(blob, private$blob_rows(lv, links, key), paste0(self$path, lv, "/", arr, "/", key))
     },
     read_objects = function(ids, level = 0) {
       lv <- private$level_path(level)
@@ -818,21 +923,29 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       keys <- zv_chunk_key(m$coords)
       ukeys <- unique(keys)
       got <- private$read_vertices(lv, ukeys)
-      # the fragments each block names, then their rows
-      pick <- lapply(seq_along(m$object), function(b) {
-        if (m$mode[b] == 2L) m$explicit[m$first[b] + seq_len(m$count[b])] else m$first[b] + seq_len(m$count[b]) - 1
-      })
+      # the rows of the fragments each block names: counted against the
+      # parse budget before they are made (a block of a few bytes names up
+      # to 2^32 fragments, a fragment all rows of its chunk)
+      budget <- max_decoded_bytes()
+      row_bytes <- 8 * (ncol(got$vertices) + 1)
+      total <- 0
       vrows <- vector("list", length(m$object))
       for (k in seq_along(ukeys)) {
-        nr <- got$rows[k]
-        fi <- .Call(ffi_zv_frag_parse, zv_blob(self, paste0(lv, "/vertex_fragments/", ukeys[k])) %||%
-                      zv_error(sprintf("chunk '%s' has no fragment index", ukeys[k]), paste0(lv, "/vertex_fragments")),
-                    nr, paste0(self$path, lv, "/vertex_fragments/", ukeys[k]))
+        where <- paste0(self$path, lv, "/vertex_fragments/", ukeys[k])
+        fi <- zv_frag(zv_blob(self, paste0(lv, "/vertex_fragments/", ukeys[k])) %||%
+                        zv_error(sprintf("chunk '%s' has no fragment index", ukeys[k]), paste0(lv, "/vertex_fragments")),
+                      got$rows[k], where)
+        nf <- length(fi$is_range)
         for (b in which(keys == ukeys[k])) {
-          f <- pick[[b]]
-          if (any(f >= length(fi$is_range)))
-            zv_error(sprintf("object %s names fragment %s of chunk '%s', which has %d", format(m$object[b]),
-                             format(max(f)), ukeys[k], length(fi$is_range)), paste0(self$path, lv, "/object_index"))
+          if (m$mode[b] != 2L && m$first[b] + m$count[b] > nf || m$mode[b] == 2L && any(m$explicit[m$first[b] + seq_len(m$count[b])] >= nf))
+            zv_error(sprintf("object %s names fragments of chunk '%s' beyond its %d", format(m$object[b]), ukeys[k], nf),
+                     paste0(self$path, lv, "/object_index"))
+          f <- if (m$mode[b] == 2L) m$explicit[m$first[b] + seq_len(m$count[b])] else m$first[b] + seq_len(m$count[b]) - 1
+          total <- total + sum(fi$count[f + 1])
+          if (total * row_bytes > budget)
+            zv_error(sprintf("objects %s name %.0f vertex rows, more than the budget of %.0f bytes holds (option zarr.max_decoded_bytes)",
+                             paste(format(utils::head(unique(m$object), 3L)), collapse = ", "), total, budget),
+                     paste0(self$path, lv, "/object_index"))
           sel <- unlist(lapply(f, function(j) seq.int(fi$offsets[j + 1L] + 1, length.out = fi$offsets[j + 2L] - fi$offsets[j + 1L])))
           vrows[[b]] <- got$offsets[k] + fi$rows[sel] + 1
         }

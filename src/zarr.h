@@ -52,11 +52,11 @@ SEXP ffi_codec_encode(SEXP codec, SEXP data);
 void codec_r_init(void); /* adds the row of codecs written in R */
 SEXP ffi_codec_decode(SEXP codec, SEXP data, SEXP expect);
 SEXP ffi_crc32c(SEXP data);
-SEXP ffi_zv_frag_parse(SEXP blob, SEXP nrows, SEXP what);
+SEXP ffi_zv_frag_parse(SEXP blob, SEXP nrows, SEXP what, SEXP budget);
 SEXP ffi_zv_frag_encode(SEXP is_range, SEXP start, SEXP count, SEXP offsets, SEXP indices);
-SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what);
+SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what, SEXP budget);
 SEXP ffi_zv_manifest_encode(SEXP object, SEXP coords, SEXP fragment, SEXP nobj);
-SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what, SEXP nthreads);
+SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what, SEXP nthreads, SEXP budget);
 SEXP ffi_zv_rows_encode(SEXP x, SEXP dtype, SEXP breaks);
 SEXP ffi_file_read(SEXP path, SEXP range);
 SEXP ffi_file_write(SEXP path, SEXP data);

@@ -2,6 +2,7 @@
  * a raw vector, or as the integer vector that reading a uint8 array gives;
  * temporary memory is R_alloc()ed, so an error leaves nothing behind. */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include "zarr.h"
 #include "zv.h"
@@ -40,6 +41,18 @@ static const uint8_t *blob_bytes(SEXP x, size_t *n, const char *what) {
   return b;
 }
 
+/* The parse budget (option zarr.max_decoded_bytes, passed from R): what a
+ * blob may make this file allocate, checked before allocating, since a few
+ * bytes can name billions of rows (a range fragment, a manifest block). */
+static void within_budget(double need, SEXP budget, const char *what, const char *thing) {
+  double b = asReal(budget);
+  if (ISNAN(b) || need <= b) return;
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s would take %.0f bytes, more than the budget of %.0f (option zarr.max_decoded_bytes)",
+           thing, need, b);
+  zv_abort(what, msg);
+}
+
 static const char *what_of(SEXP what) {
   return (TYPEOF(what) == STRSXP && XLENGTH(what) == 1) ? CHAR(STRING_ELT(what, 0)) : NULL;
 }
@@ -53,16 +66,20 @@ static zv_type type_of(SEXP dtype, const char *what) {
 
 /* Parse a fragment index: list(is_range, start, count, offsets, rows), where
  * offsets (F + 1) index rows, the rows of every fragment in turn. */
-SEXP ffi_zv_frag_parse(SEXP blob, SEXP nrows, SEXP what) {
+SEXP ffi_zv_frag_parse(SEXP blob, SEXP nrows, SEXP what, SEXP budget) {
   const char *w = what_of(what);
   size_t n;
   const uint8_t *p = blob_bytes(blob, &n, w);
   zv_frag f;
   zerr e = {ZE_OK, {0}};
   double nr = asReal(nrows);
-  if (zv_frag_parse(p, n, ISNAN(nr) ? -1 : (int64_t)nr, &f, &e)) zv_fail(&e, w);
+  if (zv_frag_parse(p, n, (nr >= 0 && nr <= 9007199254740992.0) ? (int64_t)nr : -1, &f, &e)) zv_fail(&e, w);
   uint64_t total = zv_frag_total(&f);
   if (total > ((uint64_t)1 << 40)) zv_abort(w, "fragment index claims more rows than can be held");
+  /* rows: an int64 and a double each; per fragment: five numbers */
+  char thing[96];
+  snprintf(thing, sizeof thing, "a fragment index of %llu rows", (unsigned long long)total);
+  within_budget(16.0 * (double)total + 40.0 * ((double)f.F + 1), budget, w, thing);
   SEXP isr = PROTECT(allocVector(LGLSXP, f.F)), st = PROTECT(allocVector(REALSXP, f.F)),
        ct = PROTECT(allocVector(REALSXP, f.F)), off = PROTECT(allocVector(REALSXP, (R_xlen_t)f.F + 1)),
        rows = PROTECT(allocVector(REALSXP, (R_xlen_t)total));
@@ -131,7 +148,7 @@ SEXP ffi_zv_frag_encode(SEXP is_range, SEXP start, SEXP count, SEXP offsets, SEX
 /* The manifests of objects `ids` (0-based) in object_index/data, whose
  * objects start at byte `starts` (one per object; the last ends with the
  * data): list(object, mode, first, count, coords (matrix), explicit). */
-SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what) {
+SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what, SEXP budget) {
   const char *w = what_of(what);
   size_t n;
   const uint8_t *p = blob_bytes(data, &n, w);
@@ -154,6 +171,12 @@ SEXP ffi_zv_manifests(SEXP data, SEXP starts, SEXP ids, SEXP ndim, SEXP what) {
   int64_t nb = 0, nx = 0;
   for (R_xlen_t i = 0; i < k; i++)
     if (zv_manifest_scan(p + lo[i], hi[i] - lo[i], nd, (int64_t)REAL(ids)[i], NULL, NULL, NULL, &nb, &nx, &e)) zv_fail(&e, w);
+  /* per block: the struct, its coordinates twice (int64, double), four
+   * numbers; per explicit reference: an int64 and a double */
+  char thing[96];
+  snprintf(thing, sizeof thing, "manifests of %lld blocks", (long long)nb);
+  within_budget((double)nb * ((double)sizeof(zv_block) + 16.0 * nd + 32.0) + 16.0 * (double)nx, budget, w, thing);
+  if (nb > INT_MAX) zv_abort(w, "manifests of more blocks than a matrix holds");
   zv_block *bl = (zv_block *)R_alloc(nb ? (size_t)nb : 1, sizeof(zv_block));
   int64_t *co = (int64_t *)R_alloc(nb ? (size_t)nb * (size_t)nd : 1, sizeof(int64_t));
   int64_t *ex = (int64_t *)R_alloc(nx ? (size_t)nx : 1, sizeof(int64_t));
@@ -309,7 +332,7 @@ static void rows_task(void *ctx, size_t i, int thread) {
  * columns 2: the list also holds, last, each row's blob (integer, 1-based)
  * and its row in the blob (0-based). Blobs are decoded on up to nthreads
  * threads. */
-SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what, SEXP nthreads) {
+SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP what, SEXP nthreads, SEXP budget) {
   const char *w = what_of(what);
   zv_type t = type_of(dtype, w);
   int nc = asInteger(ncol), as_cols = asInteger(columns);
@@ -342,6 +365,11 @@ SEXP ffi_zv_rows_decode(SEXP blobs, SEXP dtype, SEXP ncol, SEXP columns, SEXP wh
     nr[i] = len / (R_xlen_t)rs;
     total += nr[i];
   }
+  /* a byte (int8, bool) becomes a double: 8 times its size */
+  char thing[96];
+  snprintf(thing, sizeof thing, "%lld rows of %d columns", (long long)total, nc);
+  within_budget((double)total * (8.0 * nc + (as_cols == 2 ? 8.0 : 0.0)), budget, w, thing);
+  if (!as_cols && total > INT_MAX) zv_abort(w, "more rows than a matrix holds");
   SEXP out;
   double *cols[ZARR_MAX_DIMS * 4];
   if (as_cols) {

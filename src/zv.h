@@ -31,8 +31,9 @@ int zv_frag_parse(const uint8_t *p, size_t n, int64_t nrows, zv_frag *f, zerr *e
 /* Rows of fragment i (start and count for a range, else the explicit list). */
 int zv_frag_is_range(const zv_frag *f, uint32_t i);
 int64_t zv_frag_range_start(const zv_frag *f, uint32_t r); /* r-th range fragment */
-/* Total rows over all fragments (with repeats), and the rows themselves:
- * frag_off gets F + 1 running offsets into rows. */
+/* Total rows over all fragments (with repeats; UINT64_MAX when the sum
+ * does not fit), and the rows themselves: frag_off gets F + 1 running
+ * offsets into rows. */
 uint64_t zv_frag_total(const zv_frag *f);
 void zv_frag_expand(const zv_frag *f, int64_t *frag_off, int64_t *rows);
 /* Size and bytes of a fragment index: is_range[F]; start/count of the range
@@ -60,7 +61,10 @@ int zv_manifest_scan(const uint8_t *p, size_t n, int ndim, int64_t object, zv_bl
                      int64_t *coords, int64_t *explicit_refs, int64_t *nb, int64_t *nx, zerr *e);
 
 /* Element types of vertex, attribute and link rows. */
-typedef enum { ZV_F32, ZV_F64, ZV_I8, ZV_I16, ZV_I32, ZV_I64, ZV_U8, ZV_U16, ZV_U32, ZV_U64 } zv_type;
+/* bool: one byte, 0 or 1 (numpy's bool, which other ZV writers use for
+ * logical attributes); a byte other than 0 reads as 1. */
+typedef enum { ZV_F32, ZV_F64, ZV_I8, ZV_I16, ZV_I32, ZV_I64, ZV_U8, ZV_U16, ZV_U32, ZV_U64, ZV_BOOL } zv_type;
+#define ZV_NTYPES 11
 int zv_type_parse(const char *name, zv_type *t);
 size_t zv_type_size(zv_type t);
 /* Rows of ncol elements (row-major bytes) to doubles: column c of the

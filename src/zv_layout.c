@@ -103,7 +103,10 @@ int64_t zv_frag_range_start(const zv_frag *f, uint32_t r) { return ld64(f->range
 
 uint64_t zv_frag_total(const zv_frag *f) {
   uint64_t t = f->T;
-  for (uint32_t r = 0; r < f->R; r++) t += (uint64_t)ld64(f->ranges + 16 * (size_t)r + 8);
+  for (uint32_t r = 0; r < f->R; r++) { /* saturates: four ranges of 2^62 rows must not wrap to 0 */
+    uint64_t c = (uint64_t)ld64(f->ranges + 16 * (size_t)r + 8);
+    t = c > UINT64_MAX - t ? UINT64_MAX : t + c;
+  }
   return t;
 }
 
@@ -221,7 +224,8 @@ static const struct {
   const char *name;
   size_t size;
 } zv_types[] = {{"float32", 4}, {"float64", 8}, {"int8", 1},  {"int16", 2},  {"int32", 4},
-                {"int64", 8},   {"uint8", 1},   {"uint16", 2}, {"uint32", 4}, {"uint64", 8}};
+                {"int64", 8},   {"uint8", 1},   {"uint16", 2}, {"uint32", 4}, {"uint64", 8},
+                {"bool", 1}};
 
 int zv_type_parse(const char *name, zv_type *t) {
   for (size_t i = 0; i < sizeof zv_types / sizeof zv_types[0]; i++)
@@ -256,6 +260,7 @@ static double load_one(const uint8_t *p, zv_type t) {
   case ZV_U16: return ld16(p);
   case ZV_U32: return ld32(p);
   case ZV_U64: return (double)ld64u(p);
+  case ZV_BOOL: return p[0] != 0;
   }
   return NAN;
 }
@@ -301,6 +306,11 @@ int zv_rows_encode(const double *x, int64_t ldx, int64_t at, int64_t m, int ncol
         int64_t u;
         memcpy(&u, &v, 8);
         st64(q, u);
+        continue;
+      }
+      if (t == ZV_BOOL) {
+        if (v != 0 && v != 1) return zerr_set(e, ZE_VALUE, "the value %g cannot be stored as bool", v);
+        *q = (uint8_t)v;
         continue;
       }
       int is_unsigned = t >= ZV_U8;

@@ -144,3 +144,94 @@ test_that("attributes of the wrong length are refused; misaligned attribute blob
   swap("0/fragment_attributes/u", "1.0", f64le(c(1, 2))) # two rows where t has one
   expect_error(open_zarr(p)$root$fragment_attributes(), class = "zarr_error_zv")
 })
+
+test_that("factor and logical attributes read back as written: dictionary-encoded codes and bool (issue 26, defect 10)", {
+  p <- zva_tmp()
+  set.seed(10)
+  n <- 60
+  v <- cbind(runif(n, 0, 20), runif(n, 0, 20))
+  obj <- rep(0:2, 20)
+  e <- cbind(1:(n - 1), 2:n)
+  kind <- factor(sample(c("soma", "axon", "dendrite"), n, TRUE), levels = c("soma", "axon", "dendrite", "unused"))
+  kind[c(3, 7)] <- NA
+  att <- data.frame(id = seq_len(n), kind = kind, ok = sample(c(TRUE, FALSE), n, TRUE),
+                    grade = factor(sample(c("lo", "mid", "hi"), n, TRUE), levels = c("lo", "mid", "hi"), ordered = TRUE))
+  att$flags <- matrix(sample(c(TRUE, FALSE), 2 * n, TRUE), ncol = 2, dimnames = list(NULL, c("a", "b")))
+  oa <- data.frame(type = factor(c("x", "y", "x")), live = c(TRUE, FALSE, TRUE))
+  la <- data.frame(dir = factor(sample(c("in", "out"), n - 1, TRUE)), real = sample(c(TRUE, FALSE), n - 1, TRUE))
+  fa <- data.frame(tag = factor(c("p", "q", "r")), on = c(FALSE, TRUE, TRUE))
+  ga <- data.frame(name = factor(c("g1", "g2")), big = c(TRUE, FALSE))
+  zv <- write_zarr_vectors(p, v, c(10, 10), attributes = att, links = e, objects = obj, object_attributes = oa,
+                           link_attributes = la, fragment_attributes = fa, groups = list(0, c(1, 2)),
+                           group_attributes = ga)
+  zv <- open_zarr(p)$root
+  got <- zv$read_level()
+  vx <- got$vertices
+  o <- order(vx$id)
+  expect_identical(vx$kind[o], att$kind)
+  expect_identical(vx$grade[o], att$grade)
+  expect_identical(vx$ok[o], att$ok)
+  expect_identical(vx$flags[o, ], att$flags)
+  ro <- zv$read_objects(1)$vertices
+  expect_identical(sort(ro$id), which(obj == 1))
+  expect_identical(ro$kind, att$kind[ro$id])
+  expect_identical(ro$ok, att$ok[ro$id])
+  bx <- zv$read_box(c(0, 0), c(9, 9))$vertices
+  expect_identical(bx$grade, att$grade[bx$id])
+  expect_identical(zv$object_attributes(), oa)
+  expect_identical(zv$group_attributes(), ga)
+  fr <- zv$fragment_attributes()
+  expect_identical(levels(fr$tag), c("p", "q", "r"))
+  expect_type(fr$on, "logical")
+  for (k in levels(vx$chunk)) {
+    objs <- sort(unique(obj[vx$id[vx$chunk == k]]))
+    expect_identical(fr$tag[fr$chunk == k], fa$tag[objs + 1])
+    expect_identical(fr$on[fr$chunk == k], fa$on[objs + 1])
+  }
+  lk <- zv$link_attributes()
+  at <- match(paste(vx$id[got$links[, 1]], vx$id[got$links[, 2]]), paste(e[, 1], e[, 2]))
+  expect_identical(lk$dir, la$dir[at])
+  expect_identical(lk$real, la$real[at])
+  # on disk: the dictionary encoding of the reference implementation
+  # (codes from 0, the levels as "categories", -1 for NA) and bool bytes
+  md <- zv$get_node("0/vertex_attributes/kind")$attributes
+  expect_identical(md$dtype, "int32")
+  expect_identical(md$encoding, "dictionary")
+  expect_identical(unlist(md$categories), c("soma", "axon", "dendrite", "unused"))
+  expect_identical(md$ordered, FALSE)
+  expect_identical(md[["_FillValue"]], -1L)
+  expect_identical(zv$get_node("0/vertex_attributes/grade")$attributes$ordered, TRUE)
+  expect_null(zv$get_node("0/vertex_attributes/grade")$attributes[["_FillValue"]])
+  expect_identical(zv$get_node("0/vertex_attributes/ok")$attributes$dtype, "bool")
+  expect_identical(zv$get_node("0/object_attributes/live")$attributes$dtype, "bool")
+  expect_identical(unlist(zv$get_node("0/link_attributes/dir/0")$attributes$categories), c("in", "out"))
+  for (k in levels(vx$chunk)[1:3]) {
+    ids <- vx$id[vx$chunk == k]
+    expect_identical(zva_bytes(zv, paste0("0/vertex_attributes/kind/", k)),
+                     i32le(ifelse(is.na(att$kind[ids]), -1L, as.integer(att$kind[ids]) - 1L)))
+    expect_identical(zva_bytes(zv, paste0("0/vertex_attributes/ok/", k)), as.raw(att$ok[ids]))
+    expect_identical(zva_bytes(zv, paste0("0/vertex_attributes/flags/", k)), as.raw(t(att$flags[ids, ])))
+  }
+  expect_identical(zva_bytes(zv, "0/group_attributes/big/data"), as.raw(c(1, 0)))
+  # level 1 keeps the types: the most frequent value of the merged vertices
+  l1 <- zv$read_level(1)$vertices
+  expect_identical(levels(l1$kind), levels(kind))
+  expect_true(is.ordered(l1$grade))
+  expect_type(l1$ok, "logical")
+  expect_type(l1$flags, "logical")
+})
+
+test_that("the most frequent value of a bin: ties go to the smallest, the NA code last", {
+  expect_identical(zarr:::zv_mode(c(1, 1, 2, 2, 2, -1, -1, 0), c(1, 1, 1, 1, 1, 2, 2, 2), 2L), c(2, -1))
+  expect_identical(zarr:::zv_mode(c(3, 0, 1, 1, 0), c(1, 1, 2, 2, 2), 2L), c(0, 1))
+  expect_identical(zarr:::zv_mode(c(-1, 3), c(1, 1), 1L), 3)
+})
+
+test_that("a logical attribute with NA is refused (bool holds no NA), not stored changed", {
+  p <- zva_tmp()
+  v <- rbind(c(1, 1), c(2, 2))
+  expect_error(write_zarr_vectors(p, v, c(10, 10), attributes = data.frame(ok = c(TRUE, NA))),
+               class = "zarr_error_argument", regexp = "column 'ok' of attributes has NA")
+  expect_error(write_zarr_vectors(p, v, c(10, 10), objects = c(0, 1), object_attributes = data.frame(ok = c(NA, TRUE))),
+               class = "zarr_error_argument", regexp = "bool")
+})

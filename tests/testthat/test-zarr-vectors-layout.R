@@ -11,7 +11,7 @@ le64 <- function(x) unlist(lapply(x, function(v) { # two's complement for negati
 f64 <- function(x) writeBin(as.double(x), raw(), size = 8, endian = "little")
 f32 <- function(x) writeBin(as.double(x), raw(), size = 4, endian = "little")
 
-frag_parse <- function(b, nrows = NA_real_) .Call(zarr:::ffi_zv_frag_parse, b, nrows, "test")
+frag_parse <- function(b, nrows = NA_real_, budget = 2^30) .Call(zarr:::ffi_zv_frag_parse, b, nrows, "test", budget)
 frag_encode <- function(is_range, start, count, offsets = 0, indices = numeric())
   .Call(zarr:::ffi_zv_frag_encode, is_range, as.numeric(start), as.numeric(count), as.numeric(offsets), as.numeric(indices))
 
@@ -86,7 +86,7 @@ test_that("object manifests encode byte for byte as section 7.6 describes", {
   obj2 <- c(le32u(1), le64(c(-1, 0, 2)), u8(0), le64(0))
   expect_identical(enc$data, c(obj0, obj1, obj2))
   expect_equal(enc$starts, c(0, length(obj0), length(obj0) + 4))
-  m <- .Call(zarr:::ffi_zv_manifests, enc$data, enc$starts, c(0, 1, 2), 3L, "test")
+  m <- .Call(zarr:::ffi_zv_manifests, enc$data, enc$starts, c(0, 1, 2), 3L, "test", 2^30)
   expect_equal(m$object, c(0, 0, 0, 2))
   expect_identical(m$mode, c(0L, 1L, 2L, 0L))
   expect_equal(m$first, c(2, 0, 0, 0))
@@ -94,12 +94,12 @@ test_that("object manifests encode byte for byte as section 7.6 describes", {
   expect_equal(m$explicit, c(0, 3))
   expect_equal(unname(m$coords), rbind(c(0, 0, 0), c(1, 0, 0), c(0, 1, 0), c(-1, 0, 2)))
   # only object 2
-  expect_equal(.Call(zarr:::ffi_zv_manifests, enc$data, enc$starts, 2, 3L, "test")$object, 2)
+  expect_equal(.Call(zarr:::ffi_zv_manifests, enc$data, enc$starts, 2, 3L, "test", 2^30)$object, 2)
 })
 
 test_that("hostile manifests are zarr_error_zv errors", {
   good <- c(le32u(2), le64(c(0, 0)), u8(1), le64(c(0, 2)), le64(c(1, 0)), u8(2), le32u(1), le64(4))
-  man <- function(b, starts = 0, ids = 0) .Call(zarr:::ffi_zv_manifests, b, as.numeric(starts), as.numeric(ids), 2L, "test")
+  man <- function(b, starts = 0, ids = 0) .Call(zarr:::ffi_zv_manifests, b, as.numeric(starts), as.numeric(ids), 2L, "test", 2^30)
   expect_no_error(man(good))
   bad <- list(
     short = le32u(0)[1:3],
@@ -125,14 +125,14 @@ test_that("vertex, attribute and link rows are little-endian, row after row", {
                    list(f64(c(1.5, -2, 3)), f64(c(4, 5.25, -6))))
   links <- rbind(c(0, 1), c(1, 2))
   expect_identical(.Call(zarr:::ffi_zv_rows_encode, links, "int64", c(0, 2))[[1L]], le64(c(0, 1, 1, 2)))
-  m <- .Call(zarr:::ffi_zv_rows_decode, list(f32(c(1.5, -2, 3)), as.integer(f32(c(4, 5.25, -6)))), "float32", 3L, FALSE, "t", 1L)
+  m <- .Call(zarr:::ffi_zv_rows_decode, list(f32(c(1.5, -2, 3)), as.integer(f32(c(4, 5.25, -6)))), "float32", 3L, FALSE, "t", 1L, 2^30)
   expect_equal(unclass(m)[, ], x, ignore_attr = TRUE)
   expect_equal(as.numeric(attr(m, "rows")), c(1, 1))
-  cols <- .Call(zarr:::ffi_zv_rows_decode, list(f32(c(1.5, -2, 3)), f32(c(4, 5.25, -6))), "float32", 3L, TRUE, "t", 2L)
+  cols <- .Call(zarr:::ffi_zv_rows_decode, list(f32(c(1.5, -2, 3)), f32(c(4, 5.25, -6))), "float32", 3L, TRUE, "t", 2L, 2^30)
   expect_equal(unclass(cols), list(c(1.5, 4), c(-2, 5.25), c(3, -6)), ignore_attr = TRUE)
-  expect_error(.Call(zarr:::ffi_zv_rows_decode, list(f32(1:4)), "float32", 3L, FALSE, "t", 1L), class = "zarr_error_zv")
-  expect_error(.Call(zarr:::ffi_zv_rows_decode, list(c(1L, 300L, 0L, 0L)), "float32", 1L, FALSE, "t", 1L), class = "zarr_error_zv")
-  expect_error(.Call(zarr:::ffi_zv_rows_decode, list(raw(4)), "float128", 1L, FALSE, "t", 1L), class = "zarr_error_zv")
+  expect_error(.Call(zarr:::ffi_zv_rows_decode, list(f32(1:4)), "float32", 3L, FALSE, "t", 1L, 2^30), class = "zarr_error_zv")
+  expect_error(.Call(zarr:::ffi_zv_rows_decode, list(c(1L, 300L, 0L, 0L)), "float32", 1L, FALSE, "t", 1L, 2^30), class = "zarr_error_zv")
+  expect_error(.Call(zarr:::ffi_zv_rows_decode, list(raw(4)), "float128", 1L, FALSE, "t", 1L, 2^30), class = "zarr_error_zv")
   expect_error(.Call(zarr:::ffi_zv_rows_encode, matrix(3e9), "int32", c(0, 1)), class = "zarr_error_value")
   expect_error(.Call(zarr:::ffi_zv_rows_encode, matrix(-1), "uint8", c(0, 1)), class = "zarr_error_value")
   expect_identical(.Call(zarr:::ffi_zv_rows_encode, matrix(c(-128, 255)), "int16", c(0, 2))[[1L]], le16(c(-128, 255)))
@@ -162,7 +162,7 @@ test_that("random damage to valid blobs gives zarr_error_zv or a valid parse, ne
         d[at] <- as.raw(sample(0:255, length(at), TRUE))
       }
       r <- tryCatch({
-        if (identical(blob, b)) frag_parse(d, 16) else .Call(zarr:::ffi_zv_manifests, d, 0, 0, 2L, "t")
+        if (identical(blob, b)) frag_parse(d, 16) else .Call(zarr:::ffi_zv_manifests, d, 0, 0, 2L, "t", 2^30)
         "ok"
       }, zarr_error_zv = function(e) "zv", error = function(e) "other")
       other <- other + (r == "other")

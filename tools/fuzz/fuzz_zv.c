@@ -92,7 +92,7 @@ static void check_manifest(const uint8_t *p, size_t n, int ndim) {
 }
 
 static void check_rows(const uint8_t *p, size_t n, int sel) {
-  zv_type t = (zv_type)(sel % 10);
+  zv_type t = (zv_type)(sel % ZV_NTYPES);
   int ncol = 1 + (sel / 10) % 4;
   size_t rs = zv_type_size(t) * (size_t)ncol;
   int64_t m = (int64_t)(n / rs);
