@@ -148,12 +148,15 @@ zarr_array <- R6::R6Class("zarr_array",
     #' @param decode Whether to decode the values as the CF conventions say
     #'   (as xarray does), where the attributes of the array ask for it:
     #'   `scale_factor` and `add_offset` unpack (to double), `_Unsigned`
-    #'   reinterprets integers, `_FillValue`, `missing_value`, `valid_min`,
-    #'   `valid_max` and `valid_range` mark `NA` (compared with the stored
-    #'   values), and `units` of the form "<unit> since <date>" make times
-    #'   (see [cf-decoding]). Defaults to the `zarr.decode_cf` option
-    #'   (`TRUE`). Arrays without these attributes read the same either way;
-    #'   `FALSE` (or the `raw_read` field) gives the stored values.
+    #'   reinterprets integers, `_FillValue` and `missing_value` mark `NA`
+    #'   (compared with the stored values), and `units` of the form "<unit>
+    #'   since <date>" make times (see [cf-decoding]). Defaults to the
+    #'   `zarr.decode_cf` option (`TRUE`). Arrays without these attributes
+    #'   read the same either way; `FALSE` (or the `raw_read` field) gives
+    #'   the stored values. `list(valid_range = TRUE)` decodes and also
+    #'   reads values outside `valid_min`, `valid_max` or `valid_range` as
+    #'   `NA`, as netCDF readers do (xarray, GDAL and terra do not, nor do
+    #'   reads here unless the `zarr.decode_valid_range` option is `TRUE`).
     #' @return A vector (0-d and 1-d arrays), matrix or array; decoded times
     #'   are `Date`, `POSIXct` or (other calendars) `CFTime` objects; records
     #'   (`struct` and v2 structured arrays) a data.frame (see
@@ -168,7 +171,8 @@ zarr_array <- R6::R6Class("zarr_array",
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      enc <- if (isTRUE(decode) && !isTRUE(self$raw_read)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path)
+      how <- if (!isTRUE(self$raw_read)) cf_decode_settings(decode, self$path)
+      enc <- if (!is.null(how)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path, how$valid_range)
       if (!is.null(enc)) out <- cf_decode(out, enc)
       if (inherits(out, "CFTime")) out else private$decorate(out)
     },

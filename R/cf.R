@@ -4,10 +4,27 @@
 
 # ---- what an array's attributes say ----
 
+# The `decode` argument of reads: TRUE, FALSE, or a list of settings that
+# decodes with them: list(valid_range = TRUE) applies valid_min, valid_max
+# and valid_range (as netCDF does; xarray, GDAL and terra do not, nor does
+# this package unless asked, here or by the zarr.decode_valid_range option).
+cf_decode_settings <- function(decode, path = NULL) {
+  valid <- isTRUE(getOption("zarr.decode_valid_range", FALSE))
+  if (is.list(decode)) {
+    bad <- setdiff(names(decode) %||% rep("", length(decode)), "valid_range")
+    if (length(bad) || !is.null(decode$valid_range) && !is_flag(decode$valid_range))
+      zarr_abort("argument", "decode must be TRUE, FALSE or a list such as list(valid_range = TRUE)", array = path)
+    return(list(valid_range = decode$valid_range %||% valid))
+  }
+  if (isTRUE(decode)) list(valid_range = valid)
+}
+
 # The CF encoding of an array, or NULL when its attributes hold none (a raw
-# read is then returned as it is). `dt` is its zarr_data_type.
-cf_encoding <- function(attrs, dt, path = NULL) {
+# read is then returned as it is). `dt` is its zarr_data_type; the valid
+# range is part of it only when `valid_range` (see cf_decode_settings()).
+cf_encoding <- function(attrs, dt, path = NULL, valid_range = FALSE) {
   if (!length(attrs) || !any(names(attrs) %in% cf_attribute_names)) return(NULL)
+  if (!isTRUE(valid_range)) attrs[c("valid_min", "valid_max", "valid_range")] <- NULL
   kind <- dtype_kind(dt$data_type)
   if (is.na(kind) || !kind %in% c("i", "u", "f")) return(NULL)
   num <- function(a) {
@@ -611,10 +628,45 @@ names.zarr_dataset <- function(x) x$variables
 #' @param row.names,optional Ignored.
 #' @param vars The variables to put in columns.
 #' @param ... Selection by coordinate values, as for the `sel()` method.
+#' @details `as.data.frame()` has a column per dimension, then one per
+#'   auxiliary coordinate along those dimensions (such as 2-d latitudes and
+#'   longitudes, or a scalar coordinate: repeated on every row), then one
+#'   per variable, as xarray's `to_dataframe()` followed by
+#'   `reset_index()`; its rows are in R's order (the first dimension
+#'   varies fastest).
 #' @export
 as.data.frame.zarr_dataset <- function(x, row.names = NULL, optional = FALSE, ..., vars = NULL) {
   parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
-  as.data.frame(parts)
+  df <- as.data.frame(parts)
+  cf_add_aux_coords(x, parts[[1L]], df)
+}
+
+# The auxiliary coordinates of a dataset whose dimensions are all among those
+# of `part` (a zarr_cf_data), as columns of `df` (its rows: expand.grid() of
+# part's dimensions) inserted after the dimension columns.
+cf_add_aux_coords <- function(x, part, df) {
+  dims <- part$dims
+  if (!length(dims) || !all(nzchar(dims))) return(df)
+  n <- lengths(part$index)
+  aux <- setdiff(x$coord_names, c(dims, names(df), unlist(lapply(x$variables, function(v) x[[v]]$dimension_names))))
+  rows <- seq_len(nrow(df)) - 1
+  cols <- list()
+  for (nm in aux) {
+    a <- x[[nm]]
+    ad <- a$dimension_names %||% character()
+    if (length(ad) != length(a$shape) || !all(ad %in% dims)) next
+    v <- a$read(if (length(ad)) lapply(part$index[ad], function(i) structure(i - 1, class = "zarr_index")))
+    if (inherits(v, "CFTime")) v <- v$as_timestamp()
+    cols[[nm]] <- if (!length(ad)) rep(v, nrow(df)) else {
+      # each row's position along each of the coordinate's dimensions
+      pos <- vapply(match(ad, dims), function(j) rows %/% prod(n[seq_len(j - 1L)]) %% n[j] + 1, rows)
+      if (is.null(dim(pos))) pos <- matrix(pos, ncol = length(ad))
+      if (length(ad) == 1L) as.vector(v)[pos[, 1L]] else v[pos]
+    }
+  }
+  if (!length(cols)) return(df)
+  k <- length(dims)
+  cbind(df[seq_len(k)], as.data.frame(cols, optional = TRUE), df[-seq_len(k)])
 }
 
 #' @export
@@ -637,13 +689,18 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
 #'
 #' * `_Unsigned = "true"` on a signed integer type: the stored bits are an
 #'   unsigned number (`"false"` on an unsigned type: a signed one).
-#' * `_FillValue`, `missing_value` (one value or several), `valid_min`,
-#'   `valid_max`, `valid_range`: stored values equal to one of the first
-#'   two, or outside the valid range, read as `NA`. They are compared with
-#'   the stored (packed) values. A Zarr fill value that marks missing
-#'   values counts as `_FillValue`, as in xarray (a fill value of zero
-#'   does not: see `zarr.fill_as_na` in [zarr-options]). xarray ignores
-#'   the valid range; netCDF readers apply it, as here.
+#' * `_FillValue`, `missing_value` (one value or several): stored values
+#'   equal to one of them read as `NA`. They are compared with the stored
+#'   (packed) values. A Zarr fill value that marks missing values counts as
+#'   `_FillValue`, as in xarray (a fill value of zero does not: see
+#'   `zarr.fill_as_na` in [zarr-options]).
+#' * `valid_min`, `valid_max`, `valid_range`: by default they mask
+#'   nothing, as in xarray, GDAL and terra (GDAL writes a `valid_range`
+#'   that its own reads ignore). netCDF readers (the netCDF-C library,
+#'   \pkg{ncdf4}, \pkg{RNetCDF}) read stored values outside the valid range
+#'   as `NA`; so do reads here with `decode = list(valid_range = TRUE)` or
+#'   the option `zarr.decode_valid_range = TRUE`, comparing them with the
+#'   stored (packed) values.
 #' * `scale_factor`, `add_offset`: values are `stored * scale_factor +
 #'   add_offset`, doubles.
 #' * `units = "<unit> since <date>"` (units days, hours, minutes, seconds,

@@ -32,12 +32,16 @@
 #'   class `zarr_warning_na`) and reads back as it.
 #' * `zarr.decode_cf`: `TRUE` (default): reads of arrays whose
 #'   attributes follow the CF conventions (`scale_factor`, `add_offset`,
-#'   `_FillValue`, `missing_value`, `valid_min`, `valid_max`,
-#'   `valid_range`, `_Unsigned`, time `units` "<unit> since <date>") give
-#'   the decoded values, as xarray and netCDF readers do: see
+#'   `_FillValue`, `missing_value`, `_Unsigned`, time `units` "<unit> since
+#'   <date>") give the decoded values, as xarray does: see
 #'   [cf-decoding]. `FALSE`: the stored values. Reads and `[` take a
 #'   `decode` argument that overrides this option for one call. Arrays
 #'   without these attributes read the same either way.
+#' * `zarr.decode_valid_range`: `FALSE` (default): `valid_min`,
+#'   `valid_max` and `valid_range` attributes do not mask values, as in
+#'   xarray, GDAL and terra. `TRUE`: decoded reads also read values outside
+#'   the valid range as `NA`, as netCDF readers do (for one call:
+#'   `decode = list(valid_range = TRUE)`).
 #' * `zarr.format`: The Zarr format of new stores made by
 #'   [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
 #'   know Zarr v2. Groups and arrays follow the format of their store.
@@ -237,6 +241,7 @@ zarr_option_table <- function() list(
   num_threads          = list(NULL, function(v) is_count(v, 1)),
   fill_as_na           = list(TRUE, is_flag),
   decode_cf            = list(TRUE, is_flag),
+  decode_valid_range   = list(FALSE, is_flag),
   format               = list(3L, function(v) is_count(v) && v %in% c(2, 3)),
   int64                = list(NULL, function(v) is.character(v) && length(v) == 1L && v %in% c("integer64", "double")),
   dimnames             = list(FALSE, is_flag),

@@ -10,14 +10,16 @@ cf_array <- function(g, name, dtype, values, attrs = list(), dims = NULL, fill =
   a
 }
 
-test_that("valid_range, valid_min/max and missing_value vectors mark NA on the packed values", {
+test_that("valid_range, valid_min/max (when asked) and missing_value vectors mark NA on the packed values", {
   g <- create_zarr()$root
   a <- cf_array(g, "v", "int16", c(-5L, 0L, 50L, 100L, 101L, -999L, -998L),
                 list(valid_range = c(0, 100), missing_value = c(-999, -998), scale_factor = 0.5, add_offset = 1))
-  expect_identical(a[], c(NA, 1, 26, 51, NA, NA, NA))
+  expect_identical(a[decode = list(valid_range = TRUE)], c(NA, 1, 26, 51, NA, NA, NA))
+  expect_identical(a$read(decode = list(valid_range = TRUE)), c(NA, 1, 26, 51, NA, NA, NA))
   expect_identical(a[decode = FALSE], c(-5L, 0L, 50L, 100L, 101L, -999L, -998L))
   b <- cf_array(g, "w", "float64", c(-1, 0, 10, 11), list(valid_min = 0, valid_max = 10))
-  expect_identical(b[], c(NA, 0, 10, NA))
+  withr::with_options(list(zarr.decode_valid_range = TRUE), expect_identical(b[], c(NA, 0, 10, NA)))
+  expect_identical(b[c(1, 4), decode = list(valid_range = TRUE)], c(NA_real_, NA_real_))
   # _FillValue in the attributes, and a Zarr fill value that marks missing
   # values, whether the engine maps it to NA or not
   f <- cf_array(g, "f", "int32", c(1L, -9999L, 7L, 3L), list(`_FillValue` = 7, scale_factor = 2), fill = -9999L)
@@ -155,4 +157,25 @@ test_that("resizing a packed array keeps its stored values; as.array() of other 
   skip_if_not_installed("CFtime")
   t <- cf_array(g, "t", "float64", c(0, 1), list(units = "days since 2000-02-29", calendar = "all_leap"))
   expect_identical(as.array(t), array(c("2000-02-29", "2000-03-01")))
+})
+
+test_that("valid_min, valid_max and valid_range mask nothing by default, as in xarray, GDAL and terra", {
+  g <- create_zarr()$root
+  a <- cf_array(g, "v", "int16", c(-5L, 0L, 50L, 101L, -999L),
+                list(valid_range = c(0, 100), missing_value = -999, scale_factor = 0.5, add_offset = 1))
+  expect_identical(a[], c(-1.5, 1, 26, 51.5, NA))
+  expect_identical(a[c(1, 4)], c(-1.5, 51.5)) # points read through read_points()
+  expect_identical(as.vector(a$sel()$values), c(-1.5, 1, 26, 51.5, NA))
+  expect_identical(a[decode = list(valid_range = FALSE)], c(-1.5, 1, 26, 51.5, NA))
+  withr::with_options(list(zarr.decode_valid_range = TRUE), {
+    expect_identical(a[], c(NA, 1, 26, NA, NA))
+    expect_identical(a[decode = list(valid_range = FALSE)], c(-1.5, 1, 26, 51.5, NA))
+    expect_identical(as.vector(a$sel()$values), c(NA, 1, 26, NA, NA))
+  })
+  # only a valid range: no decoding at all, the stored integers
+  b <- cf_array(g, "b", "uint8", c(0L, 7L, 255L), list(valid_min = 1, valid_max = 254), fill = 0L)
+  expect_identical(b[], c(0L, 7L, 255L))
+  expect_identical(b[decode = list(valid_range = TRUE)], c(NA, 7L, NA))
+  expect_error(b[decode = list(valid = TRUE)], class = "zarr_error_argument")
+  expect_error(b[decode = list(valid_range = NA)], class = "zarr_error_argument")
 })

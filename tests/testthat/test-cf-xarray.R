@@ -198,3 +198,30 @@ test_that("a CF dataset written by this package (v2, attributes set by hand) rea
   expect_identical(cf_py(py$day), c("1999-12-30T00:00:00", "2000-02-28T00:00:00", "2000-02-29T00:00:00", "2000-12-30T00:00:00"))
   expect_true(is.na(zz$root[["t"]][1, 1]))
 })
+
+test_that("as.data.frame() of a dataset with 2-d coordinates has the columns and values of xarray's to_dataframe()", {
+  skip_without_xarray()
+  dir <- withr::local_tempdir()
+  py <- run_python(c(
+    "import sys, json, numpy as np, xarray as xr",
+    "p = sys.argv[1] + '/aux.zarr'",
+    "y, x = np.arange(3), np.arange(4)",
+    "lat = 40 + np.arange(12, dtype='float64').reshape(3, 4) / 10",
+    "lon = -5 + np.arange(12, dtype='float64').reshape(3, 4) / 100",
+    "sst = np.arange(12, dtype='float64').reshape(3, 4) * 1.5",
+    "ds = xr.Dataset({'sst': (('y', 'x'), sst, {'units': 'degC'})},",
+    "                coords={'y': y, 'x': x, 'nav_lat': (('y', 'x'), lat), 'nav_lon': (('y', 'x'), lon)})",
+    "ds.to_zarr(p, mode='w', consolidated=True)",
+    "df = xr.open_zarr(p).to_dataframe().reset_index()",
+    "print(json.dumps({'columns': list(df.columns), 'rows': {c: df[c].tolist() for c in df.columns}}))"
+  ), dir)
+  ds <- zarr_dataset(open_zarr(file.path(dir, "aux.zarr"), read_only = TRUE))
+  df <- as.data.frame(ds)
+  expect_setequal(names(df), unlist(py$columns))
+  # xarray's rows run the last dimension fastest, R's the first: match by (y, x)
+  key_r <- paste(df$y, df$x)
+  key_py <- paste(unlist(py$rows$y), unlist(py$rows$x))
+  o <- match(key_py, key_r)
+  expect_false(anyNA(o))
+  for (col in c("nav_lat", "nav_lon", "sst")) expect_equal(df[[col]][o], unlist(py$rows[[col]]), label = col)
+})
