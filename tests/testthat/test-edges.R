@@ -1,0 +1,39 @@
+# Issue 28 item 5: the other edges.
+
+test_that("add_codec() that cannot apply a codec is an error, the builder unchanged", {
+  d <- define_array("int32", c(6, 4))
+  before <- d$codec_info$name
+  expect_error(d$add_codec("gzip", list(level = 3), .position = 1), class = "zarr_error_codec",
+               regexp = "gzip")
+  expect_error(d$add_codec("zstd", list(level = 23)), class = "zarr_error_codec")
+  expect_identical(d$codec_info$name, before)
+})
+
+test_that("an HTTP store without consolidated metadata prints its URL and no false 'Arrays : 0'", {
+  skip_without_http_server()
+  root <- tempfile("zarr-edges-")
+  dir.create(root)
+  on.exit(unlink(root, recursive = TRUE), add = TRUE)
+  z <- create_zarr(file.path(root, "s.zarr"))
+  z$add_array("/", "a", define_array("int32", 4))$write(1:4)
+  srv <- http_server(root)
+  url <- srv$url_of("s.zarr")
+  out <- withr::with_options(list(cli.num_colors = 1), capture.output(print(open_zarr(url))))
+  expect_true(any(grepl(url, out, fixed = TRUE)))
+  expect_false(any(grepl("Arrays *: *0", out)))
+  expect_true(any(grepl("Arrays *: *unknown", out)))
+  # the array is still reachable by its path
+  expect_identical(open_zarr(url)[["/a"]]$read(), 1:4)
+  # secrets in the location are not printed
+  secret <- sub("://", "://user:hunter2@", url, fixed = TRUE)
+  out <- capture.output(print(open_zarr(secret)))
+  expect_false(any(grepl("hunter2", out, fixed = TRUE)))
+  expect_true(any(grepl("***", out, fixed = TRUE)))
+})
+
+test_that("a memory store still prints its counts", {
+  z <- create_zarr()
+  z$add_array("/", "a", define_array("int32", 4))
+  out <- capture.output(print(z))
+  expect_true(any(grepl("Arrays *: *1", out)))
+})
