@@ -37,3 +37,20 @@ test_that("a memory store still prints its counts", {
   out <- capture.output(print(z))
   expect_true(any(grepl("Arrays *: *1", out)))
 })
+
+test_that("zarr_delayed() on an AnnData sparse group points to read_anndata()", {
+  skip_if_not_installed("DelayedArray")
+  path <- tempfile(fileext = ".zarr")
+  on.exit(unlink(path, recursive = TRUE), add = TRUE)
+  z <- create_zarr(path)
+  z$add_group("/", "X")
+  writeLines('{"zarr_format": 3, "node_type": "group", "attributes": {"encoding-type": "csr_matrix", "encoding-version": "0.1.0", "shape": [2, 3]}}',
+             file.path(path, "X", "zarr.json"))
+  z <- open_zarr(path, read_only = TRUE)
+  expect_error(zarr_delayed(z, "/X"), class = "zarr_error_argument", regexp = "read_anndata\\(\\)")
+  expect_error(zarr_delayed(path, "X"), regexp = "csr_matrix")
+  # a plain group is still "no array there"
+  z2 <- create_zarr()
+  z2$add_group("/", "g")
+  expect_error(zarr_delayed(z2, "/g"), class = "zarr_error_not_found")
+})
