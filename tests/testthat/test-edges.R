@@ -54,3 +54,25 @@ test_that("zarr_delayed() on an AnnData sparse group points to read_anndata()", 
   z2$add_group("/", "g")
   expect_error(zarr_delayed(z2, "/g"), class = "zarr_error_not_found")
 })
+
+test_that("set_attributes() sets several attributes at once, checking every name first", {
+  path <- tempfile(fileext = ".zarr")
+  on.exit(unlink(path, recursive = TRUE), add = TRUE)
+  z <- create_zarr(path)
+  a <- z$add_array("/", "a", define_array("int32", 3))
+  a$set_attributes(list(units = "m", long_name = "depth", standard_name = "depth", valid = c(0, 10)))
+  back <- open_zarr(path, read_only = TRUE)[["/a"]]$attributes
+  expect_identical(back$units, "m")
+  expect_identical(back$long_name, "depth")
+  expect_identical(back$standard_name, "depth")
+  expect_equal(unlist(back$valid), c(0, 10))
+  # a bad name anywhere: nothing is set
+  expect_error(a$set_attributes(list(title = "x", `bad name` = 1)), class = "zarr_error_argument")
+  expect_null(a$attributes$title)
+  expect_error(a$set_attributes(list(1, 2)), class = "zarr_error_argument")
+  # set_attribute() is unchanged, paths included
+  a$set_attribute("meta/x", 1L)
+  expect_identical(a$attributes$meta$x, 1L)
+  expect_error(a$set_attribute(c("a", "b"), 1), class = "zarr_error_argument")
+  expect_error(open_zarr(path, read_only = TRUE)[["/a"]]$set_attributes(list(u = 1)), class = "zarr_error_read_only")
+})
