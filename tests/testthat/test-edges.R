@@ -18,15 +18,15 @@ test_that("an HTTP store without consolidated metadata prints its URL and no fal
   z$add_array("/", "a", define_array("int32", 4))$write(1:4)
   srv <- http_server(root)
   url <- srv$url_of("s.zarr")
-  out <- withr::with_options(list(cli.num_colors = 1), capture.output(print(open_zarr(url))))
+  out <- withr::with_options(list(cli.num_colors = 1), capture.output(print(suppressMessages(open_zarr(url)))))
   expect_true(any(grepl(url, out, fixed = TRUE)))
   expect_false(any(grepl("Arrays *: *0", out)))
   expect_true(any(grepl("Arrays *: *unknown", out)))
   # the array is still reachable by its path
-  expect_identical(open_zarr(url)[["/a"]]$read(), 1:4)
+  expect_identical(suppressMessages(open_zarr(url))[["/a"]]$read(), 1:4)
   # secrets in the location are not printed
   secret <- sub("://", "://user:hunter2@", url, fixed = TRUE)
-  out <- capture.output(print(open_zarr(secret)))
+  out <- capture.output(print(suppressMessages(open_zarr(secret))))
   expect_false(any(grepl("hunter2", out, fixed = TRUE)))
   expect_true(any(grepl("***", out, fixed = TRUE)))
 })
