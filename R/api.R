@@ -9,6 +9,11 @@
 #' `abfs[s]://container@account.dfs.core.windows.net/prefix`, see
 #' [zarr_azurestore]) or, without a location, in memory.
 #'
+#' The store is Zarr v3, which zarr-python 2 and other older readers cannot
+#' open. For them, write Zarr v2: set `options(zarr.format = 2)` before
+#' creating the store (its groups and arrays follow the store's format), or
+#' copy a store with `z$save_to(path, format = 2)`.
+#'
 #' @seealso [open_zarr()] to open an existing store, [as_zarr()] to store an R
 #'   array, [define_array()] and [zarr] (its `add_array()` and `add_group()`
 #'   methods) to build a hierarchy
@@ -65,6 +70,10 @@ create_zarr <- function(location) {
 #' the stores are further down (a folder of folders of stores) there is
 #' nothing to open: the error, of class `zarr_error_not_found`, names the
 #' location and the stores found below it (up to three levels down).
+#'
+#' A store whose root is an array (as [as_zarr()] writes one without `name`)
+#' holds that array at `"/"`: `z[["/"]]` or `z$root` returns it, and any
+#' other path, `z[["/x"]]`, is `NULL`.
 #'
 #' @seealso [create_zarr()]; the stores it opens: [zarr_localstore],
 #'   [zarr_httpstore], [zarr_s3store], [zarr_zipstore], [zarr_refstore]; [zarr]
@@ -207,6 +216,16 @@ r_data_type <- function(x) {
 #' along each dimension and zstd compression. `names(dimnames(x))` become the
 #' array's dimension names. A `DelayedArray` (Bioconductor) is written block
 #' by block without being held in memory, as by [write_zarr_delayed()].
+#'
+#' Without `name`, the array is the store's root: it lands at the path `"/"`,
+#' not under a name, so `z[["/"]]` (or `z$root`) returns it and
+#' `z[["/x"]]` is `NULL`. This holds for every location, a zip file
+#' (`as_zarr(x, location = "v.zip")`) as well; give `name` to put the array
+#' in a root group under that name.
+#'
+#' Arrays are written as Zarr v3 (datasets as v2 unless `format = 3`). For
+#' readers that only know Zarr v2 (zarr-python 2, older tools), set
+#' `options(zarr.format = 2)` first.
 #'
 #' @seealso [create_zarr()], [auto_chunk()], [zarr_array] and [array-indexing]
 #'   for reading the values back

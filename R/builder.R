@@ -77,8 +77,8 @@ array_builder <- R6::R6Class("array_builder",
     },
 
     #' @description Add a codec at the end of the chain, or at `.position`.
-    #'   A codec whose kind does not fit at that place is not added, with a
-    #'   warning. Adding "bytes" reconfigures the one bytes codec (for example
+    #'   A codec whose kind does not fit at that place is an error of class
+    #'   `zarr_error_codec` (the builder is left unchanged). Adding "bytes" reconfigures the one bytes codec (for example
     #'   `list(endian = "big")`). Adding "sharding_indexed" with
     #'   `list(chunk_shape = ...)` turns each chunk into a shard of inner
     #'   chunks of that shape, encoded with the codecs defined so far.
@@ -113,17 +113,11 @@ array_builder <- R6::R6Class("array_builder",
         pos <- if (is.null(.position)) length(codecs) + 1L else min(max(1L, as.integer(.position)), length(codecs) + 1L)
         append(codecs, list(entry), after = pos - 1L)
       }
-      ok <- tryCatch({
-        check_codec_order(private$instantiate(trial), "")
-        TRUE
-      }, zarr_error = function(e) {
-        zarr_warn("codec", sprintf("codec '%s' was not added: %s", codec, conditionMessage(e)))
-        FALSE
-      })
-      if (ok) {
-        private$.codecs <- trial
-        if (codec == "transpose") private$.portable <- FALSE
-      }
+      tryCatch(check_codec_order(private$instantiate(trial), ""),
+               zarr_error = function(e)
+                 zarr_abort("codec", sprintf("codec '%s' cannot be added there: %s", codec, conditionMessage(e))))
+      private$.codecs <- trial
+      if (codec == "transpose") private$.portable <- FALSE
       invisible(self)
     },
 

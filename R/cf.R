@@ -121,9 +121,9 @@ cf_encode <- function(x, enc, path = NULL) {
       if (any(bad)) zarr_abort("value", sprintf("'%s' is not a time", x[bad][1L]), array = path)
       out <- rep(NA_real_, length(x))
       ok <- !is.na(x)
-      if (any(ok)) out[ok] <- cf_user_time(x[ok], enc$calendar)
+      if (any(ok)) out[ok] <- cf_user_time(x[ok], enc$calendar, path)
       out
-    } else cf_user_time(x, enc$calendar)
+    } else cf_user_time(x, enc$calendar, path)
     x <- (t - origin) / u$seconds
   } else if (inherits(x, "integer64")) {
     if (is.null(enc$scale) && is.null(enc$offset) && !isTRUE(enc$unsigned)) return(x)
@@ -311,12 +311,20 @@ cf_format_time <- function(t, calendar) {
 
 # Times given by a user (character, Date, POSIXct) -> seconds since
 # 1970-01-01 in `calendar`, the scale cf_time_key() gives coordinates.
-cf_user_time <- function(v, calendar) {
+# A date the calendar does not have (2001-02-29 in "standard", 2001-02-30
+# outside "360_day", a day of the 1582 Gregorian gap) is an error naming the
+# date and the calendar, never moved to another day.
+cf_user_time <- function(v, calendar, path = NULL) {
   if (inherits(v, "Date")) return(as.numeric(v) * 86400)
   if (inherits(v, "POSIXt")) return(as.numeric(as.POSIXct(v)))
   if (is.numeric(v)) return(as.numeric(v))
   p <- cf_parse_units(paste("seconds since", sub("T", " ", as.character(v), fixed = TRUE)))
-  cf_cal_days(p$year, p$month, p$day, calendar) * 86400 + p$sod - p$tz
+  days <- cf_cal_days(p$year, p$month, p$day, calendar)
+  back <- cf_cal_date(days, calendar)
+  bad <- which(is.na(days) | p$month < 1 | p$month > 12 | back$y != p$year | back$m != p$month | back$d != p$day)
+  if (length(bad))
+    zarr_abort("value", sprintf("'%s' is not a date of the '%s' calendar", as.character(v)[bad[1L]], calendar), array = path)
+  days * 86400 + p$sod - p$tz
 }
 
 # The numbers coordinates are compared on: times as seconds since 1970 in
@@ -364,19 +372,27 @@ cf_sel_index <- function(coord, v, method, dim_name, path) {
   if (is.null(coord)) zarr_abort("index", sprintf("dimension '%s' has no coordinate values", dim_name), array = path)
   cal <- if (inherits(coord, "CFTime")) coord$cal$name else "proleptic_gregorian"
   key <- cf_time_key(coord)
-  if (inherits(coord, "CFTime") || inherits(coord, c("Date", "POSIXt"))) v <- cf_user_time(v, cal)
+  is_time <- inherits(coord, "CFTime") || inherits(coord, c("Date", "POSIXt"))
+  if (is_time) v <- cf_user_time(v, cal, path)
+  # what the coordinate holds, for the messages: its range (and calendar)
+  span <- if (!is.numeric(key) || !length(key) || all(is.na(key))) "" else {
+    r <- range(key, na.rm = TRUE)
+    r <- if (is_time) cf_format_time(r, cal) else format(r, trim = TRUE)
+    sprintf(" (the coordinate runs from %s to %s%s)", r[1L], r[2L], if (is_time) sprintf(", calendar '%s'", cal) else "")
+  }
+  shown <- function(x) if (is_time) cf_format_time(x, cal) else format(x)
   if (!is.numeric(key) || !is.numeric(v)) zarr_abort("index", sprintf("dimension '%s': values of another kind than its coordinates", dim_name), array = path)
   n <- length(key)
   if (length(v) == 2L) {
     lo <- min(v); hi <- max(v)
     i <- which(key >= lo & key <= hi)
-    if (!length(i)) zarr_abort("index", sprintf("dimension '%s': no coordinate between %s and %s", dim_name, format(v[1L]), format(v[2L])), array = path)
+    if (!length(i)) zarr_abort("index", sprintf("dimension '%s': no coordinate between %s and %s%s", dim_name, shown(lo), shown(hi), span), array = path)
     return(as_range_if_contiguous(i - 1))
   }
   if (length(v) != 1L) zarr_abort("index", sprintf("dimension '%s': give one value or a range of two", dim_name), array = path)
   if (identical(method, "nearest")) return(zarr_range(which.min(abs(key - v)) - 1, 1))
   i <- which(key == v)
-  if (!length(i)) zarr_abort("index", sprintf("dimension '%s': no coordinate equals %s (method = \"nearest\" takes the closest)", dim_name, format(v)), array = path)
+  if (!length(i)) zarr_abort("index", sprintf("dimension '%s': no coordinate equals %s%s; method = \"nearest\" takes the closest", dim_name, shown(v), span), array = path)
   zarr_range(i[1L] - 1, 1)
 }
 

@@ -119,6 +119,11 @@ delayed_open_array <- function(x, name) {
     name <- name %||% "/"
     if (inherits(x, "zarr") && !startsWith(name, "/")) name <- paste0("/", name)
     node <- x[[name]]
+    # an AnnData sparse matrix is a group of data/indices/indptr arrays
+    enc <- if (inherits(node, "zarr_group")) node$attributes[["encoding-type"]]
+    if (is.character(enc) && length(enc) == 1L && enc %in% c("csr_matrix", "csc_matrix"))
+      zarr_abort("argument", sprintf(paste0("'%s' is an AnnData sparse matrix (%s), a group and not one array: ",
+                                            "read it with read_anndata(), or wrap its 'data' array"), name, enc))
     if (!inherits(node, "zarr_array"))
       zarr_abort("not_found", sprintf("there is no array at '%s'", name))
     return(node)

@@ -73,15 +73,29 @@ zarr_node <- R6::R6Class("zarr_node",
     #'   or a (named) list.
     #' @return Self, invisibly.
     set_attribute = function(name, value) {
-      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
       if (!is.character(name) || length(name) != 1L || is.na(name))
         zarr_abort("argument", sprintf("invalid attribute name '%s'", paste(name, collapse = " ")))
-      path <- attr_path(name)
-      for (p in path[!grepl("^[0-9]+$", path)])
-        if (nchar(p, type = "bytes") > 255L || !grepl("^[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*\\z", p, perl = TRUE))
-          zarr_abort("argument", sprintf("invalid attribute name '%s'", name))
+      self$set_attributes(stats::setNames(list(value), name))
+    },
+
+    #' @description Set several attributes at once, written in one update of
+    #'   the metadata. Every name is checked before any is set.
+    #' @param values A named list: names as for `set_attribute()`, each
+    #'   element the value of that attribute.
+    #' @return Self, invisibly.
+    set_attributes = function(values) {
+      if (private$.store$read_only) zarr_abort("read_only", "the store is read-only")
+      if (!is.list(values) || (length(values) && (is.null(names(values)) || anyNA(names(values)))))
+        zarr_abort("argument", "set_attributes() takes a named list of attribute values")
+      paths <- lapply(names(values), function(name) {
+        path <- attr_path(name)
+        for (p in path[!grepl("^[0-9]+$", path)])
+          if (!nzchar(name) || nchar(p, type = "bytes") > 255L || !grepl("^[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*\\z", p, perl = TRUE))
+            zarr_abort("argument", sprintf("invalid attribute name '%s'", name))
+        path
+      })
       attrs <- private$.metadata[["attributes"]] %||% named_list()
-      attrs <- attr_set(attrs, path, value)
+      for (i in seq_along(values)) attrs <- attr_set(attrs, paths[[i]], values[[i]])
       private$.metadata[["attributes"]] <- attrs
       private$autosave(attributes_only = TRUE)
       invisible(self)

@@ -60,11 +60,20 @@ zarr <- R6::R6Class("zarr",
     print = function() {
       st <- private$.store
       root <- private$.root
-      title <- paste("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root else st$friendlyClassName)
+      # the location too for stores other than local ones, its secrets redacted
+      loc <- if ("root" %in% names(st)) st$root
+      title <- paste("<Zarr object>", if (inherits(st, "zarr_localstore")) st$root
+                     else paste0(st$friendlyClassName, if (is.character(loc) && length(loc) == 1L && nzchar(loc)) paste0(" ", redact(loc))))
       version <- paste(self$version, if (st$read_only) "(read-only)" else "")
+      # a store that cannot list (HTTP without consolidated metadata) knows
+      # only the nodes it was asked for: no count rather than a false "0"
+      counts <- if (inherits(root, "zarr_group")) {
+        n <- c(length(self$groups), length(self$arrays))
+        if (!st$supports_listing) rep("unknown (the store cannot list keys)", 2L) else as.character(n)
+      }
       if (use_cli()) {
         lab <- c("Version", if (inherits(root, "zarr_group")) c("Groups", "Arrays"))
-        val <- c(version, if (inherits(root, "zarr_group")) c(length(self$groups), length(self$arrays)))
+        val <- c(version, counts)
         print_lines(title, lab, val)
         if (inherits(root, "zarr_group")) {
           cat(tree_lines(root), sep = "\n")
@@ -79,7 +88,7 @@ zarr <- R6::R6Class("zarr",
       cat(title, "\n")
       cat("Version:", version, "\n")
       if (inherits(root, "zarr_group")) {
-        cat(sprintf("Groups : %d\nArrays : %d\n", length(self$groups), length(self$arrays)))
+        cat(sprintf("Groups : %s\nArrays : %s\n", counts[1L], counts[2L]))
         cat(tree_lines(root), sep = "\n")
         root$print_attributes()
       } else if (is.null(root)) {

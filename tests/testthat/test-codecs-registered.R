@@ -240,7 +240,8 @@ test_that("reshape keeps the elements' C order (hand-checked) and checks its sha
 
 test_that("cast_value refuses a fill value it cannot cast", {
   d <- define_array("float64", 10) # fill value NaN
-  expect_warning(d$add_codec("cast_value", list(data_type = "int16"), .position = 1), "scalar_map")
+  expect_error(d$add_codec("cast_value", list(data_type = "int16"), .position = 1), "scalar_map",
+               class = "zarr_error_codec")
   expect_error(zarr_codec_cast_value$new(zarr_data_type$new("float64", "NaN"), list(data_type = "uint8")),
                class = "zarr_error_codec", regexp = "fill value")
   expect_s3_class(zarr_codec_cast_value$new(zarr_data_type$new("float64", "NaN"),
