@@ -8,6 +8,14 @@ skip_without_anndata <- function() {
   require_or_skip(requireNamespace("Matrix", quietly = TRUE), "the R package Matrix")
 }
 
+# anndata's reading of stores (paths), as JSON (python/anndata_dump.py)
+anndata_dumps <- function(paths) {
+  skip_without_anndata()
+  code <- c(readLines(testthat::test_path("python", "anndata_dump.py")),
+            readLines(testthat::test_path("python", "anndata_read.py")))
+  run_python(code, paths)
+}
+
 # JSON lists (null for missing) as R vectors
 py_vec <- function(l, na = NA) unlist(lapply(l, function(e) if (is.null(e)) na else e))
 

@@ -43,14 +43,6 @@ adw_input <- function() {
   )
 }
 
-# anndata's reading of stores, as JSON (python/anndata_dump.py)
-anndata_dumps <- function(paths) {
-  skip_without_anndata()
-  code <- c(readLines(testthat::test_path("python", "anndata_dump.py")),
-            readLines(testthat::test_path("python", "anndata_read.py")))
-  run_python(code, paths)
-}
-
 expect_same_anndata <- function(got, want) {
   expect_s3_class(got, "zarr_anndata")
   expect_identical(got$X, want$X)
