@@ -54,7 +54,7 @@
 #' When SummarizedExperiment or SingleCellExperiment is loaded, `as(x,
 #' "SummarizedExperiment")` and `as(x, "SingleCellExperiment")` do the same
 #' as `as_sce()` on a `zarr_anndata` object.
-#' @seealso [zarr_delayed()]
+#' @seealso [write_anndata()] to write AnnData stores, [zarr_delayed()]
 #' @name anndata
 #' @examples
 #' \dontrun{

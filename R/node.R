@@ -65,7 +65,8 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @description Set an attribute (and save the metadata when the store is
     #'   writable).
     #' @param name The attribute name: a letter or underscore, then letters,
-    #'   digits and underscores, at most 255 characters; a convention's prefix
+    #'   digits, underscores and hyphens ("encoding-type", as anndata names
+    #'   its attributes), at most 255 characters; a convention's prefix
     #'   may come first ("proj:code"). A path ("a/b/c", numbers indexing JSON
     #'   arrays from 1) sets a member of an object attribute, creating the
     #'   objects on the way.
@@ -90,7 +91,7 @@ zarr_node <- R6::R6Class("zarr_node",
       paths <- lapply(names(values), function(name) {
         path <- attr_path(name)
         for (p in path[!grepl("^[0-9]+$", path)])
-          if (!nzchar(name) || nchar(p, type = "bytes") > 255L || !grepl("^[A-Za-z_][A-Za-z0-9_]*(:[A-Za-z_][A-Za-z0-9_]*)*\\z", p, perl = TRUE))
+          if (!nzchar(name) || nchar(p, type = "bytes") > 255L || !grepl("^[A-Za-z_][A-Za-z0-9_-]*(:[A-Za-z_][A-Za-z0-9_-]*)*\\z", p, perl = TRUE))
             zarr_abort("argument", sprintf("invalid attribute name '%s'", name))
         path
       })

@@ -139,12 +139,23 @@ test_that("groups and the root have attributes too", {
 
 test_that("invalid attribute names are argument errors", {
   arr <- as_zarr(1:3)[["/"]]
-  for (nm in c("1bad", "bad name", "", "a-b", NA)) {
+  for (nm in c("1bad", "bad name", "", "-ab", "a:-b", NA)) {
     expect_error(arr$set_attribute(nm, 1), class = "zarr_error_argument", info = nm)
   }
   expect_error(arr$set_attribute(c("a", "b"), 1), class = "zarr_error_argument")
   expect_error(arr$attributes <- list(a = 1), class = "zarr_error_read_only")
   expect_length(arr$attributes, 0L)
+})
+
+test_that("hyphenated attribute names, as anndata writes them, can be set", {
+  z <- create_zarr()
+  g <- z$add_group("/", "g")
+  g$set_attribute("encoding-type", "dataframe")
+  g$set_attribute("column-order", list("a", "b"))
+  expect_match(meta_text(z$store, "g"), "\"encoding-type\": \"dataframe\"", fixed = TRUE)
+  back <- zarr$new(z$store)[["/g"]]$attributes
+  expect_identical(back[["encoding-type"]], "dataframe")
+  expect_identical(back[["column-order"]], c("a", "b"))
 })
 
 test_that("an empty character vector attribute stays empty", {
