@@ -76,8 +76,6 @@ static int path_is(const zcache_group *g, const char *ident, const char *key) {
   return strncmp(g->path, ident, li) == 0 && strcmp(g->path + li, key) == 0;
 }
 
-
-
 /* Grow a table of chains to twice its buckets (entries and groups keep
  * their hashes). Failing to grow only makes chains longer. */
 static void grow_entries(void) {

@@ -41,7 +41,7 @@ static int copy_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, in
       if (c->kept[i] == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
       if (n) memcpy(c->kept[i], p, n);
       c->kept_n[i] = n;
-    } else if (store_set(c->dst, c->to[i], p, n, e)) {
+    } else if (c->dst->ops->set(c->dst, c->to[i], p, n, e)) { /* keys checked in ffi_store_copy() */
       int expected = 0;
       if (__atomic_compare_exchange_n(&c->dst_failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE))
@@ -92,7 +92,7 @@ SEXP ffi_store_copy(SEXP src, SEXP dst, SEXP from, SEXP to, SEXP nthreads) {
   for (size_t i = 0; c.kept != NULL && i < n; i++) {
     if (c.kept[i] == NULL) continue;
     if (rc == 0 && !set_failed) {
-      if (store_set(d, c.to[i], c.kept[i], c.kept_n[i], &e)) {
+      if (d->ops->set(d, c.to[i], c.kept[i], c.kept_n[i], &e)) {
         set_failed = 1;
         bad_key = c.to[i];
       }

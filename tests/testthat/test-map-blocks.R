@@ -18,6 +18,18 @@ local_daemons <- function(n = 2L, env = parent.frame()) {
   invisible(n)
 }
 
+# One daemon started without R_LIBS, which is how the test suite finds the
+# package (a private library): such a daemon does not see the package by
+# itself. Skipped where it does anyway, and on CRAN (R CMD check runs with
+# libraries of its own).
+local_daemon_without_package <- function(env = parent.frame()) {
+  skip_on_cran()
+  withr::local_envvar(R_LIBS = NA, .local_envir = env)
+  local_daemons(1, env = env)
+  alone <- mirai::call_mirai(mirai::mirai(requireNamespace("zarr", quietly = TRUE)))$data
+  if (!isFALSE(alone)) skip("the daemons find the package without this session's library paths")
+}
+
 map_fixture <- function(z, name = "a", shape = c(40, 30), chunk = c(8, 10)) {
   d <- define_array("float64", shape)
   d$chunk_shape <- chunk
@@ -262,30 +274,16 @@ test_that("an array of a single chunk in a local store maps on daemons", {
 })
 
 test_that("daemons that cannot find the package by themselves get this session's library paths", {
-  path <- local_store_path()
-  z <- create_zarr(path)
-  f <- map_fixture(z)
-  # the package is found through R_LIBS (a private library): daemons started
-  # without it do not see the package by themselves
-  skip_on_cran() # R CMD check runs with libraries of its own
-  withr::local_envvar(R_LIBS = NA)
-  local_daemons(1)
-  alone <- mirai::call_mirai(mirai::mirai(requireNamespace("zarr", quietly = TRUE)))$data
-  if (!isFALSE(alone)) skip("the daemons find the package without this session's library paths")
+  f <- map_fixture(create_zarr(local_store_path()))
+  local_daemon_without_package()
   got <- zarr_map_blocks(f$a, function(v) c(sum(v), Sys.getpid()))
   expect_equal(sum(vapply(got, `[[`, 0, 1L)), sum(f$x))
   expect_false(any(vapply(got, `[[`, 0, 2L) == Sys.getpid()))
 })
 
 test_that("a daemon that cannot load the package fails with a classed error naming what is missing", {
-  path <- local_store_path()
-  z <- create_zarr(path)
-  f <- map_fixture(z)
-  skip_on_cran() # R CMD check runs with libraries of its own
-  withr::local_envvar(R_LIBS = NA)
-  local_daemons(1)
-  alone <- mirai::call_mirai(mirai::mirai(requireNamespace("zarr", quietly = TRUE)))$data
-  if (!isFALSE(alone)) skip("the daemons find the package without this session's library paths")
+  f <- map_fixture(create_zarr(local_store_path()))
+  local_daemon_without_package()
   # the daemon's task, given a library where the package is not
   items <- list(list(i = 1, start = c(1, 1), end = c(8, 10), block = c(1, 1)))
   payload <- serialize(list(src = zarr:::map_location(f$a, "t"), dst = NULL, fun = sum, args = list()), NULL)
