@@ -60,12 +60,11 @@ read_journal <- function(arr, priv, raw, key) {
                                  key, arr$path, why))
     NULL
   }
-  # its parse takes some 64 bytes per JSON value, whatever the text: bounded
-  # (zarr.max_decoded_bytes) before it is made
-  values <- sum(raw == as.raw(0x2c)) + sum(raw == as.raw(0x5b)) + sum(raw == as.raw(0x7b))
-  if (64 * values + length(raw) > max_decoded_bytes())
-    return(refuse(sprintf("its parse would take more than zarr.max_decoded_bytes (%s bytes)", format(max_decoded_bytes()))))
-  j <- tryCatch(json_parse(raw, "journal", key = key), zarr_error = function(e) e)
+  # its parse is bounded (zarr.max_decoded_bytes) before it is made
+  j <- tryCatch({
+    json_check_budget(raw, "the journal", key = key)
+    json_parse(raw, "journal", key = key)
+  }, zarr_error = function(e) e)
   if (inherits(j, "error")) return(refuse(conditionMessage(j)))
   if (!is.list(j) || is.null(names(j)) || !identical(j[["format"]], 1L) ||
       !(is.character(j[["operation"]]) && length(j[["operation"]]) == 1L &&
