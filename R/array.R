@@ -235,8 +235,10 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   read whole.
     #' @param method `NULL` (exact match of single values) or `"nearest"`.
     #' @param decode Whether to decode the values (see `read()`).
+    #' @param drop Whether to drop the dimensions of one element (as `[`
+    #'   does; see [zarr_cf_data]); `FALSE` (default) keeps every dimension.
     #' @return A [zarr_cf_data] object: values with their coordinates.
-    sel = function(..., method = NULL, decode = getOption("zarr.decode_cf", TRUE)) {
+    sel = function(..., method = NULL, decode = getOption("zarr.decode_cf", TRUE), drop = FALSE) {
       private$check_usable()
       args <- list(...)
       dims <- cf_check_dim_args(self, args, "sel")
@@ -245,20 +247,22 @@ zarr_array <- R6::R6Class("zarr_array",
         v <- if (nzchar(dims[d])) args[[dims[d]]]
         if (is.null(v)) zarr_range(0, private$.shape[d]) else cf_sel_index(coords[[d]], v, method, dims[d], self$path)
       })
-      new_cf_data(self, sel, coords, decode)
+      cf_drop(new_cf_data(self, sel, coords, decode), drop)
     },
 
     #' @description Select by 1-based indices, as xarray's `isel()`.
     #' @param ... One argument per dimension to select along, named by the
     #'   dimension: indices as for `read()` (two numbers are a range).
     #' @param decode Whether to decode the values (see `read()`).
+    #' @param drop Whether to drop the dimensions of one element (see
+    #'   `sel()`).
     #' @return A [zarr_cf_data] object: values with their coordinates.
-    isel = function(..., decode = getOption("zarr.decode_cf", TRUE)) {
+    isel = function(..., decode = getOption("zarr.decode_cf", TRUE), drop = FALSE) {
       private$check_usable()
       args <- list(...)
       dims <- cf_check_dim_args(self, args, "isel")
       sel <- private$normalize_selection(lapply(dims, function(d) if (nzchar(d)) args[[d]]))
-      new_cf_data(self, sel, self$coords(), decode)
+      cf_drop(new_cf_data(self, sel, self$coords(), decode), drop)
     },
 
     #' @description Write data into the array.

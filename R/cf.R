@@ -427,6 +427,26 @@ new_cf_data <- function(x, sel, coords, decode) {
             class = "zarr_cf_data")
 }
 
+# drop = TRUE of sel() and isel(): the dimensions of one element leave
+# values, dims, coords, index and axes; their coordinate (or index) goes to
+# `dropped`, as xarray keeps a scalar coordinate.
+cf_drop <- function(x, drop) {
+  if (!is_flag(drop)) zarr_abort("argument", "drop must be TRUE or FALSE", array = x$path)
+  one <- lengths(x$index) == 1L
+  if (!drop || !any(one) || inherits(x$values, "CFTime")) return(x)
+  keep <- !one
+  x$dropped <- stats::setNames(lapply(which(one), function(d) cf_dim_values(x, d)),
+                               ifelse(nzchar(x$dims[one]), x$dims[one], paste0("dim", which(one))))
+  v <- x$values
+  if (sum(keep)) dim(v) <- lengths(x$index)[keep] else dim(v) <- NULL
+  x$values <- v
+  x$dims <- x$dims[keep]
+  x$coords <- x$coords[keep]
+  x$index <- x$index[keep]
+  if (!is.null(x$axes)) x$axes <- x$axes[keep]
+  x
+}
+
 #' Decoded values with their coordinates
 #'
 #' What [`zarr_array`][zarr_array]'s `sel()` and `isel()` and [zarr_dataset]'s
@@ -438,7 +458,10 @@ new_cf_data <- function(x, sel, coords, decode) {
 #' values of the selected elements, `NULL` for a dimension without a
 #' coordinate variable), `index` (the 1-based indices selected along each
 #' dimension), `units`, `calendar` (for times) and `attributes` (all
-#' attributes of the array).
+#' attributes of the array). With `drop = TRUE`, the dimensions selected at
+#' a single element are left out of `values`, `dims`, `coords` and `index`
+#' (a single dimension left stays a 1-d array), and `dropped` holds their
+#' coordinate values (or indices), named by dimension.
 #'
 #' `as.data.frame()` gives one row per element: a column per dimension (its
 #' coordinate values, or the index where there are none) and one with the
@@ -578,13 +601,15 @@ zarr_dataset_class <- R6::R6Class("zarr_dataset",
     #' @param ... Values per dimension, named by it.
     #' @param method `NULL` or `"nearest"`.
     #' @param vars The variables (default: the data variables).
+    #' @param drop Whether to drop the dimensions of one element (see
+    #'   [zarr_cf_data]); `FALSE` (default) keeps them.
     #' @return A list of [zarr_cf_data] objects named by variable.
-    sel = function(..., method = NULL, vars = self$data_vars) {
+    sel = function(..., method = NULL, vars = self$data_vars, drop = FALSE) {
       args <- list(...)
       out <- lapply(vars, function(v) {
         a <- self[[v]]
         dn <- a$dimension_names
-        do.call(a$sel, c(args[names(args) %in% dn], list(method = method)))
+        do.call(a$sel, c(args[names(args) %in% dn], list(method = method, drop = drop)))
       })
       structure(stats::setNames(out, vars), class = "zarr_cf_dataset")
     },

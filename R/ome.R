@@ -38,10 +38,11 @@
 #' * `$labels`: the label images under `labels/`, a named list of images.
 #' * `$label_colors`: for a label image, a data frame with `label_value`,
 #'   `red`, `green`, `blue`, `alpha`.
-#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na)`:
-#'   see above; the region comes with its axes as the names of its
-#'   dimnames and the physical coordinates of its pixels in the attribute
-#'   `"coordinates"`.
+#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na,
+#'   drop = FALSE)`: see above; the region comes with its axes as the names
+#'   of its dimnames and the physical coordinates of its pixels in the
+#'   attribute `"coordinates"`. `drop = TRUE` drops the axes of one pixel
+#'   (a single channel, time or plane), so that a plane is a matrix.
 #'
 #' A level (`zarr_ome_level`, a [zarr_array]) adds `$scale`,
 #' `$translation` and `$units`, named by axis.
@@ -234,7 +235,8 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       stats::setNames(sel, ax$name)
     },
 
-    read_region = function(level = 1L, ..., fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+    read_region = function(level = 1L, ..., fill_as_na = getOption("zarr.fill_as_na", TRUE), drop = FALSE) {
+      if (!is_flag(drop)) zarr_abort("argument", "drop must be TRUE or FALSE", array = self$path)
       sel <- self$region_index(level, ...)
       a <- self$level(level)
       l <- private$parsed()$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
@@ -245,6 +247,13 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       dimnames(out) <- dn
       attr(out, "coordinates") <- stats::setNames(lapply(seq_along(sel), function(k)
         l$translation[k] + (seq(sel[[k]][1L], sel[[k]][2L]) - 1) * l$scale[k]), names(sel))
+      if (drop && length(sel) > 1L && any(dim(out) == 1L)) {
+        co <- attr(out, "coordinates")
+        keep <- dim(out) != 1L
+        out <- if (sum(keep) > 1L) drop(out) else if (sum(keep) == 1L) array(out, dim(out)[keep], dimnames(out)[keep])
+          else as.vector(out)
+        attr(out, "coordinates") <- co[keep]
+      }
       out
     }
   ),
