@@ -438,7 +438,7 @@ cf_drop <- function(x, drop) {
   x$dropped <- stats::setNames(lapply(which(one), function(d) cf_dim_values(x, d)),
                                ifelse(nzchar(x$dims[one]), x$dims[one], paste0("dim", which(one))))
   v <- x$values
-  if (sum(keep)) dim(v) <- lengths(x$index)[keep] else dim(v) <- NULL
+  dim(v) <- if (sum(keep)) unname(lengths(x$index)[keep])
   x$values <- v
   x$dims <- x$dims[keep]
   x$coords <- x$coords[keep]

@@ -250,8 +250,9 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       if (drop && length(sel) > 1L && any(dim(out) == 1L)) {
         co <- attr(out, "coordinates")
         keep <- dim(out) != 1L
-        out <- if (sum(keep) > 1L) drop(out) else if (sum(keep) == 1L) array(out, dim(out)[keep], dimnames(out)[keep])
-          else as.vector(out)
+        dn <- dimnames(out)[keep]
+        out <- if (any(keep)) array(as.vector(out), dim(out)[keep]) else as.vector(out)
+        if (any(keep)) dimnames(out) <- dn
         attr(out, "coordinates") <- co[keep]
       }
       out

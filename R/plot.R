@@ -265,6 +265,14 @@ image.zarr_dataset <- function(x, ..., variable = NULL) {
 #' @export
 plot.zarr_dataset <- function(x, y, ...) image(x, ...)
 
+#' @rdname zarr-plot
+#' @export
+as.raster.zarr_dataset <- function(x, ..., variable = NULL) {
+  variable <- variable %||% x$data_vars[1L]
+  if (is.na(variable %||% NA)) zarr_abort("value", "the dataset has no data variable to plot")
+  as.raster(x[[variable]], ...)
+}
+
 # ---- what is drawn ----
 
 # A plane of a zarr_cf_data whose dimensions other than `xyd` hold one
@@ -440,11 +448,14 @@ plot_pick_level <- function(sizes, m) {
   if (!length(ok)) 1L else ok[which.min(sizes[ok])]
 }
 
-#' @rdname zarr-plot
-#' @export
-image.zarr_ome_image <- function(x, ..., channel = NULL, level = NULL, slice = NULL, max_pixels = NULL,
-                                 col = grDevices::hcl.colors(64), zlim = NULL, legend = TRUE) {
-  m <- plot_max_pixels(max_pixels)
+# Whether a group the OME-NGFF domain took is an image: a group of the
+# multiscales convention has `multiscales` too, but no axes.
+plot_is_ome <- function(x) !inherits(tryCatch(x$axes, zarr_error = function(e) e), "error")
+
+# The plane of an OME-NGFF image to draw: the level (chosen for `m` pixels
+# unless given), strided along x and y, one plane of the other axes; its
+# zlim is the channel's omero window, when set.
+plot_ome_plane <- function(x, channel, level, slice, m) {
   ax <- x$axes
   space <- which(ax$type %in% "space" | (is.na(ax$type) & !ax$name %in% c("c", "t")))
   xd <- match("x", ax$name)
@@ -481,9 +492,9 @@ image.zarr_ome_image <- function(x, ..., channel = NULL, level = NULL, slice = N
   ch <- x$channels
   ci <- if (length(chan)) idx[[chan[1L]]][1L]
   label <- if (!is.null(ci) && !is.null(ch) && ci <= nrow(ch) && !is.na(ch$label[ci])) ch$label[ci]
-  if (is.null(zlim) && !is.null(ci) && !is.null(ch) && ci <= nrow(ch) &&
-      !is.na(ch$window_start[ci]) && !is.na(ch$window_end[ci]) && ch$window_end[ci] > ch$window_start[ci])
-    zlim <- c(ch$window_start[ci], ch$window_end[ci])
+  window <- if (!is.null(ci) && !is.null(ch) && ci <= nrow(ch) && !is.na(ch$window_start[ci]) &&
+                 !is.na(ch$window_end[ci]) && ch$window_end[ci] > ch$window_start[ci])
+    c(ch$window_start[ci], ch$window_end[ci])
   unit_label <- function(d) if (is.na(ax$unit[d])) ax$name[d] else sprintf("%s (%s)", ax$name[d], ax$unit[d])
   # as a zarr_cf_data: physical coordinates along x and y
   coords <- lapply(seq_along(sel), function(d) if (d %in% c(xd, yd)) tr[d] + (idx[[d]] - 1) * sc[d])
@@ -503,7 +514,17 @@ image.zarr_ome_image <- function(x, ..., channel = NULL, level = NULL, slice = N
   # microscopy: the first row on top
   p$top_down <- TRUE
   p$y$coords <- FALSE
-  plot_draw(p, ..., col = col, zlim = zlim, legend = legend)
+  p$zlim <- window
+  p
+}
+
+#' @rdname zarr-plot
+#' @export
+image.zarr_ome_image <- function(x, ..., channel = NULL, level = NULL, slice = NULL, max_pixels = NULL,
+                                 col = grDevices::hcl.colors(64), zlim = NULL, legend = TRUE) {
+  if (!plot_is_ome(x)) return(NextMethod())
+  p <- plot_ome_plane(x, channel, level, slice, plot_max_pixels(max_pixels))
+  plot_draw(p, ..., col = col, zlim = zlim %||% p$zlim, legend = legend)
   invisible(x)
 }
 
@@ -513,15 +534,27 @@ plot.zarr_ome_image <- function(x, y, ...) image(x, ...)
 
 #' @rdname zarr-plot
 #' @export
+as.raster.zarr_ome_image <- function(x, ..., channel = NULL, level = NULL, slice = NULL, max_pixels = 1000,
+                                     col = grDevices::hcl.colors(64), zlim = NULL) {
+  if (!plot_is_ome(x)) return(NextMethod())
+  p <- plot_ome_plane(x, channel, level, slice, plot_max_pixels(max_pixels, device = FALSE))
+  plot_raster(p, col, zlim %||% p$zlim)
+}
+
+#' @rdname zarr-plot
+#' @export
 image.zarr_ome_level <- function(x, ...) {
-  img <- x$parent
-  image(img, ..., level = match(x$name, img$dataset_paths()))
+  image(x$parent, ..., level = match(x$name, x$parent$dataset_paths()))
   invisible(x)
 }
 
 #' @rdname zarr-plot
 #' @export
 plot.zarr_ome_level <- function(x, y, ...) image(x, ...)
+
+#' @rdname zarr-plot
+#' @export
+as.raster.zarr_ome_level <- function(x, ...) as.raster(x$parent, ..., level = match(x$name, x$parent$dataset_paths()))
 
 # The arrays of the levels of a group's `multiscales` attribute: OME-NGFF's
 # `datasets` (a list of multiscales) or the multiscales convention's
@@ -547,11 +580,10 @@ plot_multiscale_arrays <- function(g, variable) {
   })
 }
 
-#' @rdname zarr-plot
-#' @export
-image.zarr_group <- function(x, ..., level = NULL, variable = NULL, xy = NULL, max_pixels = NULL) {
+# The array of a multiscales group to draw: level `level`, or the coarsest
+# with at least `m` elements along x or y (or as many as the first level).
+plot_group_array <- function(x, level, variable, xy, m) {
   arrs <- plot_multiscale_arrays(x, variable)
-  m <- plot_max_pixels(max_pixels)
   if (is.null(level)) {
     sizes <- vapply(arrs, function(a) {
       ca <- cf_coordinate_arrays(a)
@@ -562,10 +594,24 @@ image.zarr_group <- function(x, ..., level = NULL, variable = NULL, xy = NULL, m
   }
   if (!is.numeric(level) || length(level) != 1L || is.na(level) || level < 1 || level > length(arrs))
     zarr_abort("argument", sprintf("the multiscales has levels 1 to %d", length(arrs)), array = x$path)
-  image(arrs[[level]], ..., xy = xy, max_pixels = m)
+  arrs[[level]]
+}
+
+#' @rdname zarr-plot
+#' @export
+image.zarr_group <- function(x, ..., level = NULL, variable = NULL, xy = NULL, max_pixels = NULL) {
+  m <- plot_max_pixels(max_pixels)
+  image(plot_group_array(x, level, variable, xy, m), ..., xy = xy, max_pixels = m)
   invisible(x)
 }
 
 #' @rdname zarr-plot
 #' @export
 plot.zarr_group <- function(x, y, ...) image(x, ...)
+
+#' @rdname zarr-plot
+#' @export
+as.raster.zarr_group <- function(x, ..., level = NULL, variable = NULL, xy = NULL, max_pixels = 1000) {
+  m <- plot_max_pixels(max_pixels, device = FALSE)
+  as.raster(plot_group_array(x, level, variable, xy, m), ..., xy = xy, max_pixels = m)
+}
