@@ -287,6 +287,7 @@ plot_plane <- function(d, xyd) {
     zarr_abort("value", sprintf("%s values cannot be plotted: a plot needs numbers", class(v)[1L]), array = d$path)
   n <- length(d$dims)
   if (is.null(dim(v)) || length(dim(v)) != n) dim(v) <- lengths(d$index)
+  if (!length(v)) zarr_abort("value", "the plane to plot has no elements", array = d$path)
   z <- aperm(unclass(v), c(xyd, setdiff(seq_len(n), xyd)))
   dim(z) <- dim(z)[1:2]
   storage.mode(z) <- "double"
@@ -321,7 +322,7 @@ plot_plane <- function(d, xyd) {
   where <- vapply(others, function(k) {
     cv <- d$coords[[k]]
     val <- if (is.null(cv)) format(d$index[[k]][1L])
-      else if (inherits(cv, "CFTime")) cv$as_timestamp()[1L] else format(cv[1L])
+      else if (inherits(cv, "CFTime")) cv$as_timestamp()[1L] else format(cv[1L], digits = 6)
     paste(dim_label(k), "=", val)
   }, "")
   where <- c(where, vapply(names(d$dropped), function(k) paste(k, "=", format(d$dropped[[k]])[1L]), ""))

@@ -53,6 +53,10 @@ test_that("as.raster() of a matrix: x along the columns, the first row on top, N
   expect_identical(dim(r), c(60L, 40L))
   expect_error(as.raster(a, xy = c(1, 1)), class = "zarr_error_argument")
   expect_error(as.raster(as_zarr(1:5)[["/"]]), class = "zarr_error_value")
+  expect_error(as.raster(as_zarr(matrix(integer(), 0, 3))[["/"]]), class = "zarr_error_value")
+  expect_error(as.raster(as_zarr(matrix(letters[1:4], 2))[["/"]]), class = "zarr_error_value")
+  expect_error(as.raster(a, max_pixels = 0), class = "zarr_error_argument")
+  expect_error(as.raster(a, zlim = c(2, 1)), class = "zarr_error_argument")
 })
 
 test_that("plot() draws the colours in proportion; NA pixels show the background; the colour bar is in the margin", {
