@@ -8,7 +8,8 @@
 #' them) read decoded, and `sel()` selects by coordinate values: see
 #' [cf-decoding] and [zarr_dataset()].
 #'
-#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group], [cf-decoding],
+#' @seealso [array-indexing] for `[` and `[<-`, [zarr-plot] for `plot()`,
+#'   [zarr_group], [cf-decoding],
 #'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
 #' @export
 zarr_array <- R6::R6Class("zarr_array",

@@ -472,7 +472,8 @@ cf_drop <- function(x, drop) {
 #' @param ... Ignored.
 #' @return `as.data.frame()`: a data frame; `as.array()`: an array.
 #' @name zarr_cf_data
-#' @seealso [zarr_array], [zarr_dataset]
+#' @seealso [zarr_array], [zarr_dataset], [zarr-plot] (`plot()` of a
+#'   selection)
 NULL
 
 cf_coord_column <- function(cv, idx) {
@@ -521,6 +522,8 @@ print.zarr_cf_data <- function(x, ...) {
     txt <- if (inherits(cv, "CFTime")) cv$as_timestamp() else format(cv)
     cat(sprintf("  %s: %s\n", x$dims[d], if (length(txt) > 4L) paste(txt[1L], "...", txt[length(txt)]) else paste(txt, collapse = ", ")))
   }
+  if (length(x$dropped))
+    cat("Dropped:", paste(names(x$dropped), "=", vapply(x$dropped, function(v) format(v)[1L], ""), collapse = ", "), "\n")
   v <- x$values
   cat("Values: ")
   if (inherits(v, "CFTime")) utils::str(v$as_timestamp(), give.head = FALSE) else utils::str(v, give.head = FALSE)

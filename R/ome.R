@@ -52,7 +52,8 @@
 #' raise errors of class `zarr_error_metadata`; opening the store and
 #' printing still work.
 #'
-#' @seealso [write_ome_ngff()], [zarr_domain], the vignette "Bioconductor and
+#' @seealso [write_ome_ngff()], [zarr_domain], [zarr-plot] (`plot(img,
+#'   channel = )`), the vignette "Bioconductor and
 #'   images"
 #' @name zarr-ome
 #' @aliases zarr_ome_image zarr_ome_level

@@ -189,6 +189,7 @@ test_that("drop = TRUE in sel(), isel(), a dataset's sel() and read_region(); FA
   expect_identical(s$dims, c("y", "x"))
   expect_identical(s$index, list(y = 1:4 + 0, x = 1:5 + 0))
   expect_identical(s$dropped, list(time = as.Date("2000-01-02")))
+  expect_output(print(s), "Dropped: time = 2000-01-02")
   expect_identical(nrow(as.data.frame(s)), 20L)
   expect_identical(v$isel(time = 3, y = 2, drop = TRUE)$values, array(x[3, 2, ], 5))
   expect_error(v$sel(time = "2000-01-02", drop = NA), class = "zarr_error_argument")
