@@ -108,6 +108,13 @@ plot_stride <- function(n, m) {
   seq(min(n, (k + 1) %/% 2), n, by = k)
 }
 
+# 1-based indices -> an element of a read() selection (a run as a range,
+# which the engine plans without one number per index).
+plot_index <- function(i) {
+  r <- as_range_if_contiguous(as.numeric(i) - 1)
+  if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
+}
+
 # The most elements read along x and y.
 plot_max_pixels <- function(max_pixels, device = TRUE) {
   if (!is.null(max_pixels)) {
@@ -178,8 +185,7 @@ plot_read_array <- function(x, slice, xy, max_pixels, decode) {
   xyd <- plot_xy_dims(dims, axes, xy, x$path)
   at <- plot_slice_index(slice, dims, shape, xyd, x$path)
   sel <- lapply(seq_along(shape), function(d) {
-    i <- if (d %in% xyd) plot_stride(shape[d], max_pixels) else at[[as.character(d)]]
-    structure(as.numeric(i) - 1, class = "zarr_index")
+    plot_index(if (d %in% xyd) plot_stride(shape[d], max_pixels) else at[[as.character(d)]])
   })
   coords <- lapply(ca, function(a) if (!is.null(a)) a$read())
   d <- new_cf_data(x, sel, coords, decode)
@@ -480,7 +486,7 @@ plot_ome_plane <- function(x, channel, level, slice, m) {
   sel <- do.call(x$region_index, c(list(level), args))
   shape <- a$shape
   for (d in seq_along(sel)) {
-    if (d %in% c(xd, yd)) sel[[d]] <- structure(plot_stride(shape[d], m) - 1, class = "zarr_index")
+    if (d %in% c(xd, yd)) sel[[d]] <- plot_index(plot_stride(shape[d], m))
     else {
       r <- if (ax$name[d] %in% names(args)) sel[[d]] else c(1, 1)
       sel[[d]] <- zarr_range(r[1L] - 1, 1)
