@@ -304,3 +304,52 @@ test_that("a long plot shows the progress bar of reads", {
   expect_true(st$reports > before || zarr_options("num_threads") == 1L)
   expect_false(st$active)
 })
+
+test_that("a dataset xarray wrote (packed, with a fill value, latitudes from north to south) plots as xarray decodes it", {
+  skip_on_cran()
+  skip_without_xarray()
+  dir <- withr::local_tempdir()
+  py <- run_python(c(
+    "import sys, json, numpy as np, xarray as xr",
+    "p = sys.argv[1] + '/t.zarr'",
+    "lat = np.arange(60, -61, -10, dtype='float64')",
+    "lon = np.arange(0, 360, 10, dtype='float64')",
+    "t = 250 + np.arange(2 * 13 * 36, dtype='float64').reshape(2, 13, 36) / 20",
+    "t[1, 0, 0:3] = np.nan",
+    "ds = xr.Dataset({'t': (('time', 'lat', 'lon'), t, {'long_name': 'air temperature', 'units': 'K'})},",
+    "                coords={'time': np.array(['2020-01-01', '2020-01-02'], dtype='datetime64[ns]'), 'lat': lat, 'lon': lon})",
+    "enc = {'t': {'dtype': 'int16', 'scale_factor': 0.05, 'add_offset': 270.0, '_FillValue': -32767}}",
+    "ds.to_zarr(p, mode='w', encoding=enc)",
+    "v = xr.open_zarr(p).t.isel(time=1).values",
+    "out = lambda a: [[None if np.isnan(x) else float(x) for x in row] for row in a]",
+    "print(json.dumps({'full': out(v), 'strided': out(v[1::3, 3::8])}))"
+  ), dir)
+  as_matrix <- function(rows) do.call(rbind, lapply(rows, function(r) vapply(r, function(x) x %||% NA_real_, 0)))
+  full <- as_matrix(py$full)
+  strided <- as_matrix(py$strided)
+  ds <- zarr_dataset(open_zarr(file.path(dir, "t.zarr"), read_only = TRUE))
+  cols <- grDevices::hcl.colors(8)
+  # bins whose ends lie between the values (multiples of 0.05 from 270):
+  # xarray decodes in float32, this package in double
+  lo <- round(min(full, na.rm = TRUE) / 0.05) * 0.05 - 0.0125
+  zlim <- c(lo, lo + 8 * 0.05 * ceiling(diff(range(full, na.rm = TRUE)) / 0.4 + 1))
+  expected <- function(v) {
+    i <- floor((v - zlim[1]) / diff(zlim) * 8) + 1
+    i[!is.na(i) & i > 8] <- 8
+    matrix(cols[i], nrow(v))
+  }
+  # rows: latitudes from north (top) to south, as xarray holds them here
+  r <- as.matrix(as.raster(ds, slice = list(time = 2), col = cols, zlim = zlim))
+  expect_identical(dim(r), c(13L, 36L))
+  expect_identical(r, expected(full))
+  expect_true(all(is.na(r[1, 1:3])))
+  r <- as.matrix(as.raster(ds, slice = list(time = 2), col = cols, zlim = zlim, max_pixels = 5))
+  expect_identical(r, expected(strided))
+  d <- zarr:::plot_read_array(ds[["t"]], list(time = 2), NULL, 1000, TRUE)
+  p <- zarr:::plot_plane(d, d$xy)
+  expect_identical(p$main, "t: air temperature [K]")
+  expect_identical(p$sub, "time = 2020-01-02")
+  expect_identical(p$y$at, seq(-60, 60, by = 10))
+  img <- render_png(function() plot(ds, slice = list(time = 2)), px = 300)
+  expect_identical(dim(img)[1:2], c(300L, 300L))
+})
