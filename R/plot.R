@@ -52,8 +52,8 @@
 #' selection (from `sel()` or `isel()`) plots the values it holds.
 #'
 #' @param x A [zarr_array], an OME-NGFF image or level, a group with a
-#'   `multiscales` attribute, a [zarr_dataset] or a [zarr_cf_data]
-#'   selection.
+#'   `multiscales` attribute, a [zarr_dataset], a [zarr_cf_data]
+#'   selection, or a [zarr] object (its root).
 #' @param y Ignored (`plot()` takes it).
 #' @param ... Further arguments for [graphics::image()] (`xlab`, `ylab`,
 #'   `main`, `asp`, `axes`, ...).
@@ -622,3 +622,18 @@ as.raster.zarr_group <- function(x, ..., level = NULL, variable = NULL, xy = NUL
   m <- plot_max_pixels(max_pixels, device = FALSE)
   as.raster(plot_group_array(x, level, variable, xy, m), ..., xy = xy, max_pixels = m)
 }
+
+#' @rdname zarr-plot
+#' @export
+image.zarr <- function(x, ...) {
+  image(x$root, ...)
+  invisible(x)
+}
+
+#' @rdname zarr-plot
+#' @export
+plot.zarr <- function(x, y, ...) image(x, ...)
+
+#' @rdname zarr-plot
+#' @export
+as.raster.zarr <- function(x, ...) as.raster(x$root, ...)

@@ -32,6 +32,7 @@ test_that("as.raster() of a matrix: x along the columns, the first row on top, N
   m[1:5, ] <- NA
   a <- as_zarr(m)[["/"]]
   r <- as.raster(a, col = c(red, blue))
+  expect_identical(as.raster(as_zarr(m), col = c(red, blue)), r) # a zarr object: its root
   expect_s3_class(r, "raster")
   expect_identical(dim(r), c(40L, 60L))
   r <- as.matrix(r)
