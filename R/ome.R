@@ -65,6 +65,9 @@
 #' img$levels
 #' # y from 10 to 20 and x from 0 to 5 (micrometres) of channel 2, full resolution
 #' dim(img$read_region(1, y = c(10, 20), x = c(0, 5), c = 2))
+#' # the same as a matrix, without the channel axis
+#' dim(img$read_region(1, y = c(10, 20), x = c(0, 5), c = 2, drop = TRUE))
+#' plot(img, channel = 2)
 #' unlink(path, recursive = TRUE)
 NULL
 
