@@ -354,3 +354,41 @@ test_that("a dataset xarray wrote (packed, with a fill value, latitudes from nor
   img <- render_png(function() plot(ds, slice = list(time = 2)), px = 300)
   expect_identical(dim(img)[1:2], c(300L, 300L))
 })
+
+test_that("an OME-NGFF 0.4 image zarr-python wrote: a z plane by its coordinate, a channel, the omero window", {
+  skip_on_cran()
+  skip_without_python_zarr()
+  path <- withr::local_tempfile(fileext = ".zarr")
+  py <- run_python(c(
+    "import zarr, numpy as np",
+    "root = zarr.open_group(sys.argv[1], mode='w')",
+    "d = (np.arange(2 * 4 * 20 * 30) % 997).astype('uint16').reshape(2, 4, 20, 30)",
+    "root.create_dataset('0', data=d, chunks=(1, 1, 10, 10))",
+    "root.create_dataset('1', data=d[:, :, ::2, ::2], chunks=(1, 1, 10, 10))",
+    "axes = [{'name': 'c', 'type': 'channel'}, {'name': 'z', 'type': 'space', 'unit': 'micrometer'},",
+    "        {'name': 'y', 'type': 'space', 'unit': 'micrometer'}, {'name': 'x', 'type': 'space', 'unit': 'micrometer'}]",
+    "ds = [{'path': str(k), 'coordinateTransformations': [{'type': 'scale', 'scale': [1.0, 0.5, 2.0 ** k, 2.0 ** k]},",
+    "      {'type': 'translation', 'translation': [0.0, 1.0, 0.0, 0.0]}]} for k in range(2)]",
+    "root.attrs['multiscales'] = [{'version': '0.4', 'name': 'cells', 'axes': axes, 'datasets': ds}]",
+    "root.attrs['omero'] = {'channels': [{'label': 'DAPI', 'window': {'start': 0, 'end': 500}},",
+    "                                    {'label': 'GFP', 'window': {'start': 100, 'end': 900}}]}",
+    "print(json.dumps({'plane': zarr.open_group(sys.argv[1])['0'][1, 2].tolist()}))"
+  ), path)
+  plane <- do.call(rbind, lapply(py$plane, function(r) as.numeric(unlist(r))))
+  img <- open_zarr(path, read_only = TRUE)$root
+  cols <- grDevices::hcl.colors(16)
+  # z = 2 micrometres: (2 - 1) / 0.5 = pixel 2 from 0, the third plane
+  r <- as.matrix(as.raster(img, channel = "GFP", slice = list(z = 2), level = 1, col = cols))
+  expect_identical(dim(r), c(20L, 30L))
+  # the colour range is GFP's window, 100 to 900
+  i <- pmin(pmax(floor((plane - 100) / 800 * 16) + 1, 1), 16)
+  expect_identical(r, matrix(cols[i], 20))
+  expect_identical(r, as.matrix(as.raster(img, channel = 2, slice = list(z = 2), level = 1, col = cols)))
+  p <- zarr:::plot_ome_plane(img, "GFP", 1, list(z = 2), 1000)
+  expect_identical(p$main, "cells: channel 2 (GFP)")
+  expect_identical(p$sub, "level 1 of 2, z = 2")
+  expect_identical(p$xlab, "x (micrometer)")
+  expect_error(as.raster(img, slice = list(c = 1)), class = "zarr_error_argument")
+  # a coordinate past the end: the nearest plane, as read_region() takes it
+  expect_identical(as.raster(img, slice = list(z = 100), level = 1), as.raster(img, slice = list(z = 2.5), level = 1))
+})
