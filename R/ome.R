@@ -29,7 +29,7 @@
 #' An image (`zarr_ome_image`, a [zarr_group]) has:
 #' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
 #' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
-#' * `$levels`: a data frame (class `zarr_ome_levels`) with `level` (1 is
+#' * `$levels`: a data frame (class `zarr_levels`) with `level` (1 is
 #'   the full resolution), `path`, and list columns `shape`, `scale` and
 #'   `translation` (named by axis); it prints one line per level.
 #'   Levels are numbered from 1 (the full resolution) wherever they are
@@ -269,7 +269,7 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       out$shape <- I(lapply(shapes, function(s) stats::setNames(s, ax)))
       out$scale <- I(lapply(p$levels, function(l) stats::setNames(l$scale, ax)))
       out$translation <- I(lapply(p$levels, function(l) stats::setNames(l$translation, ax)))
-      class(out) <- c("zarr_ome_levels", class(out))
+      class(out) <- c("zarr_levels", class(out))
       out
     },
     channels = function(value) {
@@ -356,25 +356,31 @@ ome_summary <- function(img) {
 }
 
 #' @export
-print.zarr_ome_levels <- function(x, ...) {
+print.zarr_levels <- function(x, ...) {
   print(format(x, ...), right = FALSE)
   invisible(x)
 }
 
-# One line per level, the list columns as "64 x 48" (the axis names in the
-# column headers), so that the table stays one screen wide.
+# One line per level (of an OME-NGFF image or a Zarr Vectors store): list
+# columns of numbers per axis as "64 x 48", the axis names in the column
+# header, so that the table stays one screen wide; a translation only when
+# some level has one.
 #' @export
-format.zarr_ome_levels <- function(x, ...) {
-  ax <- names(x$shape[[1L]]) %||% character()
+format.zarr_levels <- function(x, ...) {
+  x <- as.data.frame(unclass(x), stringsAsFactors = FALSE, optional = TRUE)
   num <- function(v) paste(vapply(v, format, "", digits = 4), collapse = " x ")
-  hdr <- function(what) if (length(ax)) sprintf("%s [%s]", what, paste(ax, collapse = " ")) else what
-  out <- data.frame(level = x$level, path = x$path, stringsAsFactors = FALSE)
-  out[[hdr("shape")]] <- vapply(x$shape, num, "")
-  out[[hdr("scale")]] <- vapply(x$scale, num, "")
-  # translations only when some level has one
-  if (any(vapply(x$translation, function(t) any(t != 0), TRUE)))
-    out[[hdr("translation")]] <- vapply(x$translation, num, "")
-  out
+  out <- list()
+  for (nm in names(x)) {
+    col <- x[[nm]]
+    if (!is.list(col)) {
+      out[[nm]] <- col
+      next
+    }
+    if (nm == "translation" && !any(vapply(col, function(t) any(t != 0, na.rm = TRUE), TRUE))) next
+    ax <- if (length(col)) names(col[[1L]]) else NULL
+    out[[if (length(ax)) sprintf("%s [%s]", nm, paste(ax, collapse = " ")) else nm]] <- vapply(col, num, "")
+  }
+  as.data.frame(out, stringsAsFactors = FALSE, check.names = FALSE)
 }
 
 zarr_ome_level <- R6::R6Class("zarr_ome_level",
