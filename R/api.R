@@ -95,6 +95,11 @@ create_zarr <- function(location) {
 #' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
 #' v <- open_zarr(fn, read_only = TRUE)
 #' v
+#' # a store written by as_zarr() without `name` holds its array at "/"
+#' fn <- tempfile(fileext = ".zarr")
+#' invisible(as_zarr(matrix(1:6, 2), location = fn))
+#' open_zarr(fn)[["/"]][]
+#' unlink(fn, recursive = TRUE)
 open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, snapshot = NULL) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
@@ -274,6 +279,16 @@ r_data_type <- function(x) {
 #' z <- as_zarr(x)
 #' z
 #' z[["/"]][1:2, 1:3, 1]
+#' # without `name` the array is the root of the store, at "/", also in a zip file
+#' fn <- tempfile(fileext = ".zip")
+#' z <- as_zarr(x, location = fn)
+#' z[["/"]]$shape
+#' is.null(z[["/x"]]) # no array under another name
+#' open_zarr(fn)$root$shape
+#' unlink(fn)
+#' # with `name`, the root is a group holding the array under that name
+#' z <- as_zarr(x, name = "x")
+#' z[["/x"]]$shape
 as_zarr <- function(x, name = NULL, location = NULL, ...) {
   if (inherits(x, c("stars", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)

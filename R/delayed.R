@@ -40,7 +40,12 @@
 #' DelayedArray can read blocks from, such as a matrix) into a new Zarr array
 #' block by block, through a `ZarrRRealizationSink`, so that the whole array
 #' is never in memory; each block covers whole chunks of the new array.
-#' [as_zarr()] does the same for a `DelayedArray`.
+#' [as_zarr()] does the same for a `DelayedArray`. As with [as_zarr()],
+#' `names(dimnames(x))` become the array's dimension names
+#' (`dimension_names` in Zarr v3, `_ARRAY_DIMENSIONS` in v2), which
+#' `dimnames()` of the result and of `zarr_delayed()` give back. The new
+#' store is Zarr v3; for readers that only know Zarr v2, set
+#' `options(zarr.format = 2)` first.
 #'
 #' @param x For `zarr_delayed()` and `ZarrRArraySeed()`: a [zarr_array]; a
 #'   [zarr] object or a [zarr_group] with `name`; or a location (anything
