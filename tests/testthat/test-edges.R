@@ -97,3 +97,18 @@ test_that("a group of an HTTP store that cannot list prints its children as unkn
   out <- capture.output(print(z[["/g"]]))
   expect_true(any(grepl("Children *: *0 group\\(s\\), 1 array\\(s\\)$", out)))
 })
+
+test_that("a node subclass must declare its private fields, as the extending vignette says", {
+  make <- function(priv) R6::R6Class("edge_array", inherit = zarr_array, cloneable = FALSE,
+    private = priv,
+    public = list(remember = function() {
+      private$.cache <- self$shape
+      invisible(self)
+    }))
+  z <- create_zarr()
+  a <- z$add_array("/", "a", define_array("int32", 4))
+  undeclared <- make(list())$new("a", a$metadata, z$root, z$store)
+  expect_error(undeclared$remember(), "locked")
+  declared <- make(list(.cache = NULL))$new("a", a$metadata, z$root, z$store)
+  expect_identical(declared$remember()$.__enclos_env__$private$.cache, 4L)
+})
