@@ -58,7 +58,8 @@
 #'   `dimension_names` field of [zarr_array]) come with those names as
 #'   `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
 #'   values from `[` that drops dimensions carry none. [as_zarr()] stores
-#'   the names of `dimnames(x)` either way.
+#'   the names of `dimnames(x)` either way (and, in a group, their labels
+#'   as coordinate arrays, which [zarr_delayed()] reads back).
 #' * `zarr.int64`: How 64-bit integers are returned: `"integer64"`
 #'   (default when the \pkg{bit64} package is installed) or `"double"`
 #'   (with a warning when a value cannot be represented exactly).
