@@ -483,7 +483,11 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
     scale <- scale %||% unname(x$scale)
     units <- units %||% unname(x$units)
     translation <- unname(x$translation)
-    channels <- channels %||% img$ome$omero$channels
+    # the image's channels when they match its channel axis (a foreign
+    # image's omero metadata may not)
+    ch <- img$ome$omero$channels
+    n_ch <- x$shape[match("channel", img$axes$type)]
+    if (is.null(channels) && is.list(ch) && all(vapply(ch, is.list, TRUE)) && length(ch) %in% n_ch) channels <- ch
     nm <- ome_parse(img)$name
     if (missing(name) && is.character(nm) && length(nm) == 1L && !is.na(nm)) name <- nm
   }

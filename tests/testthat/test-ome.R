@@ -327,3 +327,15 @@ emit({"version": ms["version"], "axes": [a["name"] for a in ms["axes"]],
   # C order of the R array's level 2
   expect_identical(as.integer(unlist(got$data1)), as.integer(aperm(x[, c(1, 3, 5, 7), c(1, 3, 5)], 3:1)))
 })
+
+test_that("write_ome_ngff() of a level of an image whose omero channels do not match leaves them out", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  img <- write_ome_ngff(array(1:32, c(2, 4, 4)), path, levels = 1, axes = c("c", "y", "x"), channels = c("a", "b"))
+  o <- img$ome
+  o$omero$channels <- o$omero$channels[1]
+  img$set_attribute("ome", o)
+  img <- open_zarr(path)$root
+  img2 <- write_ome_ngff(img$level(1), withr::local_tempfile(fileext = ".zarr"), levels = 1)
+  expect_null(img2$channels)
+  expect_identical(img2$axes$name, c("c", "y", "x"))
+})
