@@ -95,6 +95,11 @@ create_zarr <- function(location) {
 #' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
 #' v <- open_zarr(fn, read_only = TRUE)
 #' v
+#' # a store written by as_zarr() without `name` holds its array at "/"
+#' fn <- tempfile(fileext = ".zarr")
+#' invisible(as_zarr(matrix(1:6, 2), location = fn))
+#' open_zarr(fn)[["/"]][]
+#' unlink(fn, recursive = TRUE)
 open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, snapshot = NULL) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
@@ -214,7 +219,12 @@ r_data_type <- function(x) {
 #' string, Date: datetime64 in days, POSIXct: datetime64 in microseconds,
 #' difftime: timedelta64 in microseconds), chunks of at most 100 elements
 #' along each dimension and zstd compression. `names(dimnames(x))` become the
-#' array's dimension names. A `DelayedArray` (Bioconductor) is written block
+#' array's dimension names. The labels of named dimensions (row and column
+#' names, ...) are kept as xarray keeps them when the array is in a group
+#' (`name` given): a 1-d string coordinate array per dimension, named by it,
+#' beside the array (a name already taken in the group is left as it is);
+#' [zarr_delayed()] reads them back as `dimnames()`. A root array has no
+#' group to hold them: only its dimension names are kept. A `DelayedArray` (Bioconductor) is written block
 #' by block without being held in memory, as by [write_zarr_delayed()].
 #'
 #' Without `name`, the array is the store's root: it lands at the path `"/"`,
@@ -274,13 +284,26 @@ r_data_type <- function(x) {
 #' z <- as_zarr(x)
 #' z
 #' z[["/"]][1:2, 1:3, 1]
+#' # without `name` the array is the root of the store, at "/", also in a zip file
+#' fn <- tempfile(fileext = ".zip")
+#' z <- as_zarr(x, location = fn)
+#' z[["/"]]$shape
+#' is.null(z[["/x"]]) # no array under another name
+#' open_zarr(fn)$root$shape
+#' unlink(fn)
+#' # with `name`, the root is a group holding the array under that name
+#' z <- as_zarr(x, name = "x")
+#' z[["/x"]]$shape
 as_zarr <- function(x, name = NULL, location = NULL, ...) {
   if (inherits(x, c("stars", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
   target <- new_array_at(array_def(x, dim(x) %||% length(x), names(dimnames(x))), name, location)
-  zip_written(target$array$store, target$array$write(x))
+  zip_written(target$array$store, {
+    target$array$write(x)
+    write_dim_labels(target$array, dimnames(x))
+  })
   target$result
 }
 
@@ -302,6 +325,45 @@ array_def <- function(x, dims, dn = NULL) {
   def <- define_array(r_data_type(x), dims)
   if (!is.null(dn) && any(nzchar(dn))) def$dimension_names <- ifelse(nzchar(dn), dn, NA)
   def
+}
+
+# The labels of dimnames(x) (row and column names, ...) as xarray keeps
+# them: a 1-d string coordinate array per named dimension, beside the array
+# in its group, as the datasets of as_zarr() write their coordinates. A
+# root array has no group to hold them; a name already taken is left as
+# it is.
+write_dim_labels <- function(arr, dn) {
+  g <- arr$parent
+  if (!inherits(g, "zarr_group") || is.null(dn) || is.null(names(dn))) return(invisible())
+  for (k in seq_along(dn)) {
+    nm <- names(dn)[k]
+    lab <- dn[[k]]
+    if (is.null(lab) || is.na(nm) || !nzchar(nm) || nm == arr$name || !is.null(g$get_node(nm))) next
+    cf_write_variable(g, nm, as.character(lab), nm, list(), chunks = length(lab))
+  }
+  invisible()
+}
+
+# The labels of the named dimensions of `arr` from their coordinate arrays
+# (1-d string arrays of the dimension's length, named by it, in the
+# array's group), as write_dim_labels() writes them: a list of NULLs named
+# by dimension, holding the labels found; NULL without dimension names.
+read_dim_labels <- function(arr) {
+  dn <- arr$dimension_names
+  if (is.null(dn) || all(is.na(dn))) return(NULL)
+  out <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
+  g <- arr$parent
+  if (!inherits(g, "zarr_group")) return(out)
+  for (k in seq_along(dn)) {
+    if (is.na(dn[k]) || dn[k] == arr$name) next
+    co <- tryCatch(g$get_node(dn[k]), zarr_error = function(e) NULL)
+    if (inherits(co, "zarr_array") && length(co$shape) == 1L && co$shape == arr$shape[k] &&
+        identical(co$data_type$Rtype, "character")) {
+      lab <- tryCatch(co$read(), zarr_error = function(e) NULL)
+      if (is.character(lab) && !anyNA(lab)) out[[k]] <- lab
+    }
+  }
+  out
 }
 
 # A new array from `def` where as_zarr() puts it: in a group, or as the root

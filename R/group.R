@@ -86,7 +86,12 @@ zarr_group <- R6::R6Class("zarr_group",
       kids <- self$children
       n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
       lab <- c(if (nzchar(private$.domain)) "Domain", "Children")
-      val <- c(if (nzchar(private$.domain)) private$.domain, sprintf("%d group(s), %d array(s)", n_g, length(kids) - n_g))
+      # a store that cannot list (HTTP without consolidated metadata) knows only
+      # the children opened by path: say so rather than count them as all
+      listed <- private$.store$supports_listing || !is.null(consolidated_map(self))
+      n <- sprintf("%d group(s), %d array(s)", n_g, length(kids) - n_g)
+      if (!listed) n <- sprintf("unknown (the store cannot list keys; %s opened by path)", n)
+      val <- c(if (nzchar(private$.domain)) private$.domain, n)
       if (use_cli()) print_lines(paste("<Zarr group>", self$path), lab, val)
       else {
         cat("<Zarr group>", self$path, "\n")

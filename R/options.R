@@ -43,8 +43,14 @@
 #'   the valid range as `NA`, as netCDF readers do (for one call:
 #'   `decode = list(valid_range = TRUE)`).
 #' * `zarr.format`: The Zarr format of new stores made by
-#'   [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
-#'   know Zarr v2. Groups and arrays follow the format of their store.
+#'   [create_zarr()], [as_zarr()], [write_zarr_delayed()] and
+#'   [write_ome_ngff()] (then OME-NGFF 0.4): 3 (default) or 2, for readers
+#'   that only know Zarr v2 (zarr-python 2, older tools). Groups and arrays
+#'   follow the format of their store. An existing store is copied to
+#'   another format by `z$save_to(path, format = 2)`. [write_anndata()]
+#'   and the datasets of [as_zarr()] take a `format` argument instead
+#'   (default 2); Zarr Vectors stores ([write_zarr_vectors()]) are always
+#'   Zarr v3.
 #' * `zarr.dimnames`: `FALSE` (default): values read from an array
 #'   carry no dimnames. `TRUE`: values read from an array of two or more
 #'   dimensions whose metadata names its dimensions (`dimension_names` in
@@ -52,7 +58,8 @@
 #'   `dimension_names` field of [zarr_array]) come with those names as
 #'   `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
 #'   values from `[` that drops dimensions carry none. [as_zarr()] stores
-#'   the names of `dimnames(x)` either way.
+#'   the names of `dimnames(x)` either way (and, in a group, their labels
+#'   as coordinate arrays, which [zarr_delayed()] reads back).
 #' * `zarr.int64`: How 64-bit integers are returned: `"integer64"`
 #'   (default when the \pkg{bit64} package is installed) or `"double"`
 #'   (with a warning when a value cannot be represented exactly).
