@@ -71,6 +71,8 @@ cf_xy_order <- function(x) {
   ax <- x$axes %||% rep("", n)
   xd <- match("X", ax)
   yd <- match("Y", ax)
+  g <- geo_georef(x)
+  if (!is.null(g)) { xd <- g$xd; yd <- g$yd }
   if (is.na(xd) || is.na(yd) || xd == yd) { xd <- n; yd <- n - 1L }
   c(xd, yd, rev(setdiff(seq_len(n), c(xd, yd))))
 }
@@ -83,6 +85,11 @@ cf_crs_wkt <- function(x) {
     if (is.character(w) && length(w) == 1L && nzchar(w)) w
   }
   pick(x$grid_mapping %||% list()) %||% pick(x$attributes %||% list())
+}
+
+# The CRS of a variable: from the proj: convention, else from CF.
+cf_crs_any <- function(x) {
+  geo_crs(x$geo %||% list()) %||% cf_crs_wkt(x)
 }
 
 # Coordinate values of dimension d (indices where there are none; times of
@@ -161,8 +168,32 @@ st_as_stars.zarr_cf_data <- function(.x, ...) {
   dims <- do.call(stars::st_dimensions, args)
   v <- cf_set_units(v, x$units)
   s <- stars::st_as_stars(stats::setNames(list(v), cf_value_name(x)), dimensions = dims)
-  wkt <- cf_crs_wkt(x)
+  g <- geo_georef(x)
+  if (!is.null(g)) s <- geo_stars_dims(s, dn[1:2], g$transform)
+  wkt <- cf_crs_any(x)
   if (!is.null(wkt)) s <- sf::st_set_crs(s, sf::st_crs(wkt))
+  s
+}
+
+# x and y dimensions of a stars object from an affine transform (a, b, c,
+# d, e, f): offsets and steps, and the rotation terms as stars' `affine`.
+geo_stars_dims <- function(s, xy, tr) {
+  d <- stars::st_dimensions(s)
+  set <- function(dim, offset, delta) {
+    dim$offset <- offset
+    dim$delta <- delta
+    dim["values"] <- list(NULL)
+    dim$point <- FALSE
+    dim
+  }
+  d[[xy[1L]]] <- set(d[[xy[1L]]], tr[3L], tr[1L])
+  d[[xy[2L]]] <- set(d[[xy[2L]]], tr[6L], tr[5L])
+  r <- attr(d, "raster")
+  r$affine <- c(tr[2L], tr[4L])
+  r$dimensions <- xy
+  r$curvilinear <- FALSE
+  attr(d, "raster") <- r
+  attr(s, "dimensions") <- d
   s
 }
 
@@ -190,11 +221,20 @@ cf_rast <- function(x) {
   v <- aperm(cf_plain_values(x$values), ord) # x, y, layers
   xc <- cf_dim_values(x, ord[1L])
   yc <- cf_dim_values(x, ord[2L])
-  # without y coordinates, the first row stays on top (as an image, as GDAL shows it)
-  if (is.null(x$coords[[ord[2L]]])) yc <- rev(yc)
+  g <- geo_georef(x)
+  if (!is.null(g)) {
+    tr <- g$transform
+    if (tr[2L] != 0 || tr[4L] != 0) zarr_abort("value", sprintf("the transform of %s is rotated: terra needs a grid along x and y", x$path))
+    # cell centres from the transform
+    xc <- tr[3L] + tr[1L] * (seq_along(xc) - 0.5)
+    yc <- tr[6L] + tr[5L] * (seq_along(yc) - 0.5)
+  } else if (is.null(x$coords[[ord[2L]]])) {
+    # without y coordinates, the first row stays on top (as an image, as GDAL shows it)
+    yc <- rev(yc)
+  }
   step <- function(cv, what) {
     if (!is.numeric(cv)) zarr_abort("value", sprintf("the %s coordinates of %s are not numbers", what, x$path))
-    if (length(cv) < 2L) return(1)
+    if (length(cv) < 2L) return(if (!is.null(g)) abs(tr[if (what == "x") 1L else 5L]) else 1)
     dd <- diff(cv)
     if (any(abs(dd - dd[1L]) > 1e-6 * abs(dd[1L]))) zarr_abort("value", sprintf("the %s coordinates of %s are not regular: terra needs a regular grid", what, x$path))
     dd[1L]
@@ -207,7 +247,7 @@ cf_rast <- function(x) {
   if (dy > 0) v <- v[, rev(seq_along(yc)), , drop = FALSE]
   v <- aperm(v, c(2L, 1L, 3L))
   ex <- terra::ext(min(xc) - abs(dx) / 2, max(xc) + abs(dx) / 2, min(yc) - abs(dy) / 2, max(yc) + abs(dy) / 2)
-  r <- terra::rast(v, extent = ex, crs = cf_crs_wkt(x) %||% "")
+  r <- terra::rast(v, extent = ex, crs = cf_crs_any(x) %||% "")
   name <- cf_value_name(x)
   if (n == 3L) {
     lv <- cf_dim_values(x, ord[3L])
