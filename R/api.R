@@ -275,7 +275,7 @@ r_data_type <- function(x) {
 #' z
 #' z[["/"]][1:2, 1:3, 1]
 as_zarr <- function(x, name = NULL, location = NULL, ...) {
-  if (inherits(x, c("stars", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
+  if (inherits(x, c("stars", "SpatRaster", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")

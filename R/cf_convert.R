@@ -262,7 +262,8 @@ cf_rast <- function(x) {
 
 # as_zarr() of a stars object or a data frame (R/api.R dispatches here).
 as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format = 2L, chunks = NULL) {
-  ds <- if (inherits(x, "stars")) cf_from_stars(x) else cf_from_data_frame(x, dims)
+  ds <- if (inherits(x, "stars")) cf_from_stars(x) else if (inherits(x, "SpatRaster")) cf_from_spatraster(x)
+    else cf_from_data_frame(x, dims)
   old <- options(zarr.format = as.integer(format))
   on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
@@ -273,6 +274,8 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
     attrs <- ds$attrs[[v]] %||% list()
     # as rioxarray writes it: a coordinate holding the CRS
     if (!is.null(ds$crs)) attrs[c("grid_mapping", "coordinates")] <- list("spatial_ref", "spatial_ref")
+    # and as GDAL 3.13 writes it: the proj: and spatial: conventions
+    if (!is.null(ds$geo)) attrs <- geo_write_attrs(attrs, ds$crs, ds$geo)
     cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks)
   }
   if (!is.null(ds$crs)) {
@@ -353,7 +356,67 @@ cf_from_stars <- function(x) {
   crs <- sf::st_crs(x)
   list(coords = coords, vars = stats::setNames(lapply(vars, `[[`, "values"), names(x)),
        attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = rev(dn),
-       crs = if (!is.na(crs)) crs$wkt)
+       crs = if (!is.na(crs)) crs$wkt, geo = geo_from_stars(d))
+}
+
+# The affine transform of the x and y dimensions of a stars object, when
+# they are regular: list(dims (y, x), transform, shape (ny, nx)), else NULL.
+geo_from_stars <- function(d) {
+  r <- attr(d, "raster")
+  xy <- r$dimensions
+  if (length(xy) != 2L || isTRUE(r$curvilinear) || !all(xy %in% names(d))) return(NULL)
+  dx <- d[[xy[1L]]]
+  dy <- d[[xy[2L]]]
+  if (!is.numeric(dx$offset) || !is.numeric(dy$offset) || anyNA(c(dx$offset, dx$delta, dy$offset, dy$delta)))
+    return(NULL)
+  aff <- r$affine %||% c(0, 0)
+  aff[is.na(aff)] <- 0
+  list(dims = rev(xy), transform = c(dx$delta, aff[1L], dx$offset, aff[2L], dy$delta, dy$offset),
+       shape = c(dy$to - dy$from + 1L, dx$to - dx$from + 1L))
+}
+
+# A SpatRaster -> the list cf_from_stars() gives: one 2-d variable (y, x)
+# per layer, x and y coordinates at cell centres.
+cf_from_spatraster <- function(x) {
+  nx <- terra::ncol(x)
+  ny <- terra::nrow(x)
+  e <- as.vector(terra::ext(x)) # xmin, xmax, ymin, ymax
+  res <- terra::res(x)
+  coords <- list(y = e[["ymax"]] - res[2L] * (seq_len(ny) - 0.5), x = e[["xmin"]] + res[1L] * (seq_len(nx) - 0.5))
+  a <- terra::as.array(x) # rows (north first), columns, layers
+  vn <- make.unique(make.names(names(x)))
+  un <- terra::units(x)
+  vars <- lapply(seq_len(terra::nlyr(x)), function(i) matrix(a[, , i], ny, nx))
+  attrs <- lapply(seq_len(terra::nlyr(x)), function(i) if (isTRUE(nzchar(un[i]))) list(units = un[i]) else list())
+  wkt <- terra::crs(x)
+  list(coords = coords, vars = stats::setNames(vars, vn), attrs = stats::setNames(attrs, vn), dims = c("y", "x"),
+       crs = if (nzchar(wkt)) wkt,
+       geo = list(dims = c("y", "x"), transform = c(res[1L], 0, e[["xmin"]], 0, -res[2L], e[["ymax"]]), shape = c(ny, nx)))
+}
+
+# The proj: (EPSG code when the CRS has one, and its WKT2) and spatial:
+# attributes of a variable.
+geo_write_attrs <- function(attrs, wkt, geo) {
+  if (!is.null(wkt)) {
+    crs <- sf_or_terra_epsg(wkt)
+    p <- zarr_convention_proj$new()
+    p$set(code = if (!is.na(crs)) paste0("EPSG:", crs), wkt2 = wkt)
+    attrs <- p$write(attrs)
+  }
+  s <- zarr_convention_spatial$new()
+  s$set(dimensions = geo$dims, transform = geo$transform, shape = geo$shape)
+  s$write(attrs)
+}
+
+# The EPSG code of a CRS given as WKT (NA when it has none), by sf or terra.
+sf_or_terra_epsg <- function(wkt) {
+  code <- NA_integer_
+  if (requireNamespace("sf", quietly = TRUE)) code <- sf::st_crs(wkt)$epsg
+  else if (requireNamespace("terra", quietly = TRUE)) {
+    d <- terra::crs(wkt, describe = TRUE)
+    if (identical(d$authority, "EPSG")) code <- as.integer(d$code)
+  }
+  if (length(code) != 1L) NA_integer_ else code
 }
 
 # A data frame of a regular grid: `dims` names the dimension columns (by
