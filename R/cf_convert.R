@@ -84,7 +84,9 @@ cf_crs_wkt <- function(x) {
     w <- a[["crs_wkt"]] %||% a[["spatial_ref"]]
     if (is.character(w) && length(w) == 1L && nzchar(w)) w
   }
-  pick(x$grid_mapping %||% list()) %||% pick(x$attributes %||% list())
+  gdal <- x$attributes[["_CRS"]] # GDAL's own attribute (its Zarr driver before 3.13)
+  pick(x$grid_mapping %||% list()) %||% pick(x$attributes %||% list()) %||%
+    if (json_is_object(gdal)) pick(list(crs_wkt = gdal[["wkt"]]))
 }
 
 # The CRS of a variable: from the proj: convention, else from CF.
