@@ -124,7 +124,19 @@ cf_plain_values <- function(v) {
 #' `POSIXct` or `Date` (other calendars as ISO strings). The `units`
 #' attribute makes the values \pkg{units} objects (when that package is
 #' installed and knows the unit). The CRS comes from the `crs_wkt` or
-#' `spatial_ref` attribute of the variable named by `grid_mapping`. A dataset
+#' `spatial_ref` attribute of the variable named by `grid_mapping` (or
+#' GDAL's `_CRS` attribute of the variable itself).
+#'
+#' GeoZarr data (EOPF Sentinel products, GDAL 3.13 with
+#' `GEOREFERENCING_CONVENTION=SPATIAL_PROJ`) are georeferenced by the
+#' zarr-conventions instead: the CRS from `proj:code`, `proj:wkt2` or
+#' `proj:projjson` (see [zarr_convention_proj]) and the x and y dimensions
+#' and their affine transform from `spatial:dimensions` and
+#' `spatial:transform` (see [zarr_convention_spatial]), on the array, on its
+#' group, or in the entry for its level in the layout of a `multiscales`
+#' group above (see [zarr_levels()]). They take precedence over coordinate
+#' arrays; a selection gets the transform of its own first cell. stars
+#' keeps rotated transforms; terra needs a grid along x and y. A dataset
 #' gives one stars attribute per data variable (those with the dimensions of
 #' the first data variable with the most dimensions, or `vars`).
 #'
@@ -142,7 +154,8 @@ cf_plain_values <- function(v) {
 #' @param vars For datasets: the variables to convert.
 #' @return A `stars` object, or a `SpatRaster`.
 #' @name zarr-stars-terra
-#' @seealso [as_zarr()] to write stars objects for xarray
+#' @seealso [as_zarr()] to write stars objects and `SpatRaster`s for xarray
+#'   and GDAL
 #' @examplesIf requireNamespace("stars", quietly = TRUE)
 #' z <- create_zarr()
 #' for (d in c("lat", "lon")) {
