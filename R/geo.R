@@ -97,6 +97,15 @@ zarr_convention_proj <- R6::R6Class("zarr_convention_proj",
 #' s$set(dimensions = c("y", "x"), transform = c(10, 0, 500000, 0, -10, 5000000),
 #'       shape = c(100, 100))
 #' s$as_list()[["spatial:bbox"]]
+#'
+#' # an array georeferenced by proj: and spatial:
+#' z <- create_zarr()
+#' b <- define_array("float64", c(100, 100))
+#' b$dimension_names <- c("y", "x")
+#' a <- z$root$add_array("v", b)
+#' at <- s$write(zarr_convention_proj$new()$set(code = "EPSG:32633")$write(list()))
+#' for (k in names(at)) a$set_attribute(k, at[[k]])
+#' if (requireNamespace("terra", quietly = TRUE)) terra::rast(a)
 zarr_convention_spatial <- R6::R6Class("zarr_convention_spatial",
   inherit = zarr_convention,
   cloneable = FALSE,
@@ -258,7 +267,8 @@ zarr_convention_multiscales <- R6::R6Class("zarr_convention_multiscales",
 #'            list(asset = "r20m", derived_from = "r10m",
 #'                 transform = list(scale = c(2, 2)),
 #'                 `spatial:transform` = c(20, 0, 0, 0, -20, 40))))
-#' for (a in names(m$write(list()))) g$set_attribute(a, m$write(list())[[a]])
+#' at <- m$write(list())
+#' for (a in names(at)) g$set_attribute(a, at[[a]])
 #' zarr_levels(g)
 zarr_levels <- function(group) {
   if (!inherits(group, "zarr_group")) zarr_abort("argument", "zarr_levels() needs a zarr_group")
