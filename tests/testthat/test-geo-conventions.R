@@ -134,6 +134,20 @@ test_that("a multiscales group lists its levels and each level opens georeferenc
   s <- stars::st_as_stars(g[["r10m"]][["b04"]])
   d <- stars::st_dimensions(s)
   expect_equal(c(d$X$offset, d$X$delta, d$Y$delta), c(500000, 10, -10))
+  # a level group as a dataset: its arrays are georeferenced for that level
+  sd <- stars::st_as_stars(zarr_dataset(g[["r20m"]]))
+  expect_equal(stars::st_dimensions(sd)$X$delta, 20)
+  expect_identical(sf::st_crs(sd)$epsg, 32633L)
+  # levels that are arrays in the multiscales group itself
+  h <- z$root$add_group("pyramid")
+  at2 <- zarr_convention_multiscales$new()$set(list(
+    list(asset = "0", `spatial:transform` = c(1, 0, 0, 0, -1, 4)),
+    list(asset = "1", derived_from = "0", transform = list(scale = c(2, 2)),
+         `spatial:transform` = c(2, 0, 0, 0, -2, 4))))$write(list())
+  for (k in names(at2)) h$set_attribute(k, at2[[k]])
+  for (l in 0:1) geo_array(h, as.character(l), c(4, 4) / 2^l, list(), values = matrix(0L, 4 / 2^l, 4 / 2^l))
+  expect_identical(zarr_levels(h)$shape, c("4 x 4", "2 x 2"))
+  expect_equal(as.vector(terra::ext(terra::rast(h[["1"]]))), c(xmin = 0, xmax = 4, ymin = 0, ymax = 4))
   # a layout that is not a list of levels is a classed error
   g$set_attribute("multiscales", list(layout = list(list(derived_from = "x"))))
   expect_error(zarr_levels(g), class = "zarr_error_value")
