@@ -251,7 +251,8 @@ r_data_type <- function(x) {
 #' (`proj:code` when the CRS has an EPSG code, and `proj:wkt2`) and
 #' `spatial:` attributes (`spatial:dimensions`, `spatial:transform`,
 #' `spatial:shape`, `spatial:bbox`), as GDAL 3.13 writes them, beside the
-#' CF `grid_mapping`. Values are encoded
+#' CF `grid_mapping`; with a CRS, the variables also get GDAL's own `_CRS`
+#' attribute (its WKT), which older GDAL versions read. Values are encoded
 #' as the attributes say (see `write()` of [zarr_array]). Arguments in `...`:
 #' * `pack`: a list named by variable of lists with `scale_factor`,
 #'   `add_offset`, `dtype` (default "int16") and optionally `_FillValue`

@@ -217,6 +217,28 @@ emit({"gt": list(z.GetGeoTransform()), "epsg": srs.GetAuthorityCode(None), "valu
   expect_identical(as.character(sf::st_crs(s)$epsg), info$epsg)
 })
 
+test_that("GDAL reads the georeferencing of what as_zarr() writes from a SpatRaster", {
+  skip_on_cran()
+  skip_without_geo()
+  skip_without_gdal()
+  p <- local_store_path()
+  r <- terra::rast(nrows = 3, ncols = 4, xmin = 500000, xmax = 500040, ymin = 4999940, ymax = 5e6,
+                   crs = "EPSG:32633")
+  terra::values(r) <- 1:12
+  names(r) <- "b1"
+  as_zarr(r, location = p)
+  info <- run_python('
+from osgeo import gdal
+gdal.UseExceptions()
+z = gdal.Open("ZARR:\\"%s\\":/b1" % sys.argv[1])
+srs = z.GetSpatialRef()
+emit({"gt": list(z.GetGeoTransform()), "epsg": srs.GetAuthorityCode(None) if srs else None,
+      "values": z.ReadAsArray().tolist()})', p)
+  expect_equal(unlist(info$gt), c(500000, 10, 0, 5e6, 0, -20))
+  expect_identical(info$epsg, "32633")
+  expect_identical(as.numeric(unlist(info$values)), as.numeric(1:12))
+})
+
 test_that("a GDAL-written array with valid_range reads as GDAL reads it", {
   skip_on_cran()
   skip_without_gdal()
