@@ -367,6 +367,12 @@ geo_layout_entry <- function(group, node) {
 # The proj: and spatial: properties of an array, lowest level last: those of
 # a multiscales group above it and its entry for the level, those of its
 # group (which apply to the arrays directly in it), its own.
+# (a shallow override: a lower level replaces a property whole)
+geo_override <- function(a, b) {
+  a[names(b)] <- b
+  a
+}
+
 geo_node_props <- function(x) {
   out <- list()
   p <- x$parent
@@ -374,13 +380,13 @@ geo_node_props <- function(x) {
     gp <- p$parent
     if (inherits(gp, "zarr_group")) {
       e <- geo_layout_entry(gp, p)
-      if (length(e)) out <- utils::modifyList(geo_props(gp$attributes), e)
+      if (length(e)) out <- geo_override(geo_props(gp$attributes), e)
     }
     e <- geo_layout_entry(p, x)
-    if (length(e)) out <- utils::modifyList(out, e)
-    out <- utils::modifyList(out, geo_props(p$attributes))
+    if (length(e)) out <- geo_override(out, e)
+    out <- geo_override(out, geo_props(p$attributes))
   }
-  utils::modifyList(out, geo_props(x$attributes))
+  geo_override(out, geo_props(x$attributes))
 }
 
 # The CRS as a string sf::st_crs() and terra accept, or NULL.

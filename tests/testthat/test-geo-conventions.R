@@ -79,6 +79,8 @@ test_that("proj:wkt2 and proj:projjson, group-level properties and node registra
   a <- geo_array(g, "v", c(2, 3), list(`spatial:transform` = list(1, 0, 100, 0, -1, 50),
                                        `spatial:registration` = "node"),
                  dims = c("lat", "lon"), values = matrix(1:6, 2, byrow = TRUE))
+  # the array's transform replaces the group's whole
+  g$set_attribute("spatial:transform", list(5, 0, 0, 0, -5, 0))
   r <- terra::rast(a)
   # node registration: the transform gives cell centres, the extent is half a cell wider
   expect_equal(as.vector(terra::ext(r)), c(xmin = 99.5, xmax = 102.5, ymin = 48.5, ymax = 50.5))
