@@ -310,7 +310,7 @@ geo_level_shape <- function(node) {
 # ---- validation of what a store says ----
 
 geo_check_code <- function(code, where = NULL) {
-  if (!is.character(code) || length(code) != 1L || is.na(code) || !grepl("^[A-Za-z]+:[0-9A-Za-z]+$", code))
+  if (!is.character(code) || length(code) != 1L || is.na(code) || !grepl("^[A-Za-z0-9_]+:[0-9A-Za-z_.-]+$", code))
     zarr_abort("value", sprintf("'proj:code' must be a string such as \"EPSG:4326\"%s", if (!is.null(where)) paste0(" (", where, ")") else ""))
   code
 }
