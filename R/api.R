@@ -239,8 +239,8 @@ r_data_type <- function(x) {
 #'
 #' @seealso [create_zarr()], [auto_chunk()], [zarr_array] and [array-indexing]
 #'   for reading the values back
-#' A `stars` object, or a data frame of a regular grid, is written as an
-#' xarray dataset instead (see "Datasets" below).
+#' A `stars` object, a `SpatRaster`, or a data frame of a regular grid, is
+#' written as an xarray dataset instead (see "Datasets" below).
 #'
 #' @section Datasets:
 #' `as_zarr()` of a `stars` object (package \pkg{stars}) or of a data frame
@@ -254,7 +254,15 @@ r_data_type <- function(x) {
 #' in a `spatial_ref` variable named by each variable's `grid_mapping`,
 #' and consolidated metadata. A stars object's dimensions are written in
 #' the reverse order (xarray's `time, lat, lon` for stars' `lon, lat,
-#' time`); a data frame's in the order of its columns. Values are encoded
+#' time`); a data frame's in the order of its columns. A `SpatRaster`
+#' (package \pkg{terra}) gives one `y, x` variable per layer, named after
+#' the layers. When the x and y dimensions are regular, each variable of a
+#' stars object or `SpatRaster` also gets the zarr-conventions `proj:`
+#' (`proj:code` when the CRS has an EPSG code, and `proj:wkt2`) and
+#' `spatial:` attributes (`spatial:dimensions`, `spatial:transform`,
+#' `spatial:shape`, `spatial:bbox`), as GDAL 3.13 writes them, beside the
+#' CF `grid_mapping`; with a CRS, the variables also get GDAL's own `_CRS`
+#' attribute (its WKT), which older GDAL versions read. Values are encoded
 #' as the attributes say (see `write()` of [zarr_array]). Arguments in `...`:
 #' * `pack`: a list named by variable of lists with `scale_factor`,
 #'   `add_offset`, `dtype` (default "int16") and optionally `_FillValue`
@@ -266,7 +274,7 @@ r_data_type <- function(x) {
 #'   reads) or 3.
 #' * `chunks`: the chunk shape of the variables (default: automatic).
 #' @param x The R vector, matrix or array, a `DelayedArray`, or a `stars`
-#'   object or data frame (see "Datasets").
+#'   object, `SpatRaster` or data frame (see "Datasets").
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store. Not used for datasets.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
@@ -295,7 +303,7 @@ r_data_type <- function(x) {
 #' z <- as_zarr(x, name = "x")
 #' z[["/x"]]$shape
 as_zarr <- function(x, name = NULL, location = NULL, ...) {
-  if (inherits(x, c("stars", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
+  if (inherits(x, c("stars", "SpatRaster", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")

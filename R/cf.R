@@ -423,7 +423,8 @@ new_cf_data <- function(x, sel, coords, decode) {
   structure(list(name = x$name, values = values, dims = dims, coords = cs, index = stats::setNames(idx, dims),
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
                  attributes = x$attributes, path = x$path,
-                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm),
+                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm,
+                 geo = geo_node_props(x)),
             class = "zarr_cf_data")
 }
 

@@ -71,6 +71,8 @@ cf_xy_order <- function(x) {
   ax <- x$axes %||% rep("", n)
   xd <- match("X", ax)
   yd <- match("Y", ax)
+  g <- geo_georef(x)
+  if (!is.null(g)) { xd <- g$xd; yd <- g$yd }
   if (is.na(xd) || is.na(yd) || xd == yd) { xd <- n; yd <- n - 1L }
   c(xd, yd, rev(setdiff(seq_len(n), c(xd, yd))))
 }
@@ -82,7 +84,14 @@ cf_crs_wkt <- function(x) {
     w <- a[["crs_wkt"]] %||% a[["spatial_ref"]]
     if (is.character(w) && length(w) == 1L && nzchar(w)) w
   }
-  pick(x$grid_mapping %||% list()) %||% pick(x$attributes %||% list())
+  gdal <- x$attributes[["_CRS"]] # GDAL's own attribute (its Zarr driver before 3.13)
+  pick(x$grid_mapping %||% list()) %||% pick(x$attributes %||% list()) %||%
+    if (json_is_object(gdal)) pick(list(crs_wkt = gdal[["wkt"]]))
+}
+
+# The CRS of a variable: from the proj: convention, else from CF.
+cf_crs_any <- function(x) {
+  geo_crs(x$geo %||% list()) %||% cf_crs_wkt(x)
 }
 
 # Coordinate values of dimension d (indices where there are none; times of
@@ -115,7 +124,19 @@ cf_plain_values <- function(v) {
 #' `POSIXct` or `Date` (other calendars as ISO strings). The `units`
 #' attribute makes the values \pkg{units} objects (when that package is
 #' installed and knows the unit). The CRS comes from the `crs_wkt` or
-#' `spatial_ref` attribute of the variable named by `grid_mapping`. A dataset
+#' `spatial_ref` attribute of the variable named by `grid_mapping` (or
+#' GDAL's `_CRS` attribute of the variable itself).
+#'
+#' GeoZarr data (EOPF Sentinel products, GDAL 3.13 with
+#' `GEOREFERENCING_CONVENTION=SPATIAL_PROJ`) are georeferenced by the
+#' zarr-conventions instead: the CRS from `proj:code`, `proj:wkt2` or
+#' `proj:projjson` (see [zarr_convention_proj]) and the x and y dimensions
+#' and their affine transform from `spatial:dimensions` and
+#' `spatial:transform` (see [zarr_convention_spatial]), on the array, on its
+#' group, or in the entry for its level in the layout of a `multiscales`
+#' group above (see [zarr_levels()]). They take precedence over coordinate
+#' arrays; a selection gets the transform of its own first cell. stars
+#' keeps rotated transforms; terra needs a grid along x and y. A dataset
 #' gives one stars attribute per data variable (those with the dimensions of
 #' the first data variable with the most dimensions, or `vars`).
 #'
@@ -133,7 +154,8 @@ cf_plain_values <- function(v) {
 #' @param vars For datasets: the variables to convert.
 #' @return A `stars` object, or a `SpatRaster`.
 #' @name zarr-stars-terra
-#' @seealso [as_zarr()] to write stars objects for xarray
+#' @seealso [as_zarr()] to write stars objects and `SpatRaster`s for xarray
+#'   and GDAL
 #' @examplesIf requireNamespace("stars", quietly = TRUE)
 #' z <- create_zarr()
 #' for (d in c("lat", "lon")) {
@@ -161,8 +183,32 @@ st_as_stars.zarr_cf_data <- function(.x, ...) {
   dims <- do.call(stars::st_dimensions, args)
   v <- cf_set_units(v, x$units)
   s <- stars::st_as_stars(stats::setNames(list(v), cf_value_name(x)), dimensions = dims)
-  wkt <- cf_crs_wkt(x)
+  g <- geo_georef(x)
+  if (!is.null(g)) s <- geo_stars_dims(s, dn[1:2], g$transform)
+  wkt <- cf_crs_any(x)
   if (!is.null(wkt)) s <- sf::st_set_crs(s, sf::st_crs(wkt))
+  s
+}
+
+# x and y dimensions of a stars object from an affine transform (a, b, c,
+# d, e, f): offsets and steps, and the rotation terms as stars' `affine`.
+geo_stars_dims <- function(s, xy, tr) {
+  d <- stars::st_dimensions(s)
+  set <- function(dim, offset, delta) {
+    dim$offset <- offset
+    dim$delta <- delta
+    dim["values"] <- list(NULL)
+    dim$point <- FALSE
+    dim
+  }
+  d[[xy[1L]]] <- set(d[[xy[1L]]], tr[3L], tr[1L])
+  d[[xy[2L]]] <- set(d[[xy[2L]]], tr[6L], tr[5L])
+  r <- attr(d, "raster")
+  r$affine <- c(tr[2L], tr[4L])
+  r$dimensions <- xy
+  r$curvilinear <- FALSE
+  attr(d, "raster") <- r
+  attr(s, "dimensions") <- d
   s
 }
 
@@ -190,11 +236,20 @@ cf_rast <- function(x) {
   v <- aperm(cf_plain_values(x$values), ord) # x, y, layers
   xc <- cf_dim_values(x, ord[1L])
   yc <- cf_dim_values(x, ord[2L])
-  # without y coordinates, the first row stays on top (as an image, as GDAL shows it)
-  if (is.null(x$coords[[ord[2L]]])) yc <- rev(yc)
+  g <- geo_georef(x)
+  if (!is.null(g)) {
+    tr <- g$transform
+    if (tr[2L] != 0 || tr[4L] != 0) zarr_abort("value", sprintf("the transform of %s is rotated: terra needs a grid along x and y", x$path))
+    # cell centres from the transform
+    xc <- tr[3L] + tr[1L] * (seq_along(xc) - 0.5)
+    yc <- tr[6L] + tr[5L] * (seq_along(yc) - 0.5)
+  } else if (is.null(x$coords[[ord[2L]]])) {
+    # without y coordinates, the first row stays on top (as an image, as GDAL shows it)
+    yc <- rev(yc)
+  }
   step <- function(cv, what) {
     if (!is.numeric(cv)) zarr_abort("value", sprintf("the %s coordinates of %s are not numbers", what, x$path))
-    if (length(cv) < 2L) return(1)
+    if (length(cv) < 2L) return(if (!is.null(g)) abs(tr[if (what == "x") 1L else 5L]) else 1)
     dd <- diff(cv)
     if (any(abs(dd - dd[1L]) > 1e-6 * abs(dd[1L]))) zarr_abort("value", sprintf("the %s coordinates of %s are not regular: terra needs a regular grid", what, x$path))
     dd[1L]
@@ -207,7 +262,7 @@ cf_rast <- function(x) {
   if (dy > 0) v <- v[, rev(seq_along(yc)), , drop = FALSE]
   v <- aperm(v, c(2L, 1L, 3L))
   ex <- terra::ext(min(xc) - abs(dx) / 2, max(xc) + abs(dx) / 2, min(yc) - abs(dy) / 2, max(yc) + abs(dy) / 2)
-  r <- terra::rast(v, extent = ex, crs = cf_crs_wkt(x) %||% "")
+  r <- terra::rast(v, extent = ex, crs = cf_crs_any(x) %||% "")
   name <- cf_value_name(x)
   if (n == 3L) {
     lv <- cf_dim_values(x, ord[3L])
@@ -222,7 +277,8 @@ cf_rast <- function(x) {
 
 # as_zarr() of a stars object or a data frame (R/api.R dispatches here).
 as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format = 2L, chunks = NULL) {
-  ds <- if (inherits(x, "stars")) cf_from_stars(x) else cf_from_data_frame(x, dims)
+  ds <- if (inherits(x, "stars")) cf_from_stars(x) else if (inherits(x, "SpatRaster")) cf_from_spatraster(x)
+    else cf_from_data_frame(x, dims)
   old <- options(zarr.format = as.integer(format))
   on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
@@ -233,6 +289,10 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
     attrs <- ds$attrs[[v]] %||% list()
     # as rioxarray writes it: a coordinate holding the CRS
     if (!is.null(ds$crs)) attrs[c("grid_mapping", "coordinates")] <- list("spatial_ref", "spatial_ref")
+    # and as GDAL 3.13 writes it: the proj: and spatial: conventions
+    if (!is.null(ds$geo)) attrs <- geo_write_attrs(attrs, ds$crs, ds$geo)
+    # and GDAL's own attribute, which GDAL before 3.13 reads (not grid_mapping)
+    if (!is.null(ds$crs)) attrs[["_CRS"]] <- list(wkt = ds$crs)
     cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks)
   }
   if (!is.null(ds$crs)) {
@@ -313,7 +373,67 @@ cf_from_stars <- function(x) {
   crs <- sf::st_crs(x)
   list(coords = coords, vars = stats::setNames(lapply(vars, `[[`, "values"), names(x)),
        attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = rev(dn),
-       crs = if (!is.na(crs)) crs$wkt)
+       crs = if (!is.na(crs)) crs$wkt, geo = geo_from_stars(d))
+}
+
+# The affine transform of the x and y dimensions of a stars object, when
+# they are regular: list(dims (y, x), transform, shape (ny, nx)), else NULL.
+geo_from_stars <- function(d) {
+  r <- attr(d, "raster")
+  xy <- r$dimensions
+  if (length(xy) != 2L || isTRUE(r$curvilinear) || !all(xy %in% names(d))) return(NULL)
+  dx <- d[[xy[1L]]]
+  dy <- d[[xy[2L]]]
+  if (!is.numeric(dx$offset) || !is.numeric(dy$offset) || anyNA(c(dx$offset, dx$delta, dy$offset, dy$delta)))
+    return(NULL)
+  aff <- r$affine %||% c(0, 0)
+  aff[is.na(aff)] <- 0
+  list(dims = rev(xy), transform = c(dx$delta, aff[1L], dx$offset, aff[2L], dy$delta, dy$offset),
+       shape = c(dy$to - dy$from + 1L, dx$to - dx$from + 1L))
+}
+
+# A SpatRaster -> the list cf_from_stars() gives: one 2-d variable (y, x)
+# per layer, x and y coordinates at cell centres.
+cf_from_spatraster <- function(x) {
+  nx <- terra::ncol(x)
+  ny <- terra::nrow(x)
+  e <- as.vector(terra::ext(x)) # xmin, xmax, ymin, ymax
+  res <- terra::res(x)
+  coords <- list(y = e[["ymax"]] - res[2L] * (seq_len(ny) - 0.5), x = e[["xmin"]] + res[1L] * (seq_len(nx) - 0.5))
+  a <- terra::as.array(x) # rows (north first), columns, layers
+  vn <- make.unique(make.names(names(x)))
+  un <- terra::units(x)
+  vars <- lapply(seq_len(terra::nlyr(x)), function(i) matrix(a[, , i], ny, nx))
+  attrs <- lapply(seq_len(terra::nlyr(x)), function(i) if (isTRUE(nzchar(un[i]))) list(units = un[i]) else list())
+  wkt <- terra::crs(x)
+  list(coords = coords, vars = stats::setNames(vars, vn), attrs = stats::setNames(attrs, vn), dims = c("y", "x"),
+       crs = if (nzchar(wkt)) wkt,
+       geo = list(dims = c("y", "x"), transform = c(res[1L], 0, e[["xmin"]], 0, -res[2L], e[["ymax"]]), shape = c(ny, nx)))
+}
+
+# The proj: (EPSG code when the CRS has one, and its WKT2) and spatial:
+# attributes of a variable.
+geo_write_attrs <- function(attrs, wkt, geo) {
+  if (!is.null(wkt)) {
+    crs <- sf_or_terra_epsg(wkt)
+    p <- zarr_convention_proj$new()
+    p$set(code = if (!is.na(crs)) paste0("EPSG:", crs), wkt2 = wkt)
+    attrs <- p$write(attrs)
+  }
+  s <- zarr_convention_spatial$new()
+  s$set(dimensions = geo$dims, transform = geo$transform, shape = geo$shape)
+  s$write(attrs)
+}
+
+# The EPSG code of a CRS given as WKT (NA when it has none), by sf or terra.
+sf_or_terra_epsg <- function(wkt) {
+  code <- NA_integer_
+  if (requireNamespace("sf", quietly = TRUE)) code <- sf::st_crs(wkt)$epsg
+  else if (requireNamespace("terra", quietly = TRUE)) {
+    d <- terra::crs(wkt, describe = TRUE)
+    if (identical(d$authority, "EPSG")) code <- as.integer(d$code)
+  }
+  if (length(code) != 1L) NA_integer_ else code
 }
 
 # A data frame of a regular grid: `dims` names the dimension columns (by
