@@ -289,17 +289,6 @@ zarr_levels <- function(group) {
   structure(out, class = c("zarr_levels", "data.frame"), group = group$path)
 }
 
-#' @export
-print.zarr_levels <- function(x, ...) {
-  cat(sprintf("<Zarr multiscales> %s: %d level%s\n", attr(x, "group"), nrow(x), if (nrow(x) == 1L) "" else "s"))
-  if (nrow(x)) {
-    y <- as.data.frame(unclass(x), stringsAsFactors = FALSE)
-    y[is.na(y)] <- ""
-    print(y, row.names = FALSE, right = FALSE)
-  }
-  invisible(x)
-}
-
 # the shape of a level: of its array, or of the first array in its group
 geo_level_shape <- function(node) {
   if (inherits(node, "zarr_array")) return(node$shape)

@@ -371,11 +371,15 @@ ome_summary <- function(img) {
 
 #' @export
 print.zarr_levels <- function(x, ...) {
-  print(format(x, ...), right = FALSE)
+  # zarr_levels() of a multiscales group names its group; $levels do not
+  if (!is.null(attr(x, "group")))
+    cat(sprintf("<Zarr multiscales> %s: %d level%s\n", attr(x, "group"), nrow(x), if (nrow(x) == 1L) "" else "s"))
+  if (nrow(x)) print(format(x, ...), right = FALSE, row.names = FALSE)
   invisible(x)
 }
 
-# One line per level (of an OME-NGFF image or a Zarr Vectors store): list
+# One line per level (of an OME-NGFF image, a Zarr Vectors store or a
+# multiscales group): missing text as blanks; list
 # columns of numbers per axis as "64 x 48", the axis names in the column
 # header, so that the table stays one screen wide; a translation only when
 # some level has one.
@@ -387,7 +391,7 @@ format.zarr_levels <- function(x, ...) {
   for (nm in names(x)) {
     col <- x[[nm]]
     if (!is.list(col)) {
-      out[[nm]] <- col
+      out[[nm]] <- if (is.character(col)) ifelse(is.na(col), "", col) else col
       next
     }
     if (nm == "translation" && !any(vapply(col, function(t) any(t != 0, na.rm = TRUE), TRUE))) next
