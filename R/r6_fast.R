@@ -69,7 +69,7 @@ r6_make_plan <- function(gen) {
     x
   }
   list(
-    gen = gen, n = n, signature = r6_signature(lineage),
+    gen = gen, n = n, lineage = lineage, signature = r6_signature(lineage),
     parent_envs = lapply(root_first, function(g) g$parent_env),
     pub = pub, priv = priv, act = act,
     pub_idx = idx(pub), priv_idx = idx(priv), act_idx = idx(act),
@@ -81,9 +81,22 @@ r6_make_plan <- function(gen) {
   )
 }
 
+# Whether a plan still describes its generators (none was changed by $set()).
+r6_plan_current <- function(plan) {
+  for (i in seq_along(plan$lineage)) {
+    g <- plan$lineage[[i]]
+    s <- plan$signature[[i]]
+    if (!identical(g$public_methods, s[[1L]]) || !identical(g$private_methods, s[[2L]]) ||
+        !identical(g$active, s[[3L]]) || !identical(g$public_fields, s[[4L]]) ||
+        !identical(g$private_fields, s[[5L]]))
+      return(FALSE)
+  }
+  TRUE
+}
+
 r6_plan <- function(gen, key) {
   plan <- r6_plans[[key]]
-  if (is.null(plan) || !identical(plan$signature, r6_signature(r6_lineage(gen)))) {
+  if (is.null(plan) || !r6_plan_current(plan)) {
     plan <- r6_make_plan(gen)
     assign(key, plan, envir = r6_plans)
   }
@@ -91,13 +104,7 @@ r6_plan <- function(gen, key) {
 }
 
 # Methods of one level bound to that level's enclosing environment.
-r6_bind_funs <- function(funs, env) {
-  if (!length(funs)) return(funs)
-  lapply(funs, function(f) {
-    environment(f) <- env
-    f
-  })
-}
+r6_bind_funs <- function(funs, env) if (length(funs)) .Call(ffi_r6_rebind, funs, env) else funs
 
 # A new object of a plan's class, before initialize().
 r6_fast_build <- function(plan) {
@@ -124,20 +131,21 @@ r6_fast_build <- function(plan) {
     merged_act <- if (plan$has_act[k]) unlist(act[seq_len(k)], recursive = FALSE)[plan$act_idx[[k]]] else list()
     if (k < n) {
       # a superclass level: what `super$` reaches from the level above
-      if (length(merged_pub)) list2env(merged_pub, bind)
-      if (length(merged_priv)) list2env(merged_priv, bind)
-      for (nm in names(merged_act)) makeActiveBinding(nm, merged_act[[nm]], bind)
+      if (length(merged_pub)) .Call(ffi_r6_define, merged_pub, bind, FALSE, FALSE)
+      if (length(merged_priv)) .Call(ffi_r6_define, merged_priv, bind, FALSE, FALSE)
+      if (length(merged_act)) .Call(ffi_r6_define, merged_act, bind, TRUE, FALSE)
       enclos$.__active__ <- merged_act
       super_bind <- bind
     }
   }
-  if (length(merged_pub)) list2env(merged_pub, public_bind_env)
+  # methods are locked, fields not (as R6 does)
+  if (length(merged_pub)) .Call(ffi_r6_define, merged_pub, public_bind_env, FALSE, TRUE)
   if (length(plan$public_fields)) list2env(plan$public_fields, public_bind_env)
   if (has_priv) {
-    if (length(merged_priv)) list2env(merged_priv, private_bind_env)
+    if (length(merged_priv)) .Call(ffi_r6_define, merged_priv, private_bind_env, FALSE, TRUE)
     if (length(plan$private_fields)) list2env(plan$private_fields, private_bind_env)
   }
-  for (nm in names(merged_act)) makeActiveBinding(nm, merged_act[[nm]], public_bind_env)
+  if (length(merged_act)) .Call(ffi_r6_define, merged_act, public_bind_env, TRUE, FALSE)
   # (R6 keeps the list, empty too, when there is an active binding or a superclass)
   if (n > 1L || length(plan$act[[n]])) enclos$.__active__ <- merged_act
   public_bind_env$.__enclos_env__ <- enclos
@@ -145,8 +153,6 @@ r6_fast_build <- function(plan) {
     if (has_priv) lockEnvironment(private_bind_env)
     lockEnvironment(public_bind_env)
   }
-  if (has_priv) for (nm in names(merged_priv)) lockBinding(nm, private_bind_env)
-  for (nm in names(merged_pub)) lockBinding(nm, public_bind_env)
   class(public_bind_env) <- plan$classes
   public_bind_env
 }
