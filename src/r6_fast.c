@@ -20,7 +20,7 @@ static SEXP rebound(SEXP f, SEXP env) {
 
 /* funs: a list of functions (names kept); env: their new enclosure. */
 SEXP ffi_r6_rebind(SEXP funs, SEXP env) {
-  if (TYPEOF(funs) != VECSXP || TYPEOF(env) != ENVSXP) error("r6_rebind: a list and an environment are needed");
+  if (TYPEOF(funs) != VECSXP || TYPEOF(env) != ENVSXP) zarr_raise(ZE_VALUE, NULL, NULL, "r6_rebind: a list and an environment are needed");
   R_xlen_t n = XLENGTH(funs);
   SEXP out = PROTECT(allocVector(VECSXP, n));
   for (R_xlen_t i = 0; i < n; i++) {
@@ -35,10 +35,10 @@ SEXP ffi_r6_rebind(SEXP funs, SEXP env) {
 /* Define the elements of the named list `x` in `env`: as active bindings
  * when `active` is TRUE, else as values, locked when `lock` is TRUE. */
 SEXP ffi_r6_define(SEXP x, SEXP env, SEXP active, SEXP lock) {
-  if (TYPEOF(x) != VECSXP || TYPEOF(env) != ENVSXP) error("r6_define: a list and an environment are needed");
+  if (TYPEOF(x) != VECSXP || TYPEOF(env) != ENVSXP) zarr_raise(ZE_VALUE, NULL, NULL, "r6_define: a list and an environment are needed");
   SEXP names = getAttrib(x, R_NamesSymbol);
   R_xlen_t n = XLENGTH(x);
-  if (n && (TYPEOF(names) != STRSXP || XLENGTH(names) != n)) error("r6_define: the list needs names");
+  if (n && (TYPEOF(names) != STRSXP || XLENGTH(names) != n)) zarr_raise(ZE_VALUE, NULL, NULL, "r6_define: the list needs names");
   int act = asLogical(active) == TRUE, lk = asLogical(lock) == TRUE;
   for (R_xlen_t i = 0; i < n; i++) {
     SEXP sym = installTrChar(STRING_ELT(names, i));
