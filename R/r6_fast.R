@@ -17,7 +17,7 @@
 # Only generators of this package get it, in .onLoad(); subclasses made by
 # other packages (geozarr's) keep R6's constructor, which reads the same
 # generator fields. A generator changed with `$set()` or put under `$debug()`
-# is noticed (the plan is remade, or R6's constructor is used).
+# is noticed (the plans are remade, or R6's constructor is used).
 
 r6_plans <- new.env(parent = emptyenv())
 
@@ -29,14 +29,6 @@ r6_lineage <- function(gen) {
     gen <- gen$get_inherit()
   }
   out
-}
-
-# What identifies the definitions a plan was made from: the method, field and
-# active lists of every level (compared with identical(), which returns at
-# once for the same objects).
-r6_signature <- function(lineage) {
-  lapply(lineage, function(g) list(g$public_methods, g$private_methods, g$active,
-                                   g$public_fields, g$private_fields, g$parent_env, g$lock_objects))
 }
 
 # Names of a merge of named lists in which a later definition wins, as R6's
@@ -69,7 +61,7 @@ r6_make_plan <- function(gen) {
     x
   }
   list(
-    gen = gen, n = n, lineage = lineage, signature = r6_signature(lineage),
+    n = n,
     parent_envs = lapply(root_first, function(g) g$parent_env),
     pub = pub, priv = priv, act = act,
     pub_idx = idx(pub), priv_idx = idx(priv), act_idx = idx(act),
@@ -81,22 +73,9 @@ r6_make_plan <- function(gen) {
   )
 }
 
-# Whether a plan still describes its generators (none was changed by $set()).
-r6_plan_current <- function(plan) {
-  for (i in seq_along(plan$lineage)) {
-    g <- plan$lineage[[i]]
-    s <- plan$signature[[i]]
-    if (!identical(g$public_methods, s[[1L]]) || !identical(g$private_methods, s[[2L]]) ||
-        !identical(g$active, s[[3L]]) || !identical(g$public_fields, s[[4L]]) ||
-        !identical(g$private_fields, s[[5L]]))
-      return(FALSE)
-  }
-  TRUE
-}
-
 r6_plan <- function(gen, key) {
   plan <- r6_plans[[key]]
-  if (is.null(plan) || !r6_plan_current(plan)) {
+  if (is.null(plan)) {
     plan <- r6_make_plan(gen)
     assign(key, plan, envir = r6_plans)
   }
@@ -180,6 +159,13 @@ r6_use_fast_new <- function(gen) {
   key <- gen$classname
   r6_new <- gen$new
   gen$.__r6_new__ <- r6_new
+  # a method or field added with $set() (here or to a superclass) changes
+  # the plans: they are remade
+  r6_set <- gen$set
+  gen$set <- function(...) {
+    rm(list = ls(r6_plans, all.names = TRUE), envir = r6_plans)
+    r6_set(...)
+  }
   gen$new <- function(...) {
     if (length(gen$debug_names)) return(r6_new(...))
     obj <- r6_fast_build(r6_plan(gen, key))
