@@ -153,7 +153,7 @@ zarr_group <- R6::R6Class("zarr_group",
         map <- consolidated_map(self)
         if (private$.built || name %in% c(".", "..", node_documents) ||
             (!is.null(map) && is.null(consolidated_metadata_of(self, name))) ||
-            is.null(tryCatch(check_node_name(name), zarr_error = function(e) NULL)))
+            !node_name_ok(name))
           return(NULL)
         kid <- private$child_from_store(name)
       } else {
