@@ -423,8 +423,17 @@ new_cf_data <- function(x, sel, coords, decode) {
   structure(list(name = x$name, values = values, dims = dims, coords = cs, index = stats::setNames(idx, dims),
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
                  attributes = x$attributes, path = x$path,
-                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm),
+                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm,
+                 sources = cf_sources_of(x, ca)),
             class = "zarr_cf_data")
+}
+
+# What as_zarr() needs of the array and its coordinate arrays (see cf_sources())
+cf_sources_of <- function(x, ca) {
+  ca <- ca[!vapply(ca, is.null, TRUE)]
+  out <- lapply(ca, cf_source_of)
+  out[[cf_value_name(x)]] <- cf_source_of(x)
+  out
 }
 
 #' Decoded values with their coordinates
@@ -465,7 +474,7 @@ as.data.frame.zarr_cf_data <- function(x, row.names = NULL, optional = FALSE, ..
   names(cols) <- ifelse(nzchar(x$dims), x$dims, paste0("dim", seq_along(x$dims)))
   df <- expand.grid(cols, KEEP.OUT.ATTRS = FALSE, stringsAsFactors = FALSE)
   df[[cf_value_name(x)]] <- cf_value_column(x$values)
-  df
+  cf_set_sources(df, list(x))
 }
 
 cf_value_name <- function(x) if (nzchar(x$name)) x$name else "value"
@@ -654,7 +663,7 @@ names.zarr_dataset <- function(x) x$variables
 as.data.frame.zarr_dataset <- function(x, row.names = NULL, optional = FALSE, ..., vars = NULL) {
   parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
   df <- as.data.frame(parts)
-  cf_add_aux_coords(x, parts[[1L]], df)
+  cf_set_sources(cf_add_aux_coords(x, parts[[1L]], df), unclass(parts))
 }
 
 # The auxiliary coordinates of a dataset whose dimensions are all among those
@@ -692,7 +701,7 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
     zarr_abort("value", "variables with different dimensions cannot share the rows of one data frame")
   df <- as.data.frame(x[[1L]])
   for (v in x[-1L]) df[[cf_value_name(v)]] <- cf_value_column(v$values)
-  df
+  cf_set_sources(df, unclass(x))
 }
 
 #' CF decoding of Zarr arrays

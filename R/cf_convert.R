@@ -26,6 +26,9 @@ cf_register_terra <- function(...) {
   methods::setOldClass("zarr_cf_data", where = cf_s4_env)
   methods::setMethod(rast, "zarr_array", function(x, ...) cf_rast(x$sel(...)), where = cf_s4_env)
   methods::setMethod(rast, "zarr_cf_data", function(x, ...) cf_rast(x), where = cf_s4_env)
+  methods::setOldClass(c("zarr_dataset", "R6"), where = cf_s4_env)
+  methods::setMethod(rast, "zarr_dataset", function(x, ..., vars = NULL) cf_rast_dataset(x, ..., vars = vars),
+                     where = cf_s4_env)
 }
 
 # Register now when the package is loaded already, else when it loads.
@@ -163,7 +166,7 @@ st_as_stars.zarr_cf_data <- function(.x, ...) {
   s <- stars::st_as_stars(stats::setNames(list(v), cf_value_name(x)), dimensions = dims)
   wkt <- cf_crs_wkt(x)
   if (!is.null(wkt)) s <- sf::st_set_crs(s, sf::st_crs(wkt))
-  s
+  cf_set_sources(s, list(x))
 }
 
 # units objects where the units package knows the unit (times are not)
@@ -178,7 +181,7 @@ st_as_stars.zarr_array <- function(.x, ...) st_as_stars.zarr_cf_data(.x$sel(...)
 st_as_stars.zarr_dataset <- function(.x, ..., vars = NULL) {
   parts <- .x$sel(..., vars = vars %||% cf_default_vars(.x))
   out <- lapply(parts, st_as_stars.zarr_cf_data)
-  if (length(out) == 1L) out[[1L]] else do.call(c, unname(out))
+  cf_set_sources(if (length(out) == 1L) out[[1L]] else do.call(c, unname(out)), parts)
 }
 
 # ---- terra ----
@@ -212,28 +215,78 @@ cf_rast <- function(x) {
   if (n == 3L) {
     lv <- cf_dim_values(x, ord[3L])
     names(r) <- paste(name, format(lv), sep = "_")
+    lv <- cf_gregorian_labels(x$coords[[ord[3L]]], lv)
     if (inherits(lv, c("Date", "POSIXct"))) terra::time(r) <- lv
   } else names(r) <- name
   if (is.character(x$units) && length(x$units) == 1L) terra::units(r) <- x$units
   r
 }
 
+# The times of a model calendar (noleap, all_leap, 360_day) as Date or
+# POSIXct when each is also a date of the Gregorian calendar (the labels
+# kept, as terra does for netCDF files; 2001-02-30 is no such date, and Julian
+# dates name other days): terra's time() takes nothing else. `lv` otherwise.
+cf_gregorian_labels <- function(cv, lv) {
+  if (!inherits(cv, "CFTime") || !cv$cal$name %in% c("noleap", "365_day", "all_leap", "366_day", "360_day") ||
+      !is.character(lv) || anyNA(lv)) return(lv)
+  day <- all(nchar(lv) == 10L)
+  fmt <- if (day) "%Y-%m-%d" else "%Y-%m-%dT%H:%M:%S"
+  t <- if (day) as.Date(lv, format = fmt, optional = TRUE) else as.POSIXct(lv, tz = "UTC", format = fmt)
+  if (anyNA(t) || !identical(format(t, fmt), lv)) return(lv)
+  t
+}
+
+# rast() of a dataset: one layer per time (or element of the third
+# dimension) and variable, the variables of as.data.frame() by default.
+cf_rast_dataset <- function(x, ..., vars = NULL) {
+  parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
+  out <- lapply(parts, cf_rast)
+  if (length(out) == 1L) out[[1L]] else do.call(c, unname(out))
+}
+
 # ---- writing stars objects and data frames for xarray ----
+
+# What as_zarr() needs to write a converted dataset back as it was read:
+# the Zarr order of the dimensions and, per variable and coordinate, its
+# attributes and data type. as.data.frame() and st_as_stars() of decoded
+# data keep it in the attribute "zarr_cf" of what they return (data frames
+# keep it through row subsets; a data frame or stars object without it is
+# written from what it holds).
+cf_sources <- function(parts) {
+  vars <- list()
+  for (p in parts) vars[names(p$sources)] <- p$sources
+  list(dims = parts[[1L]]$dims, variables = vars)
+}
+
+cf_set_sources <- function(x, parts) {
+  if (length(parts) && !is.null(parts[[1L]]$sources)) attr(x, "zarr_cf") <- cf_sources(parts)
+  x
+}
+
+# One array's part of it
+cf_source_of <- function(a) list(attributes = a$attributes, data_type = a$data_type)
+
+# Attributes about how values are stored or linking to other variables:
+# as_zarr() writes its own, never the source's
+cf_storage_attrs <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned", "calendar",
+                      "coordinates", "grid_mapping", "bounds", "_ARRAY_DIMENSIONS", "dtype")
 
 # as_zarr() of a stars object or a data frame (R/api.R dispatches here).
 as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format = 2L, chunks = NULL) {
-  ds <- if (inherits(x, "stars")) cf_from_stars(x) else cf_from_data_frame(x, dims)
+  src <- attr(x, "zarr_cf", exact = TRUE)
+  ds <- if (inherits(x, "stars")) cf_from_stars(x, src$dims) else cf_from_data_frame(x, dims, src)
+  srcv <- src$variables
   old <- options(zarr.format = as.integer(format))
   on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
   g <- z$root
   # coordinates in one chunk each, as xarray writes them
-  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]))
+  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]), src = srcv[[d]])
   for (v in names(ds$vars)) {
     attrs <- ds$attrs[[v]] %||% list()
     # as rioxarray writes it: a coordinate holding the CRS
     if (!is.null(ds$crs)) attrs[c("grid_mapping", "coordinates")] <- list("spatial_ref", "spatial_ref")
-    cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks)
+    cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks, src = srcv[[v]])
   }
   if (!is.null(ds$crs)) {
     b <- define_array("int32", integer())
@@ -248,11 +301,31 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
 }
 
 # One variable: its data type, CF attributes (time units, packing), then the
-# decoded values, which write() encodes.
-cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NULL) {
+# decoded values, which write() encodes. `src` (see cf_sources()) is the
+# array the values were read from: its attributes are kept, its time units
+# and calendar, packing and floating-point type are used again.
+cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NULL, src = NULL) {
   shape <- dim(v) %||% length(v)
-  units <- NULL
-  if (inherits(v, c("Date", "POSIXct"))) {
+  enc <- if (!is.null(src)) tryCatch(cf_encoding(src$attributes, src$data_type, name), error = function(e) NULL)
+  sa <- src$attributes %||% list()
+  drop <- c(cf_storage_attrs, if (!is.null(enc$time)) "units")
+  # valid_min/max/range are in the stored units of a packed variable
+  if (!is.null(enc$scale) || !is.null(enc$offset)) drop <- c(drop, "valid_min", "valid_max", "valid_range")
+  sa <- sa[setdiff(names(sa), drop)]
+  attrs <- c(sa[setdiff(names(sa), names(attrs))], attrs)
+  src_type <- if (!is.null(src)) src$data_type$data_type
+  src_kind <- if (!is.null(src_type)) dtype_kind(src_type) else NA
+  if (!is.null(enc$time) && (inherits(v, c("Date", "POSIXct")) || is.character(v))) {
+    # the source's units and calendar (times of other calendars are ISO strings here)
+    num <- cf_encode(v, list(time = enc$time, calendar = enc$calendar, kind = "f", bits = 64L), name)
+    whole <- !anyNA(num) && all(num == round(num))
+    dtype <- if (whole && src_kind %in% c("i", "u") && all(abs(num) < 2^(dtype_info(src_type)$size * 8 - 1)))
+      src_type else "float64"
+    attrs$units <- enc$units
+    attrs$calendar <- enc$calendar
+    v <- num
+    if (length(shape) > 1L) dim(v) <- shape
+  } else if (inherits(v, c("Date", "POSIXct"))) {
     t <- if (inherits(v, "Date")) as.numeric(v) * 86400 else as.numeric(v)
     ok <- t[!is.na(t)]
     origin <- if (length(ok)) min(ok) else 0
@@ -268,7 +341,14 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
   } else {
     if (!is.numeric(v) && !is.logical(v) && !is.character(v) && !is.factor(v))
       zarr_abort("value", sprintf("variable '%s' of class %s cannot be written", name, class(v)[1L]))
-    dtype <- if (!is.null(pack)) pack$dtype %||% "int16" else r_data_type(v)
+    packed_src <- !is.null(enc$scale) || !is.null(enc$offset)
+    # packed as it was read, unless `pack` says otherwise
+    if (is.null(pack) && packed_src && src_kind %in% c("i", "u") && is.numeric(v))
+      pack <- list(scale_factor = enc$scale %||% 1, add_offset = enc$offset %||% 0, dtype = src_type,
+                   `_FillValue` = enc$fill[1L])
+    dtype <- if (!is.null(pack)) pack$dtype %||% "int16"
+             else if (!packed_src && identical(src_kind, "f") && is.double(v)) src_type
+             else r_data_type(v)
   }
   b <- define_array(dtype, shape)
   b$dimension_names <- dims
@@ -288,10 +368,13 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
 
 `%|NA|%` <- function(a, b) if (is.na(a)) b else a
 
-# A stars object -> list(coords, vars, dims (Zarr order), attrs, crs)
-cf_from_stars <- function(x) {
+# A stars object -> list(coords, vars, dims (Zarr order), attrs, crs); the
+# Zarr order is `order` (the source's) when it names the dimensions, else
+# the reverse of stars' order.
+cf_from_stars <- function(x, order = NULL) {
   d <- stars::st_dimensions(x)
   dn <- names(d)
+  perm <- if (length(order) == length(dn) && setequal(order, dn)) match(order, dn) else rev(seq_along(dn))
   # x and y values are cell centres (as in CF); times are the start of their step
   xy <- attr(d, "raster")$dimensions
   coords <- stats::setNames(lapply(dn, function(n) {
@@ -307,24 +390,27 @@ cf_from_stars <- function(x) {
       v <- units::drop_units(v)
     }
     if (is.null(dim(v))) dim(v) <- length(v)
-    # Zarr's C order (xarray's time, lat, lon) is the reverse of stars'
-    list(values = if (length(dn) > 1L) aperm(v, rev(seq_along(dn))) else v, attrs = attrs)
+    list(values = if (length(dn) > 1L) aperm(v, perm) else v, attrs = attrs)
   })
   crs <- sf::st_crs(x)
   list(coords = coords, vars = stats::setNames(lapply(vars, `[[`, "values"), names(x)),
-       attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = rev(dn),
+       attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = dn[perm],
        crs = if (!is.na(crs)) crs$wkt)
 }
 
-# A data frame of a regular grid: `dims` names the dimension columns (by
-# default the fewest first columns that tell the rows apart), in Zarr
-# order; the other columns are variables. Cells without a row are NA.
-cf_from_data_frame <- function(x, dims = NULL) {
+# A data frame of a regular grid: `dims` names the dimension columns, in
+# Zarr order; the other columns are variables. Cells without a row are NA.
+# By default they are the dimensions of the source (`src`, see
+# cf_sources()), else the fewest first columns that tell the rows apart,
+# put in CF's order when x and y are among them (cf_df_dim_order()).
+cf_from_data_frame <- function(x, dims = NULL, src = NULL) {
   x <- as.data.frame(x)
+  if (is.null(dims) && length(src$dims) && all(src$dims %in% names(x)) && length(src$dims) < ncol(x) &&
+      !anyDuplicated(x[src$dims])) dims <- src$dims
   if (is.null(dims)) {
     k <- which(vapply(seq_len(ncol(x) - 1L), function(k) !anyDuplicated(x[seq_len(k)]), TRUE))[1L]
     if (is.na(k)) zarr_abort("value", "no columns of the data frame make a regular grid: give `dims`")
-    dims <- names(x)[seq_len(k)]
+    dims <- cf_df_dim_order(x[seq_len(k)], src$variables)
   }
   if (!all(dims %in% names(x))) zarr_abort("argument", "`dims` must name columns of the data frame")
   coords <- lapply(x[dims], unique)
@@ -341,6 +427,20 @@ cf_from_data_frame <- function(x, dims = NULL) {
     out
   })
   list(coords = coords, vars = stats::setNames(vars, vn), attrs = list(), dims = dims, crs = NULL)
+}
+
+# The Zarr order of the dimension columns of a data frame: with an x and a y
+# column (as cf_axes() finds them, times also by their class) xarray's
+# order, time first, x last, other dimensions between them in their column
+# order (so expand.grid(lon, lat, time) and the long format of stars give
+# time, lat, lon); else the order of the columns.
+cf_df_dim_order <- function(cols, sources = NULL) {
+  dn <- names(cols)
+  ax <- cf_axes(dn, lapply(dn, function(d) sources[[d]]$attributes))
+  ax[vapply(cols, inherits, TRUE, c("Date", "POSIXct"))] <- "T"
+  if (!all(c("X", "Y") %in% ax)) return(dn)
+  rank <- match(ax, c("T", "", "Y", "X"))
+  dn[order(rank)]
 }
 
 # the variables converted by default: as as.data.frame() of a dataset takes them
