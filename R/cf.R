@@ -59,6 +59,27 @@ cf_encoding <- function(attrs, dt, path = NULL, valid_range = FALSE) {
 cf_attribute_names <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "valid_min", "valid_max",
                         "valid_range", "_Unsigned", "units")
 
+# What a decoded read of an array returns, for print(): the R type and what
+# decoding does, such as "double: int16 * 0.01 + 285, -32767 -> NA; units
+# K", or NULL when reads return the stored values.
+cf_read_summary <- function(attrs, dt, path = NULL) {
+  enc <- tryCatch(cf_encoding(attrs, dt, path), error = function(e) NULL)
+  if (is.null(enc)) return(NULL)
+  num <- function(v) format(v, digits = 15)
+  packed <- !is.null(enc$scale) || !is.null(enc$offset)
+  unsigned <- (isTRUE(enc$unsigned) && enc$kind == "i") || (identical(enc$unsigned, FALSE) && enc$kind == "u")
+  markers <- unique(c(enc$fill, enc$missing))
+  type <- if (!is.null(enc$time)) {
+    if (cf_calendar_kind(enc$calendar) %in% c("standard", "gregorian")) "Date or POSIXct" else "CFTime or ISO 8601 strings"
+  } else if (packed || unsigned) "double" else dt$Rtype
+  how <- c(if (unsigned) sprintf("%s as %s", dt$data_type, if (enc$kind == "i") "unsigned" else "signed"),
+           if (packed) sprintf("stored * %s + %s", num(enc$scale %||% 1), num(enc$offset %||% 0)),
+           if (length(markers)) sprintf("%s -> NA", paste(num(markers), collapse = ", ")),
+           if (!is.null(enc$time)) sprintf("%s, calendar %s", enc$units, enc$calendar)
+           else if (!is.null(enc$units)) sprintf("units %s", enc$units))
+  paste0(type, if (length(how)) paste0(" (", paste(how, collapse = "; "), ")"))
+}
+
 # Decode raw values read from an array (any shape; dim kept).
 cf_decode <- function(x, enc) {
   d <- dim(x)
@@ -603,8 +624,11 @@ zarr_dataset_class <- R6::R6Class("zarr_dataset",
       line <- function(n) {
         a <- arrs[[n]]
         u <- a$attributes[["units"]]
-        sprintf("  %-12s (%s) %s%s", n, paste(a$dimension_names %||% "", collapse = ", "), a$data_type$data_type,
-                if (is.character(u)) paste0(" [", u, "]") else "")
+        # packed variables: the type of the decoded values too
+        dec <- cf_read_summary(a$attributes, a$data_type)
+        dec <- if (!is.null(dec) && startsWith(dec, "double")) " -> double" else ""
+        sprintf("  %-12s (%s) %s%s%s", n, paste(a$dimension_names %||% "", collapse = ", "), a$data_type$data_type,
+                dec, if (is.character(u)) paste0(" [", u, "]") else "")
       }
       cat("<Zarr dataset>", self$group$path, "\n")
       cat("Coordinates:\n"); cat(vapply(self$coord_names, line, ""), sep = "\n")

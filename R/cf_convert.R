@@ -413,7 +413,7 @@ cf_from_data_frame <- function(x, dims = NULL, src = NULL) {
     dims <- cf_df_dim_order(x[seq_len(k)], src$variables)
   }
   if (!all(dims %in% names(x))) zarr_abort("argument", "`dims` must name columns of the data frame")
-  coords <- lapply(x[dims], unique)
+  coords <- lapply(x[dims], cf_df_coord_values)
   idx <- Map(match, x[dims], coords)
   shape <- lengths(coords)
   cell <- Reduce(function(acc, d) acc + (idx[[d]] - 1) * prod(shape[seq_len(d - 1L)]), seq_along(idx)[-1L], idx[[1L]])
@@ -427,6 +427,18 @@ cf_from_data_frame <- function(x, dims = NULL, src = NULL) {
     out
   })
   list(coords = coords, vars = stats::setNames(vars, vn), attrs = list(), dims = dims, crs = NULL)
+}
+
+# The coordinate values of a dimension column: in the order they come when
+# that is monotonic, else sorted (rows left out can put a later value first),
+# decreasing when most values that come one after another decrease
+cf_df_coord_values <- function(col) {
+  u <- unique(col)
+  if (is.factor(u) || anyNA(u) || !isTRUE(is.unsorted(u)) || !isTRUE(is.unsorted(rev(u)))) return(u)
+  s <- tryCatch(sort(u), error = function(e) NULL)
+  if (length(s) != length(u)) return(u)
+  ups <- sum(utils::tail(u, -1L) > utils::head(u, -1L))
+  if (ups < (length(u) - 1L) / 2) rev(s) else s
 }
 
 # The Zarr order of the dimension columns of a data frame: with an x and a y
