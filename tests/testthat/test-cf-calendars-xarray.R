@@ -25,7 +25,7 @@ xarray_differences <- function(src, back) {
 test_that("as_zarr() of as.data.frame() and st_as_stars() of an xarray dataset gives xarray its dataset back", {
   dir <- cf_calendar_stores()
   out <- withr::local_tempdir()
-  for (cal in c("noleap", "360_day", "standard")) {
+  for (cal in c("noleap", "360_day", "standard", "proleptic_gregorian", "all_leap", "julian", "366_day")) {
     src <- file.path(dir, paste0(cal, ".zarr"))
     ds <- zarr_dataset(src)
     df <- as.data.frame(ds)

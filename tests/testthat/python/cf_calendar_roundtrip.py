@@ -1,6 +1,6 @@
 # CF datasets with the calendars of climate models, written by xarray, and
 # the comparison of what R writes back with them, as xarray reads both.
-#   write DIR: DIR/<calendar>.zarr for noleap, 360_day and standard; prints {"ok": true}
+#   write DIR: DIR/<calendar>.zarr for CF calendars; prints {"ok": true}
 #   check SRC BACK: prints {"problems": [...]}, empty when xr.open_zarr(BACK)
 #     equals xr.open_zarr(SRC): values, decoded times (cftime objects of the
 #     same calendar), dimensions, attributes of variables and coordinates
@@ -63,7 +63,7 @@ def check(src, back):
     sys.stdout.write(json.dumps({"problems": problems}))
 
 if sys.argv[1] == "write":
-    for cal in ("noleap", "360_day", "standard"):
+    for cal in ("noleap", "360_day", "standard", "proleptic_gregorian", "all_leap", "julian", "366_day"):
         make(cal, sys.argv[2] + "/" + cal + ".zarr")
     sys.stdout.write(json.dumps({"ok": True}))
 else:
