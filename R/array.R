@@ -80,8 +80,10 @@ zarr_array <- R6::R6Class("zarr_array",
 
     #' @description Print a summary of the array (through cli when it is
     #'   installed and `zarr_options("zarr_theme")` is set; see
-    #'   [zarr_options()]), then the details a descendant class adds
-    #'   (`print_details()`) and the attributes (`display_attributes()`).
+    #'   [zarr_options()]; for arrays with CF attributes, "Reads as" says
+    #'   what decoded reads return: see [cf-decoding]), then the details a
+    #'   descendant class adds (`print_details()`) and the attributes
+    #'   (`display_attributes()`).
     print = function() {
       lab <- character()
       val <- character()

@@ -474,6 +474,10 @@ cf_sources_of <- function(x, ca) {
 #' coordinate values, or the index where there are none) and one with the
 #' values, named after the array. `as.array()` gives the values with the
 #' coordinates as dimnames.
+#'
+#' The data frame remembers the arrays it came from (in its attribute
+#' `"zarr_cf"`): [as_zarr()] writes it back as they were (see "Datasets"
+#' there).
 #' @param x A `zarr_cf_data` object.
 #' @param row.names,optional Ignored.
 #' @param ... Ignored.
@@ -682,7 +686,9 @@ names.zarr_dataset <- function(x) x$variables
 #'   longitudes, or a scalar coordinate: repeated on every row), then one
 #'   per variable, as xarray's `to_dataframe()` followed by
 #'   `reset_index()`; its rows are in R's order (the first dimension
-#'   varies fastest).
+#'   varies fastest). The data frame remembers the dataset's dimensions
+#'   and variables: [as_zarr()] writes it back as the dataset was (see
+#'   "Datasets" there).
 #' @export
 as.data.frame.zarr_dataset <- function(x, row.names = NULL, optional = FALSE, ..., vars = NULL) {
   parts <- x$sel(..., vars = vars %||% cf_default_vars(x))

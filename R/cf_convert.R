@@ -105,7 +105,9 @@ cf_plain_values <- function(v) {
 #' With the \pkg{stars} package installed, `stars::st_as_stars()` takes a
 #' [zarr_array], a [zarr_cf_data] selection (from the `sel()` and `isel()`
 #' methods) or a [zarr_dataset]; with \pkg{terra} installed, `terra::rast()`
-#' takes a 2-d or 3-d [zarr_array] or [zarr_cf_data]. Values are decoded
+#' takes a 2-d or 3-d [zarr_array] or [zarr_cf_data], or a [zarr_dataset]
+#' (the layers of each variable, of those `vars` names or by default of
+#' those `as.data.frame()` takes, one after the other). Values are decoded
 #' (see [cf-decoding]).
 #'
 #' `st_as_stars()` puts the dimensions in stars' order: x (longitude) first,
@@ -126,10 +128,18 @@ cf_plain_values <- function(v) {
 #' cells whose centres they are; rows are put north up (flipped when the
 #' latitudes increase; without y coordinates the first row stays on top,
 #' as in an image); the third dimension gives the layers, named after
-#' its coordinate values, and sets `terra::time()` when it holds times.
+#' its coordinate values, and sets `terra::time()` when it holds times:
+#' those of the standard calendars, and those of the "noleap", "all_leap"
+#' and "360_day" calendars when each is also a Gregorian date (so
+#' "2001-02-30" of "360_day" names a layer but sets no time; Julian dates
+#' name other days than the Gregorian dates written the same way and set
+#' no time either).
 #'
 #' Arguments in `...` of `st_as_stars()` and `rast()` of an array or a
 #' dataset select by coordinate values first, as `sel()` does.
+#'
+#' The stars objects remember the arrays they came from, for [as_zarr()]
+#' to write them back as they were (see "Datasets" there).
 #' @param .x,x A [zarr_array], [zarr_cf_data] or (`st_as_stars()`)
 #'   [zarr_dataset].
 #' @param ... Selection by coordinate values (for arrays and datasets).
