@@ -445,7 +445,8 @@ new_cf_data <- function(x, sel, coords, decode) {
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
                  attributes = x$attributes, path = x$path,
                  axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm,
-                 sources = cf_sources_of(x, ca)),
+                 # stored values are not what as_zarr() writes back as the source
+                 sources = if (!isFALSE(decode)) cf_sources_of(x, ca)),
             class = "zarr_cf_data")
 }
 

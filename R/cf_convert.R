@@ -278,7 +278,7 @@ cf_source_of <- function(a) list(attributes = a$attributes, data_type = a$data_t
 
 # Attributes about how values are stored or linking to other variables:
 # as_zarr() writes its own, never the source's
-cf_storage_attrs <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned", "calendar",
+cf_storage_attrs <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned",
                       "coordinates", "grid_mapping", "bounds", "_ARRAY_DIMENSIONS", "dtype")
 
 # as_zarr() of a stars object or a data frame (R/api.R dispatches here).
@@ -318,15 +318,16 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
   shape <- dim(v) %||% length(v)
   enc <- if (!is.null(src)) tryCatch(cf_encoding(src$attributes, src$data_type, name), error = function(e) NULL)
   sa <- src$attributes %||% list()
-  drop <- c(cf_storage_attrs, if (!is.null(enc$time)) "units")
+  # times (of other calendars: ISO strings) in the source's units and calendar
+  src_time <- !is.null(enc$time) && (inherits(v, c("Date", "POSIXct")) || is.character(v))
+  drop <- c(cf_storage_attrs, if (src_time) c("units", "calendar"))
   # valid_min/max/range are in the stored units of a packed variable
   if (!is.null(enc$scale) || !is.null(enc$offset)) drop <- c(drop, "valid_min", "valid_max", "valid_range")
   sa <- sa[setdiff(names(sa), drop)]
   attrs <- c(sa[setdiff(names(sa), names(attrs))], attrs)
   src_type <- if (!is.null(src)) src$data_type$data_type
   src_kind <- if (!is.null(src_type)) dtype_kind(src_type) else NA
-  if (!is.null(enc$time) && (inherits(v, c("Date", "POSIXct")) || is.character(v))) {
-    # the source's units and calendar (times of other calendars are ISO strings here)
+  if (src_time) {
     num <- cf_encode(v, list(time = enc$time, calendar = enc$calendar, kind = "f", bits = 64L), name)
     whole <- !anyNA(num) && all(num == round(num))
     dtype <- if (whole && src_kind %in% c("i", "u") && all(abs(num) < 2^(dtype_info(src_type)$size * 8 - 1)))
@@ -353,7 +354,8 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
       zarr_abort("value", sprintf("variable '%s' of class %s cannot be written", name, class(v)[1L]))
     packed_src <- !is.null(enc$scale) || !is.null(enc$offset)
     # packed as it was read, unless `pack` says otherwise
-    if (is.null(pack) && packed_src && src_kind %in% c("i", "u") && is.numeric(v))
+    if (is.null(pack) && packed_src && src_kind %in% c("i", "u") && is.numeric(v) &&
+        cf_packs_into(v, enc, src_type))
       pack <- list(scale_factor = enc$scale %||% 1, add_offset = enc$offset %||% 0, dtype = src_type,
                    `_FillValue` = enc$fill[1L])
     dtype <- if (!is.null(pack)) pack$dtype %||% "int16"
@@ -374,6 +376,15 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
   for (k in names(attrs)) a$set_attribute(k, attrs[[k]])
   a$write(v)
   a
+}
+
+# Whether values packed as in `enc` fit the integer type (values changed
+# since they were read may not: they are then written unpacked)
+cf_packs_into <- function(v, enc, dtype) {
+  p <- (v[!is.na(v)] - (enc$offset %||% 0)) / (enc$scale %||% 1)
+  bits <- dtype_info(dtype)$size * 8
+  lim <- if (dtype_kind(dtype) == "u") c(0, 2^bits - 1) else c(-2^(bits - 1), 2^(bits - 1) - 1)
+  !length(p) || all(is.finite(p) & round(p) >= lim[1L] & round(p) <= lim[2L])
 }
 
 `%|NA|%` <- function(a, b) if (is.na(a)) b else a

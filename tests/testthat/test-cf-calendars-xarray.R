@@ -57,6 +57,24 @@ test_that("as_zarr() of as.data.frame() and st_as_stars() of an xarray dataset g
   expect_identical(z$root[["time"]][]$as_timestamp()[4], "2001-02-30")
 })
 
+test_that("as_zarr() does not pack values changed out of the packed range, nor take stored values for decoded ones", {
+  dir <- cf_calendar_stores()
+  ds <- zarr_dataset(file.path(dir, "noleap.zarr"))
+  df <- as.data.frame(ds)
+  df$pr <- df$pr * 1000 # beyond int16 at scale 0.01
+  z <- as_zarr(df)
+  expect_identical(z$root[["pr"]]$data_type$data_type, "float64")
+  expect_null(z$root[["pr"]]$attributes$scale_factor)
+  expect_equal(z$root[["pr"]][], ds[["pr"]][] * 1000)
+  expect_identical(z$root[["pr"]]$attributes$long_name, "precipitation")
+  # stored values (decode = FALSE) are written as plain numbers
+  raw <- as.data.frame(ds[["pr"]]$sel(decode = FALSE))
+  expect_null(attr(raw, "zarr_cf"))
+  zr <- as_zarr(raw)
+  expect_identical(zr$root[["pr"]][], ds[["pr"]][decode = FALSE])
+  expect_null(zr$root[["pr"]]$attributes$scale_factor)
+})
+
 test_that("rast() takes a dataset; noleap times that are Gregorian dates become time()", {
   skip_if_not_installed("terra")
   dir <- cf_calendar_stores()
