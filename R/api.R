@@ -256,7 +256,8 @@ r_data_type <- function(x) {
 #' `stars::st_as_stars()` of a [zarr_dataset], [zarr_array] or
 #' [zarr_cf_data] remembers where it came from (in its attribute
 #' `"zarr_cf"`, which row subsets keep): `as_zarr()` then writes it back as
-#' xarray wrote it, with the dimension order, the attributes (`units`,
+#' xarray wrote it, with the dimension order, the dataset's attributes
+#' (`title`, `Conventions`, ...), the attributes (`units`,
 #' `long_name`, `standard_name`, ...; not those about storage or naming
 #' other variables, such as `coordinates`), the floating-point type and the
 #' packing (`scale_factor`, `add_offset`, `_FillValue`; unless `pack` says

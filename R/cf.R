@@ -450,12 +450,14 @@ new_cf_data <- function(x, sel, coords, decode) {
             class = "zarr_cf_data")
 }
 
-# What as_zarr() needs of the array and its coordinate arrays (see cf_sources())
+# What as_zarr() needs of the array, its coordinate arrays and its group
+# (see cf_sources())
 cf_sources_of <- function(x, ca) {
   ca <- ca[!vapply(ca, is.null, TRUE)]
-  out <- lapply(ca, cf_source_of)
-  out[[cf_value_name(x)]] <- cf_source_of(x)
-  out
+  vars <- lapply(ca, cf_source_of)
+  vars[[cf_value_name(x)]] <- cf_source_of(x)
+  group <- if (inherits(x$parent, "zarr_group")) tryCatch(x$parent$attributes, error = function(e) NULL)
+  list(variables = vars, group = group)
 }
 
 #' Decoded values with their coordinates

@@ -264,8 +264,8 @@ cf_rast_dataset <- function(x, ..., vars = NULL) {
 # written from what it holds).
 cf_sources <- function(parts) {
   vars <- list()
-  for (p in parts) vars[names(p$sources)] <- p$sources
-  list(dims = parts[[1L]]$dims, variables = vars)
+  for (p in parts) vars[names(p$sources$variables)] <- p$sources$variables
+  list(dims = parts[[1L]]$dims, variables = vars, group = parts[[1L]]$sources$group)
 }
 
 cf_set_sources <- function(x, parts) {
@@ -290,6 +290,8 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
   on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
   g <- z$root
+  # the dataset's own attributes (title, Conventions, history, ...)
+  for (k in setdiff(names(src$group), "_ARRAY_DIMENSIONS")) g$set_attribute(k, src$group[[k]])
   # coordinates in one chunk each, as xarray writes them
   for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]), src = srcv[[d]])
   for (v in names(ds$vars)) {

@@ -3,7 +3,8 @@
 #   write DIR: DIR/<calendar>.zarr for CF calendars; prints {"ok": true}
 #   check SRC BACK: prints {"problems": [...]}, empty when xr.open_zarr(BACK)
 #     equals xr.open_zarr(SRC): values, decoded times (cftime objects of the
-#     same calendar), dimensions, attributes of variables and coordinates
+#     same calendar), dimensions, attributes of the dataset, its variables
+#     and coordinates
 import sys, json
 import numpy as np, xarray as xr
 
@@ -27,7 +28,7 @@ def make(calendar, out):
         coords={"time": ("time", times, {"standard_name": "time", "axis": "T"}),
                 "lat": ("lat", lat, {"units": "degrees_north", "standard_name": "latitude", "axis": "Y"}),
                 "lon": ("lon", lon, {"units": "degrees_east", "standard_name": "longitude", "axis": "X"})},
-        attrs={"title": "calendar " + calendar})
+        attrs={"title": "calendar " + calendar, "Conventions": "CF-1.8", "institution": "nowhere"})
     enc = {"time": {"units": "days since 2000-01-01", "calendar": calendar, "dtype": "int32"},
            "pr": {"dtype": "int16", "scale_factor": 0.01, "add_offset": 0.0, "_FillValue": -32767}}
     ds.to_zarr(out, mode="w", consolidated=True, encoding=enc)
@@ -36,6 +37,8 @@ def check(src, back):
     a = xr.open_zarr(src)
     b = xr.open_zarr(back)
     problems = []
+    if dict(a.attrs) != dict(b.attrs):
+        problems.append("dataset attrs %s != %s" % (dict(a.attrs), dict(b.attrs)))
     for v in a.variables:
         if v not in b.variables:
             problems.append("missing " + v)
