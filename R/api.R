@@ -254,22 +254,44 @@ r_data_type <- function(x) {
 #' in a `spatial_ref` variable named by each variable's `grid_mapping`,
 #' and consolidated metadata. A stars object's dimensions are written in
 #' the reverse order (xarray's `time, lat, lon` for stars' `lon, lat,
-#' time`); a data frame's in the order of its columns. A `SpatRaster`
-#' (package \pkg{terra}) gives one `y, x` variable per layer, named after
+#' time`). A data frame's are in the order of its columns, except that
+#' when columns are recognisably x and y (named lon, lat, x, y, ..., see
+#' [zarr-stars-terra]) they are put in xarray's order, time first and x
+#' last: `expand.grid(lon = , lat = , time = )` (the first column varying
+#' fastest) is written as `time, lat, lon`; `dims` chooses another order.
+#' A `SpatRaster` (package \pkg{terra}) gives one `y, x` variable per layer, named after
 #' the layers. When the x and y dimensions are regular, each variable of a
 #' stars object or `SpatRaster` also gets the zarr-conventions `proj:`
 #' (`proj:code` when the CRS has an EPSG code, and `proj:wkt2`) and
 #' `spatial:` attributes (`spatial:dimensions`, `spatial:transform`,
 #' `spatial:shape`, `spatial:bbox`), as GDAL 3.13 writes them, beside the
 #' CF `grid_mapping`; with a CRS, the variables also get GDAL's own `_CRS`
-#' attribute (its WKT), which older GDAL versions read. Values are encoded
-#' as the attributes say (see `write()` of [zarr_array]). Arguments in `...`:
+#' attribute (its WKT), which older GDAL versions read.
+#' Values are encoded as the attributes say (see `write()` of
+#' [zarr_array]).
+#'
+#' A data frame or stars object made by `as.data.frame()` or
+#' `stars::st_as_stars()` of a [zarr_dataset], [zarr_array] or
+#' [zarr_cf_data] remembers where it came from (in its attribute
+#' `"zarr_cf"`, which row subsets keep): `as_zarr()` then writes it back as
+#' xarray wrote it, with the dimension order, the dataset's attributes
+#' (`title`, `Conventions`, ...), the attributes (`units`,
+#' `long_name`, `standard_name`, ...; not those about storage or naming
+#' other variables, such as `coordinates`), the floating-point type and the
+#' packing (`scale_factor`, `add_offset`, `_FillValue`; unless `pack` says
+#' otherwise) of each variable and coordinate, and times in their `units`
+#' and `calendar`. Times of the calendars other than the standard ones,
+#' which reach data frames and stars objects as ISO 8601 strings (such as
+#' "2001-02-30" of "360_day"), are written as the dates they name in that
+#' calendar. Arguments in `...`:
 #' * `pack`: a list named by variable of lists with `scale_factor`,
 #'   `add_offset`, `dtype` (default "int16") and optionally `_FillValue`
 #'   (default the smallest value of `dtype`): stores the variable packed.
-#' * `dims`: for a data frame, the dimension columns (default: the fewest
-#'   first columns that tell the rows apart); grid cells without a row are
-#'   `NA`.
+#' * `dims`: for a data frame, the dimension columns, in the order of the
+#'   Zarr dimensions (default: those of the source, else the fewest first
+#'   columns that tell the rows apart, ordered as said above); grid cells
+#'   without a row are `NA`. Coordinate values are in the order they
+#'   come, sorted when that order is not monotonic.
 #' * `format`: the Zarr format, 2 (default: what xarray with zarr-python 2
 #'   reads) or 3.
 #' * `chunks`: the chunk shape of the variables (default: automatic).
@@ -302,6 +324,14 @@ r_data_type <- function(x) {
 #' # with `name`, the root is a group holding the array under that name
 #' z <- as_zarr(x, name = "x")
 #' z[["/x"]]$shape
+#' # a grid as a data frame: written as xarray's (time, lat, lon)
+#' g <- expand.grid(lon = c(5, 7.5), lat = c(40, 45), time = as.Date("2000-01-01") + 0:2)
+#' g$tas <- seq_len(nrow(g)) + 270
+#' ds <- zarr_dataset(as_zarr(g))
+#' ds
+#' # and back: as.data.frame() of a dataset is written as the dataset was
+#' df <- as.data.frame(ds)
+#' zarr_dataset(as_zarr(df[df$lat == 40, ]))
 as_zarr <- function(x, name = NULL, location = NULL, ...) {
   if (inherits(x, c("stars", "SpatRaster", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)

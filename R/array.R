@@ -81,8 +81,10 @@ zarr_array <- R6::R6Class("zarr_array",
 
     #' @description Print a summary of the array (through cli when it is
     #'   installed and `zarr_options("zarr_theme")` is set; see
-    #'   [zarr_options()]), then the details a descendant class adds
-    #'   (`print_details()`) and the attributes (`display_attributes()`).
+    #'   [zarr_options()]; for arrays with CF attributes, "Reads as" says
+    #'   what decoded reads return: see [cf-decoding]), then the details a
+    #'   descendant class adds (`print_details()`) and the attributes
+    #'   (`display_attributes()`).
     print = function() {
       lab <- character()
       val <- character()
@@ -97,6 +99,11 @@ zarr_array <- R6::R6Class("zarr_array",
       if (!is.null(self$dimension_names) && !all(is.na(self$dimension_names)))
         add("Dimensions", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "))
       add("Data type", c(self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype)))
+      # what read() returns, when decoding changes the stored values
+      if (!isFALSE(getOption("zarr.decode_cf", TRUE))) {
+        dec <- cf_read_summary(self$attributes, self$data_type, self$path)
+        if (!is.null(dec)) add("Reads as", dec)
+      }
       add("Fill value", format_fill(self$data_type$fill_value))
       cg <- private$.grid
       add("Chunks", c(if (inherits(cg, "chunk_grid_rectilinear")) "rectilinear, at most", paste(format_dims(cg$chunk_shape), collapse = " x "),

@@ -59,6 +59,27 @@ cf_encoding <- function(attrs, dt, path = NULL, valid_range = FALSE) {
 cf_attribute_names <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "valid_min", "valid_max",
                         "valid_range", "_Unsigned", "units")
 
+# What a decoded read of an array returns, for print(): the R type and what
+# decoding does, such as "double: int16 * 0.01 + 285, -32767 -> NA; units
+# K", or NULL when reads return the stored values.
+cf_read_summary <- function(attrs, dt, path = NULL) {
+  enc <- tryCatch(cf_encoding(attrs, dt, path), error = function(e) NULL)
+  if (is.null(enc)) return(NULL)
+  num <- function(v) format(v, digits = 15)
+  packed <- !is.null(enc$scale) || !is.null(enc$offset)
+  unsigned <- (isTRUE(enc$unsigned) && enc$kind == "i") || (identical(enc$unsigned, FALSE) && enc$kind == "u")
+  markers <- unique(c(enc$fill, enc$missing))
+  type <- if (!is.null(enc$time)) {
+    if (cf_calendar_kind(enc$calendar) %in% c("standard", "gregorian")) "Date or POSIXct" else "CFTime or ISO 8601 strings"
+  } else if (packed || unsigned) "double" else dt$Rtype
+  how <- c(if (unsigned) sprintf("%s as %s", dt$data_type, if (enc$kind == "i") "unsigned" else "signed"),
+           if (packed) sprintf("stored * %s + %s", num(enc$scale %||% 1), num(enc$offset %||% 0)),
+           if (length(markers)) sprintf("%s -> NA", paste(num(markers), collapse = ", ")),
+           if (!is.null(enc$time)) sprintf("%s, calendar %s", enc$units, enc$calendar)
+           else if (!is.null(enc$units)) sprintf("units %s", enc$units))
+  paste0(type, if (length(how)) paste0(" (", paste(how, collapse = "; "), ")"))
+}
+
 # Decode raw values read from an array (any shape; dim kept).
 cf_decode <- function(x, enc) {
   d <- dim(x)
@@ -424,7 +445,9 @@ new_cf_data <- function(x, sel, coords, decode) {
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
                  attributes = x$attributes, path = x$path,
                  axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm,
-                 geo = geo_node_props(x)),
+                 geo = geo_node_props(x),
+                 # stored values are not what as_zarr() writes back as the source
+                 sources = if (!isFALSE(decode)) cf_sources_of(x, ca)),
             class = "zarr_cf_data")
 }
 
@@ -448,6 +471,16 @@ cf_drop <- function(x, drop) {
   x
 }
 
+# What as_zarr() needs of the array, its coordinate arrays and its group
+# (see cf_sources())
+cf_sources_of <- function(x, ca) {
+  ca <- ca[!vapply(ca, is.null, TRUE)]
+  vars <- lapply(ca, cf_source_of)
+  vars[[cf_value_name(x)]] <- cf_source_of(x)
+  group <- if (inherits(x$parent, "zarr_group")) tryCatch(x$parent$attributes, error = function(e) NULL)
+  list(variables = vars, group = group)
+}
+
 #' Decoded values with their coordinates
 #'
 #' What [`zarr_array`][zarr_array]'s `sel()` and `isel()` and [zarr_dataset]'s
@@ -468,6 +501,10 @@ cf_drop <- function(x, drop) {
 #' coordinate values, or the index where there are none) and one with the
 #' values, named after the array. `as.array()` gives the values with the
 #' coordinates as dimnames.
+#'
+#' The data frame remembers the arrays it came from (in its attribute
+#' `"zarr_cf"`): [as_zarr()] writes it back as they were (see "Datasets"
+#' there).
 #' @param x A `zarr_cf_data` object.
 #' @param row.names,optional Ignored.
 #' @param ... Ignored.
@@ -490,7 +527,7 @@ as.data.frame.zarr_cf_data <- function(x, row.names = NULL, optional = FALSE, ..
   names(cols) <- ifelse(nzchar(x$dims), x$dims, paste0("dim", seq_along(x$dims)))
   df <- expand.grid(cols, KEEP.OUT.ATTRS = FALSE, stringsAsFactors = FALSE)
   df[[cf_value_name(x)]] <- cf_value_column(x$values)
-  df
+  cf_set_sources(df, list(x))
 }
 
 cf_value_name <- function(x) if (nzchar(x$name)) x$name else "value"
@@ -623,8 +660,11 @@ zarr_dataset_class <- R6::R6Class("zarr_dataset",
       line <- function(n) {
         a <- arrs[[n]]
         u <- a$attributes[["units"]]
-        sprintf("  %-12s (%s) %s%s", n, paste(a$dimension_names %||% "", collapse = ", "), a$data_type$data_type,
-                if (is.character(u)) paste0(" [", u, "]") else "")
+        # packed variables: the type of the decoded values too
+        dec <- cf_read_summary(a$attributes, a$data_type)
+        dec <- if (!is.null(dec) && startsWith(dec, "double")) " -> double" else ""
+        sprintf("  %-12s (%s) %s%s%s", n, paste(a$dimension_names %||% "", collapse = ", "), a$data_type$data_type,
+                dec, if (is.character(u)) paste0(" [", u, "]") else "")
       }
       cat("<Zarr dataset>", self$group$path, "\n")
       cat("Coordinates:\n"); cat(vapply(self$coord_names, line, ""), sep = "\n")
@@ -678,12 +718,14 @@ names.zarr_dataset <- function(x) x$variables
 #'   longitudes, or a scalar coordinate: repeated on every row), then one
 #'   per variable, as xarray's `to_dataframe()` followed by
 #'   `reset_index()`; its rows are in R's order (the first dimension
-#'   varies fastest).
+#'   varies fastest). The data frame remembers the dataset's dimensions
+#'   and variables: [as_zarr()] writes it back as the dataset was (see
+#'   "Datasets" there).
 #' @export
 as.data.frame.zarr_dataset <- function(x, row.names = NULL, optional = FALSE, ..., vars = NULL) {
   parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
   df <- as.data.frame(parts)
-  cf_add_aux_coords(x, parts[[1L]], df)
+  cf_set_sources(cf_add_aux_coords(x, parts[[1L]], df), unclass(parts))
 }
 
 # The auxiliary coordinates of a dataset whose dimensions are all among those
@@ -721,7 +763,7 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
     zarr_abort("value", "variables with different dimensions cannot share the rows of one data frame")
   df <- as.data.frame(x[[1L]])
   for (v in x[-1L]) df[[cf_value_name(v)]] <- cf_value_column(v$values)
-  df
+  cf_set_sources(df, unclass(x))
 }
 
 #' CF decoding of Zarr arrays

@@ -26,6 +26,9 @@ cf_register_terra <- function(...) {
   methods::setOldClass("zarr_cf_data", where = cf_s4_env)
   methods::setMethod(rast, "zarr_array", function(x, ...) cf_rast(x$sel(...)), where = cf_s4_env)
   methods::setMethod(rast, "zarr_cf_data", function(x, ...) cf_rast(x), where = cf_s4_env)
+  methods::setOldClass(c("zarr_dataset", "R6"), where = cf_s4_env)
+  methods::setMethod(rast, "zarr_dataset", function(x, ..., vars = NULL) cf_rast_dataset(x, ..., vars = vars),
+                     where = cf_s4_env)
 }
 
 # Register now when the package is loaded already, else when it loads.
@@ -111,7 +114,9 @@ cf_plain_values <- function(v) {
 #' With the \pkg{stars} package installed, `stars::st_as_stars()` takes a
 #' [zarr_array], a [zarr_cf_data] selection (from the `sel()` and `isel()`
 #' methods) or a [zarr_dataset]; with \pkg{terra} installed, `terra::rast()`
-#' takes a 2-d or 3-d [zarr_array] or [zarr_cf_data]. Values are decoded
+#' takes a 2-d or 3-d [zarr_array] or [zarr_cf_data], or a [zarr_dataset]
+#' (the layers of each variable, of those `vars` names or by default of
+#' those `as.data.frame()` takes, one after the other). Values are decoded
 #' (see [cf-decoding]).
 #'
 #' `st_as_stars()` puts the dimensions in stars' order: x (longitude) first,
@@ -144,10 +149,18 @@ cf_plain_values <- function(v) {
 #' cells whose centres they are; rows are put north up (flipped when the
 #' latitudes increase; without y coordinates the first row stays on top,
 #' as in an image); the third dimension gives the layers, named after
-#' its coordinate values, and sets `terra::time()` when it holds times.
+#' its coordinate values, and sets `terra::time()` when it holds times:
+#' those of the standard calendars, and those of the "noleap", "all_leap"
+#' and "360_day" calendars when each is also a Gregorian date (so
+#' "2001-02-30" of "360_day" names a layer but sets no time; Julian dates
+#' name other days than the Gregorian dates written the same way and set
+#' no time either).
 #'
 #' Arguments in `...` of `st_as_stars()` and `rast()` of an array or a
 #' dataset select by coordinate values first, as `sel()` does.
+#'
+#' The stars objects remember the arrays they came from, for [as_zarr()]
+#' to write them back as they were (see "Datasets" there).
 #' @param .x,x A [zarr_array], [zarr_cf_data] or (`st_as_stars()`)
 #'   [zarr_dataset].
 #' @param ... Selection by coordinate values (for arrays and datasets).
@@ -187,7 +200,7 @@ st_as_stars.zarr_cf_data <- function(.x, ...) {
   if (!is.null(g)) s <- geo_stars_dims(s, dn[1:2], g$transform)
   wkt <- cf_crs_any(x)
   if (!is.null(wkt)) s <- sf::st_set_crs(s, sf::st_crs(wkt))
-  s
+  cf_set_sources(s, list(x))
 }
 
 # x and y dimensions of a stars object from an affine transform (a, b, c,
@@ -224,7 +237,7 @@ st_as_stars.zarr_array <- function(.x, ...) st_as_stars.zarr_cf_data(.x$sel(...)
 st_as_stars.zarr_dataset <- function(.x, ..., vars = NULL) {
   parts <- .x$sel(..., vars = vars %||% cf_default_vars(.x))
   out <- lapply(parts, st_as_stars.zarr_cf_data)
-  if (length(out) == 1L) out[[1L]] else do.call(c, unname(out))
+  cf_set_sources(if (length(out) == 1L) out[[1L]] else do.call(c, unname(out)), parts)
 }
 
 # ---- terra ----
@@ -267,24 +280,76 @@ cf_rast <- function(x) {
   if (n == 3L) {
     lv <- cf_dim_values(x, ord[3L])
     names(r) <- paste(name, format(lv), sep = "_")
+    lv <- cf_gregorian_labels(x$coords[[ord[3L]]], lv)
     if (inherits(lv, c("Date", "POSIXct"))) terra::time(r) <- lv
   } else names(r) <- name
   if (is.character(x$units) && length(x$units) == 1L) terra::units(r) <- x$units
   r
 }
 
+# The times of a model calendar (noleap, all_leap, 360_day) as Date or
+# POSIXct when each is also a date of the Gregorian calendar (the labels
+# kept, as terra does for netCDF files; 2001-02-30 is no such date, and Julian
+# dates name other days): terra's time() takes nothing else. `lv` otherwise.
+cf_gregorian_labels <- function(cv, lv) {
+  if (!inherits(cv, "CFTime") || !cv$cal$name %in% c("noleap", "365_day", "all_leap", "366_day", "360_day") ||
+      !is.character(lv) || anyNA(lv)) return(lv)
+  day <- all(nchar(lv) == 10L)
+  fmt <- if (day) "%Y-%m-%d" else "%Y-%m-%dT%H:%M:%S"
+  t <- if (day) as.Date(lv, format = fmt, optional = TRUE) else as.POSIXct(lv, tz = "UTC", format = fmt)
+  if (anyNA(t) || !identical(format(t, fmt), lv)) return(lv)
+  t
+}
+
+# rast() of a dataset: one layer per time (or element of the third
+# dimension) and variable, the variables of as.data.frame() by default.
+cf_rast_dataset <- function(x, ..., vars = NULL) {
+  parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
+  out <- lapply(parts, cf_rast)
+  if (length(out) == 1L) out[[1L]] else do.call(c, unname(out))
+}
+
 # ---- writing stars objects and data frames for xarray ----
+
+# What as_zarr() needs to write a converted dataset back as it was read:
+# the Zarr order of the dimensions and, per variable and coordinate, its
+# attributes and data type. as.data.frame() and st_as_stars() of decoded
+# data keep it in the attribute "zarr_cf" of what they return (data frames
+# keep it through row subsets; a data frame or stars object without it is
+# written from what it holds).
+cf_sources <- function(parts) {
+  vars <- list()
+  for (p in parts) vars[names(p$sources$variables)] <- p$sources$variables
+  list(dims = parts[[1L]]$dims, variables = vars, group = parts[[1L]]$sources$group)
+}
+
+cf_set_sources <- function(x, parts) {
+  if (length(parts) && !is.null(parts[[1L]]$sources)) attr(x, "zarr_cf") <- cf_sources(parts)
+  x
+}
+
+# One array's part of it
+cf_source_of <- function(a) list(attributes = a$attributes, data_type = a$data_type)
+
+# Attributes about how values are stored or linking to other variables:
+# as_zarr() writes its own, never the source's
+cf_storage_attrs <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "_Unsigned",
+                      "coordinates", "grid_mapping", "bounds", "_ARRAY_DIMENSIONS", "dtype")
 
 # as_zarr() of a stars object or a data frame (R/api.R dispatches here).
 as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format = 2L, chunks = NULL) {
-  ds <- if (inherits(x, "stars")) cf_from_stars(x) else if (inherits(x, "SpatRaster")) cf_from_spatraster(x)
-    else cf_from_data_frame(x, dims)
+  src <- attr(x, "zarr_cf", exact = TRUE)
+  ds <- if (inherits(x, "stars")) cf_from_stars(x, src$dims) else if (inherits(x, "SpatRaster")) cf_from_spatraster(x)
+    else cf_from_data_frame(x, dims, src)
+  srcv <- src$variables
   old <- options(zarr.format = as.integer(format))
   on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
   g <- z$root
+  # the dataset's own attributes (title, Conventions, history, ...)
+  for (k in setdiff(names(src$group), "_ARRAY_DIMENSIONS")) g$set_attribute(k, src$group[[k]])
   # coordinates in one chunk each, as xarray writes them
-  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]))
+  for (d in names(ds$coords)) cf_write_variable(g, d, ds$coords[[d]], d, list(), chunks = length(ds$coords[[d]]), src = srcv[[d]])
   for (v in names(ds$vars)) {
     attrs <- ds$attrs[[v]] %||% list()
     # as rioxarray writes it: a coordinate holding the CRS
@@ -293,7 +358,7 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
     if (!is.null(ds$geo)) attrs <- geo_write_attrs(attrs, ds$crs, ds$geo)
     # and GDAL's own attribute, which GDAL before 3.13 reads (not grid_mapping)
     if (!is.null(ds$crs)) attrs[["_CRS"]] <- list(wkt = ds$crs)
-    cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks)
+    cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks, src = srcv[[v]])
   }
   if (!is.null(ds$crs)) {
     b <- define_array("int32", integer())
@@ -308,11 +373,32 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
 }
 
 # One variable: its data type, CF attributes (time units, packing), then the
-# decoded values, which write() encodes.
-cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NULL) {
+# decoded values, which write() encodes. `src` (see cf_sources()) is the
+# array the values were read from: its attributes are kept, its time units
+# and calendar, packing and floating-point type are used again.
+cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NULL, src = NULL) {
   shape <- dim(v) %||% length(v)
-  units <- NULL
-  if (inherits(v, c("Date", "POSIXct"))) {
+  enc <- if (!is.null(src)) tryCatch(cf_encoding(src$attributes, src$data_type, name), error = function(e) NULL)
+  sa <- src$attributes %||% list()
+  # times (of other calendars: ISO strings) in the source's units and calendar
+  src_time <- !is.null(enc$time) && (inherits(v, c("Date", "POSIXct")) || is.character(v))
+  drop <- c(cf_storage_attrs, if (src_time) c("units", "calendar"))
+  # valid_min/max/range are in the stored units of a packed variable
+  if (!is.null(enc$scale) || !is.null(enc$offset)) drop <- c(drop, "valid_min", "valid_max", "valid_range")
+  sa <- sa[setdiff(names(sa), drop)]
+  attrs <- c(sa[setdiff(names(sa), names(attrs))], attrs)
+  src_type <- if (!is.null(src)) src$data_type$data_type
+  src_kind <- if (!is.null(src_type)) dtype_kind(src_type) else NA
+  if (src_time) {
+    num <- cf_encode(v, list(time = enc$time, calendar = enc$calendar, kind = "f", bits = 64L), name)
+    whole <- !anyNA(num) && all(num == round(num))
+    dtype <- if (whole && src_kind %in% c("i", "u") && all(abs(num) < 2^(dtype_info(src_type)$size * 8 - 1)))
+      src_type else "float64"
+    attrs$units <- enc$units
+    attrs$calendar <- enc$calendar
+    v <- num
+    if (length(shape) > 1L) dim(v) <- shape
+  } else if (inherits(v, c("Date", "POSIXct"))) {
     t <- if (inherits(v, "Date")) as.numeric(v) * 86400 else as.numeric(v)
     ok <- t[!is.na(t)]
     origin <- if (length(ok)) min(ok) else 0
@@ -328,7 +414,15 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
   } else {
     if (!is.numeric(v) && !is.logical(v) && !is.character(v) && !is.factor(v))
       zarr_abort("value", sprintf("variable '%s' of class %s cannot be written", name, class(v)[1L]))
-    dtype <- if (!is.null(pack)) pack$dtype %||% "int16" else r_data_type(v)
+    packed_src <- !is.null(enc$scale) || !is.null(enc$offset)
+    # packed as it was read, unless `pack` says otherwise
+    if (is.null(pack) && packed_src && src_kind %in% c("i", "u") && is.numeric(v) &&
+        cf_packs_into(v, enc, src_type))
+      pack <- list(scale_factor = enc$scale %||% 1, add_offset = enc$offset %||% 0, dtype = src_type,
+                   `_FillValue` = enc$fill[1L])
+    dtype <- if (!is.null(pack)) pack$dtype %||% "int16"
+             else if (!packed_src && identical(src_kind, "f") && is.double(v)) src_type
+             else r_data_type(v)
   }
   b <- define_array(dtype, shape)
   b$dimension_names <- dims
@@ -346,12 +440,24 @@ cf_write_variable <- function(g, name, v, dims, attrs, pack = NULL, chunks = NUL
   a
 }
 
+# Whether values packed as in `enc` fit the integer type (values changed
+# since they were read may not: they are then written unpacked)
+cf_packs_into <- function(v, enc, dtype) {
+  p <- (v[!is.na(v)] - (enc$offset %||% 0)) / (enc$scale %||% 1)
+  bits <- dtype_info(dtype)$size * 8
+  lim <- if (dtype_kind(dtype) == "u") c(0, 2^bits - 1) else c(-2^(bits - 1), 2^(bits - 1) - 1)
+  !length(p) || all(is.finite(p) & round(p) >= lim[1L] & round(p) <= lim[2L])
+}
+
 `%|NA|%` <- function(a, b) if (is.na(a)) b else a
 
-# A stars object -> list(coords, vars, dims (Zarr order), attrs, crs)
-cf_from_stars <- function(x) {
+# A stars object -> list(coords, vars, dims (Zarr order), attrs, crs); the
+# Zarr order is `order` (the source's) when it names the dimensions, else
+# the reverse of stars' order.
+cf_from_stars <- function(x, order = NULL) {
   d <- stars::st_dimensions(x)
   dn <- names(d)
+  perm <- if (length(order) == length(dn) && setequal(order, dn)) match(order, dn) else rev(seq_along(dn))
   # x and y values are cell centres (as in CF); times are the start of their step
   xy <- attr(d, "raster")$dimensions
   coords <- stats::setNames(lapply(dn, function(n) {
@@ -367,12 +473,11 @@ cf_from_stars <- function(x) {
       v <- units::drop_units(v)
     }
     if (is.null(dim(v))) dim(v) <- length(v)
-    # Zarr's C order (xarray's time, lat, lon) is the reverse of stars'
-    list(values = if (length(dn) > 1L) aperm(v, rev(seq_along(dn))) else v, attrs = attrs)
+    list(values = if (length(dn) > 1L) aperm(v, perm) else v, attrs = attrs)
   })
   crs <- sf::st_crs(x)
   list(coords = coords, vars = stats::setNames(lapply(vars, `[[`, "values"), names(x)),
-       attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = rev(dn),
+       attrs = stats::setNames(lapply(vars, `[[`, "attrs"), names(x)), dims = dn[perm],
        crs = if (!is.na(crs)) crs$wkt, geo = geo_from_stars(d))
 }
 
@@ -436,18 +541,22 @@ sf_or_terra_epsg <- function(wkt) {
   if (length(code) != 1L) NA_integer_ else code
 }
 
-# A data frame of a regular grid: `dims` names the dimension columns (by
-# default the fewest first columns that tell the rows apart), in Zarr
-# order; the other columns are variables. Cells without a row are NA.
-cf_from_data_frame <- function(x, dims = NULL) {
+# A data frame of a regular grid: `dims` names the dimension columns, in
+# Zarr order; the other columns are variables. Cells without a row are NA.
+# By default they are the dimensions of the source (`src`, see
+# cf_sources()), else the fewest first columns that tell the rows apart,
+# put in CF's order when x and y are among them (cf_df_dim_order()).
+cf_from_data_frame <- function(x, dims = NULL, src = NULL) {
   x <- as.data.frame(x)
+  if (is.null(dims) && length(src$dims) && all(src$dims %in% names(x)) && length(src$dims) < ncol(x) &&
+      !anyDuplicated(x[src$dims])) dims <- src$dims
   if (is.null(dims)) {
     k <- which(vapply(seq_len(ncol(x) - 1L), function(k) !anyDuplicated(x[seq_len(k)]), TRUE))[1L]
     if (is.na(k)) zarr_abort("value", "no columns of the data frame make a regular grid: give `dims`")
-    dims <- names(x)[seq_len(k)]
+    dims <- cf_df_dim_order(x[seq_len(k)], src$variables)
   }
   if (!all(dims %in% names(x))) zarr_abort("argument", "`dims` must name columns of the data frame")
-  coords <- lapply(x[dims], unique)
+  coords <- lapply(x[dims], cf_df_coord_values)
   idx <- Map(match, x[dims], coords)
   shape <- lengths(coords)
   cell <- Reduce(function(acc, d) acc + (idx[[d]] - 1) * prod(shape[seq_len(d - 1L)]), seq_along(idx)[-1L], idx[[1L]])
@@ -461,6 +570,32 @@ cf_from_data_frame <- function(x, dims = NULL) {
     out
   })
   list(coords = coords, vars = stats::setNames(vars, vn), attrs = list(), dims = dims, crs = NULL)
+}
+
+# The coordinate values of a dimension column: in the order they come when
+# that is monotonic, else sorted (rows left out can put a later value first),
+# decreasing when most values that come one after another decrease
+cf_df_coord_values <- function(col) {
+  u <- unique(col)
+  if (is.factor(u) || anyNA(u) || !isTRUE(is.unsorted(u)) || !isTRUE(is.unsorted(rev(u)))) return(u)
+  s <- tryCatch(sort(u), error = function(e) NULL)
+  if (length(s) != length(u)) return(u)
+  ups <- sum(utils::tail(u, -1L) > utils::head(u, -1L))
+  if (ups < (length(u) - 1L) / 2) rev(s) else s
+}
+
+# The Zarr order of the dimension columns of a data frame: with an x and a y
+# column (as cf_axes() finds them, times also by their class) xarray's
+# order, time first, x last, other dimensions between them in their column
+# order (so expand.grid(lon, lat, time) and the long format of stars give
+# time, lat, lon); else the order of the columns.
+cf_df_dim_order <- function(cols, sources = NULL) {
+  dn <- names(cols)
+  ax <- cf_axes(dn, lapply(dn, function(d) sources[[d]]$attributes))
+  ax[vapply(cols, inherits, TRUE, c("Date", "POSIXct"))] <- "T"
+  if (!all(c("X", "Y") %in% ax)) return(dn)
+  rank <- match(ax, c("T", "", "Y", "X"))
+  dn[order(rank)]
 }
 
 # the variables converted by default: as as.data.frame() of a dataset takes them
