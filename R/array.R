@@ -11,6 +11,17 @@
 #' @seealso [array-indexing] for `[` and `[<-`, [zarr-plot] for `plot()`,
 #'   [zarr_group], [cf-decoding],
 #'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
+#' @examples
+#' z <- as_zarr(matrix(1:20, 4, 5), name = "m")
+#' a <- z[["/m"]]
+#' a
+#' a$shape
+#' a$data_type
+#' a[2:3, ] # R indices: rows 2 and 3 are Zarr rows 1 and 2
+#' a[1, 1] <- 100L
+#' a$read(list(1, 1:2))
+#' a$set_attribute("units", "counts")
+#' a$attributes
 #' @export
 zarr_array <- R6::R6Class("zarr_array",
   inherit = zarr_node,

@@ -509,6 +509,12 @@ cf_sources_of <- function(x, ca) {
 #' @param row.names,optional Ignored.
 #' @param ... Ignored.
 #' @return `as.data.frame()`: a data frame; `as.array()`: an array.
+#' @examples
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' v <- z[["/elevation"]]$isel(x = 1:3, y = 1:2)
+#' v
+#' v$coords
+#' head(as.data.frame(v))
 #' @name zarr_cf_data
 #' @seealso [zarr_array], [zarr_dataset], [zarr-plot] (`plot()` of a
 #'   selection)
@@ -618,6 +624,13 @@ zarr_dataset <- function(x) {
 #' The R6 class of the objects [zarr_dataset()] makes: use that function to
 #' make one.
 #' @seealso [zarr_dataset()]
+#' @examples
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' ds <- zarr_dataset(z)
+#' ds
+#' names(ds)
+#' s <- ds$sel(x = c(100, 200), y = c(100, 150))
+#' dim(s$elevation$values)
 #' @keywords internal
 zarr_dataset_class <- R6::R6Class("zarr_dataset",
   cloneable = FALSE,

@@ -6,6 +6,13 @@
 #'
 #' @seealso [zarr_array], [zarr] (the whole hierarchy), [define_array()],
 #'   [zarr_node]
+#' @examples
+#' z <- create_zarr()
+#' g <- z$root$add_group("obs")
+#' g$add_array("age", define_array("int32", 10))
+#' g
+#' names(g$children)
+#' z[["/obs/age"]]$shape
 #' @export
 zarr_group <- R6::R6Class("zarr_group",
   inherit = zarr_node,

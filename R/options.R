@@ -150,6 +150,13 @@
 #' [zarr_options()] lists and sets these options, and [save_options()] keeps
 #' them for later sessions.
 #' @seealso [zarr_options()], [save_options()], [reset_options()]
+#' @examples
+#' names(zarr_options())
+#' getOption("zarr.format")
+#' old <- options(zarr.format = 2) # write Zarr v2 for older readers
+#' z <- as_zarr(1:5)
+#' z$version
+#' options(old)
 #' @name zarr-options
 NULL
 

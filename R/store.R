@@ -91,6 +91,15 @@ node_name_ok <- function(name) {
 #'
 #' @seealso [zarr_localstore], [zarr_memorystore], [zarr_zipstore],
 #'   [zarr_httpstore], [zarr_s3store], [zarr_refstore], [open_zarr()]
+#' @examples
+#' loc <- tempfile(fileext = ".zarr")
+#' z <- as_zarr(1:10, location = loc)
+#' s <- z$store
+#' s
+#' s$list()
+#' s$exists("zarr.json")
+#' s$read_only
+#' unlink(loc, recursive = TRUE)
 #' @export
 zarr_store <- R6::R6Class("zarr_store",
   cloneable = FALSE,
