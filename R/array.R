@@ -11,6 +11,7 @@
 #' @seealso [array-indexing] for `[` and `[<-`, [zarr-plot] for `plot()`,
 #'   [zarr_group], [cf-decoding],
 #'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
+#' @aliases sel isel
 #' @examples
 #' z <- as_zarr(matrix(1:20, 4, 5), name = "m")
 #' a <- z[["/m"]]

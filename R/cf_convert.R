@@ -167,6 +167,8 @@ cf_plain_values <- function(v) {
 #' @param vars For datasets: the variables to convert.
 #' @return A `stars` object, or a `SpatRaster`.
 #' @name zarr-stars-terra
+#' @aliases st_as_stars.zarr_array st_as_stars.zarr_cf_data st_as_stars.zarr_dataset
+#'   rast,zarr_array-method rast,zarr_cf_data-method rast,zarr_dataset-method
 #' @seealso [as_zarr()] to write stars objects and `SpatRaster`s for xarray
 #'   and GDAL
 #' @examplesIf requireNamespace("stars", quietly = TRUE)

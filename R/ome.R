@@ -60,7 +60,7 @@
 #'   channel = )`), the vignette "Bioconductor and
 #'   images"
 #' @name zarr-ome
-#' @aliases zarr_ome_image zarr_ome_level
+#' @aliases zarr_ome_image zarr_ome_level read_region
 #' @examples
 #' path <- tempfile(fileext = ".zarr")
 #' img <- write_ome_ngff(array(1:(2 * 64 * 48), c(2, 64, 48)), path, levels = 3,
