@@ -356,8 +356,11 @@ as_zarr_dataset <- function(x, location = NULL, pack = NULL, dims = NULL, format
     attrs <- ds$attrs[[v]] %||% list()
     # as rioxarray writes it: a coordinate holding the CRS
     if (!is.null(ds$crs)) attrs[c("grid_mapping", "coordinates")] <- list("spatial_ref", "spatial_ref")
-    # and as GDAL 3.13 writes it: the proj: and spatial: conventions
-    if (!is.null(ds$geo)) attrs <- geo_write_attrs(attrs, ds$crs, ds$geo)
+    # and as GDAL 3.13 writes it: the proj: and spatial: conventions (a
+    # variable written back as read gets them only if its source had them)
+    src_attrs <- names(srcv[[v]]$attributes)
+    if (!is.null(ds$geo) && (is.null(srcv[[v]]) || any(grepl("^(proj|spatial):", src_attrs))))
+      attrs <- geo_write_attrs(attrs, ds$crs, ds$geo)
     # and GDAL's own attribute, which GDAL before 3.13 reads (not grid_mapping)
     if (!is.null(ds$crs)) attrs[["_CRS"]] <- list(wkt = ds$crs)
     cf_write_variable(g, v, ds$vars[[v]], ds$dims, attrs, pack[[v]], chunks, src = srcv[[v]])
