@@ -192,7 +192,8 @@ fill_json <- function(name, value) {
 #'
 #' @seealso [array_builder] (`data_type`), [zarr_register_data_type()]
 #' @examples
-#' a <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)[["/elevation"]]
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' a <- z[["/elevation"]]
 #' dt <- a$data_type
 #' dt
 #' @export
