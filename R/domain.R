@@ -82,6 +82,7 @@ zarr_register_domain <- function(domain, first = FALSE) {
     zarr_abort("argument", sprintf("a domain named '%s' is already registered", domain$name))
   entry <- stats::setNames(list(domain), domain$name)
   domain_registry$domains <- if (isTRUE(first)) c(entry, domain_registry$domains) else c(domain_registry$domains, entry)
+  domains_update_hierarchy()
   invisible(NULL)
 }
 
@@ -93,6 +94,7 @@ zarr_register_domain <- function(domain, first = FALSE) {
 zarr_unregister_domain <- function(domain) {
   if (inherits(domain, "zarr_domain")) domain <- domain$name
   domain_registry$domains[[domain]] <- NULL
+  domains_update_hierarchy()
   invisible(NULL)
 }
 
@@ -183,12 +185,11 @@ node_build$eager <- FALSE
 # Whether opening a store builds the whole hierarchy and then calls
 # post_open() on every node, as zarr 1.0.0 does: when a registered domain
 # asks for it (its `open_hierarchy` field, TRUE unless the domain says not).
-domains_want_hierarchy <- function() {
-  for (d in domain_registry$domains) {
-    # this package's own domains (registered in every session) never ask,
-    # and need no condition handler for a field that may fail
-    if (class(d)[1L] %in% c("zarr_ome_domain", "zarr_vectors_domain")) next
-    if (!isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE))) return(TRUE)
-  }
-  FALSE
+domains_want_hierarchy <- function() isTRUE(domain_registry$want_hierarchy)
+
+# Asked once per (un)registration, not per open: the field is read-only, and
+# a domain's own active binding may fail (then it asks).
+domains_update_hierarchy <- function() {
+  domain_registry$want_hierarchy <- any(vapply(domain_registry$domains, function(d)
+    !isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE)), TRUE))
 }

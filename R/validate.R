@@ -213,6 +213,5 @@ blosc_shuffle_name <- function(x, typesize = 1L) {
 #' is_valid_node_name(c("temperature", "", "..", "__meta", "a/b"))
 is_valid_node_name <- function(name) {
   if (!is.character(name)) return(rep(FALSE, length(name)))
-  vapply(name, function(n) node_name_ok(n),
-         TRUE, USE.NAMES = FALSE)
+  vapply(name, node_name_ok, TRUE, USE.NAMES = FALSE)
 }
