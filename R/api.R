@@ -104,8 +104,12 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
   check_read_only(read_only)
-  if (!is.null(branch) || !is.null(tag) || !is.null(snapshot))
+  if (!is.null(branch) || !is.null(tag) || !is.null(snapshot)) {
+    # an Icechunk branch opens writable (a session) only when asked explicitly
+    if (!missing(read_only) && !read_only && is.null(tag) && is.null(snapshot))
+      return(open_existing(zarr_icechunksession$new(location, branch)))
     return(open_existing(zarr_icechunkstore$new(location, branch = branch, tag = tag, snapshot = snapshot)))
+  }
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
        !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))

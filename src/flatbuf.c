@@ -126,3 +126,201 @@ int fb_vec_string(const fb_vec *v, size_t i, const char **s, size_t *n, zerr *e)
   if (follow(v->b, (uint64_t)v->pos + 4 * (uint64_t)i, &to, e)) return -1;
   return string_at(v->b, to, s, n, e);
 }
+
+/* ---- writer (see flatbuf.h) ------------------------------------------------ */
+
+#include <stdlib.h>
+
+/* Past this a buffer is refused: offsets are 32-bit. */
+#define FBW_MAX ((size_t)0x7fffffff)
+
+static int wfail(fbw *b, const char *what) {
+  if (!b->failed) zerr_set(b->e, ZE_NOMEM, "cannot build a flatbuffer: %s", what);
+  b->failed = 1;
+  return -1;
+}
+
+void fbw_init(fbw *b, zerr *e) {
+  memset(b, 0, sizeof *b);
+  b->e = e;
+  b->minalign = 1;
+}
+
+void fbw_free(fbw *b) {
+  free(b->buf);
+  b->buf = NULL;
+  b->cap = b->len = 0;
+}
+
+/* Room for `n` more bytes in front of what is there. */
+static int room(fbw *b, size_t n) {
+  if (b->failed) return -1;
+  if (n > FBW_MAX - b->len) return wfail(b, "over 2 GiB");
+  if (b->len + n <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + n) cap *= 2;
+  uint8_t *nb = malloc(cap);
+  if (nb == NULL) return wfail(b, "out of memory");
+  if (b->len) memcpy(nb + cap - b->len, b->buf + b->cap - b->len, b->len);
+  free(b->buf);
+  b->buf = nb;
+  b->cap = cap;
+  return 0;
+}
+
+static void put(fbw *b, const void *p, size_t n) {
+  if (room(b, n)) return;
+  b->len += n;
+  if (n) memcpy(b->buf + b->cap - b->len, p, n);
+}
+
+static void zeros(fbw *b, size_t n) {
+  if (room(b, n)) return;
+  b->len += n;
+  memset(b->buf + b->cap - b->len, 0, n);
+}
+
+/* Pad so that `extra` bytes pushed next end aligned to `align` (a power of 2). */
+static void prep(fbw *b, size_t align, size_t extra) {
+  if (align > b->minalign) b->minalign = align;
+  zeros(b, (~(b->len + extra) + 1) & (align - 1));
+}
+
+static void put32(fbw *b, uint32_t v) {
+  uint8_t t[4];
+  fb_wr32(t, v);
+  put(b, t, 4);
+}
+
+fb_ref fbw_string(fbw *b, const char *s, size_t n) {
+  if (b->open) wfail(b, "a string inside an open table");
+  if (n > FBW_MAX) wfail(b, "over 2 GiB");
+  prep(b, 4, n + 1);
+  zeros(b, 1);
+  put(b, s, n);
+  put32(b, (uint32_t)n);
+  return b->failed ? 0 : (fb_ref)b->len;
+}
+
+fb_ref fbw_vector(fbw *b, const void *data, size_t count, size_t elem, size_t align) {
+  if (b->open) wfail(b, "a vector inside an open table");
+  if (elem && count > FBW_MAX / elem) wfail(b, "over 2 GiB");
+  if (b->failed) return 0;
+  prep(b, 4, count * elem);
+  prep(b, align, count * elem);
+  put(b, data, count * elem);
+  put32(b, (uint32_t)count);
+  return b->failed ? 0 : (fb_ref)b->len;
+}
+
+fb_ref fbw_vec_u32(fbw *b, const uint32_t *v, size_t count) {
+  if (b->open) wfail(b, "a vector inside an open table");
+  if (count > FBW_MAX / 4) wfail(b, "over 2 GiB");
+  if (b->failed) return 0;
+  prep(b, 4, count * 4);
+  for (size_t i = count; i-- > 0;) put32(b, v[i]);
+  put32(b, (uint32_t)count);
+  return b->failed ? 0 : (fb_ref)b->len;
+}
+
+fb_ref fbw_vec_refs(fbw *b, const fb_ref *refs, size_t count) {
+  if (b->open) wfail(b, "a vector inside an open table");
+  if (count > FBW_MAX / 4) wfail(b, "over 2 GiB");
+  if (b->failed) return 0;
+  prep(b, 4, count * 4);
+  for (size_t i = count; i-- > 0;) {
+    if (refs[i] == 0 || refs[i] > b->len) {
+      wfail(b, "a reference to nothing");
+      return 0;
+    }
+    put32(b, (uint32_t)(b->len + 4 - refs[i]));
+  }
+  put32(b, (uint32_t)count);
+  return b->failed ? 0 : (fb_ref)b->len;
+}
+
+void fbw_start(fbw *b) {
+  if (b->open) wfail(b, "a table inside an open table");
+  b->open = 1;
+  b->start = b->len;
+  memset(b->at, 0, sizeof b->at);
+}
+
+/* Push a field's `size` bytes aligned to `align`, remembering where. */
+static void field_put(fbw *b, int id, const void *p, size_t size, size_t align) {
+  if (!b->open || id < 0 || id >= FBW_MAX_FIELDS) wfail(b, "a field outside a table");
+  if (b->failed) return;
+  prep(b, align, size);
+  put(b, p, size);
+  b->at[id] = b->len;
+}
+
+void fbw_u8(fbw *b, int id, uint8_t v) { field_put(b, id, &v, 1, 1); }
+void fbw_u32(fbw *b, int id, uint32_t v) {
+  uint8_t t[4];
+  fb_wr32(t, v);
+  field_put(b, id, t, 4, 4);
+}
+void fbw_i32(fbw *b, int id, int32_t v) { fbw_u32(b, id, (uint32_t)v); }
+void fbw_u64(fbw *b, int id, uint64_t v) {
+  uint8_t t[8];
+  fb_wr64(t, v);
+  field_put(b, id, t, 8, 8);
+}
+void fbw_struct(fbw *b, int id, const void *data, size_t size, size_t align) { field_put(b, id, data, size, align); }
+
+void fbw_ref(fbw *b, int id, fb_ref r) {
+  if (b->failed) return;
+  if (r == 0 || r > b->len) {
+    wfail(b, "a reference to nothing");
+    return;
+  }
+  prep(b, 4, 4);
+  uint8_t t[4];
+  fb_wr32(t, (uint32_t)(b->len + 4 - r));
+  field_put(b, id, t, 4, 4);
+}
+
+fb_ref fbw_end(fbw *b) {
+  if (!b->open) wfail(b, "no open table");
+  b->open = 0;
+  if (b->failed) return 0;
+  prep(b, 4, 4);
+  zeros(b, 4); /* the vtable's offset, filled in below */
+  size_t tpos = b->len;
+  int nf = 0;
+  for (int i = 0; i < FBW_MAX_FIELDS; i++)
+    if (b->at[i]) nf = i + 1;
+  if (tpos - b->start > 0xffff) {
+    wfail(b, "a table over 64 kB");
+    return 0;
+  }
+  uint8_t t[2];
+  for (int i = nf; i-- > 0;) {
+    size_t off = b->at[i] ? tpos - b->at[i] : 0;
+    t[0] = (uint8_t)off;
+    t[1] = (uint8_t)(off >> 8);
+    put(b, t, 2);
+  }
+  size_t tsize = tpos - b->start, vsize = 4 + 2 * (size_t)nf;
+  t[0] = (uint8_t)tsize;
+  t[1] = (uint8_t)(tsize >> 8);
+  put(b, t, 2);
+  t[0] = (uint8_t)vsize;
+  t[1] = (uint8_t)(vsize >> 8);
+  put(b, t, 2);
+  if (b->failed) return 0;
+  fb_wr32(b->buf + b->cap - tpos, (uint32_t)(b->len - tpos));
+  return (fb_ref)tpos;
+}
+
+const uint8_t *fbw_finish(fbw *b, fb_ref root, size_t *n) {
+  if (b->open) wfail(b, "a table left open");
+  if (root == 0 || root > b->len) wfail(b, "no root table");
+  if (b->failed) return NULL;
+  prep(b, b->minalign < 4 ? 4 : b->minalign, 4);
+  put32(b, (uint32_t)(b->len + 4 - root));
+  if (b->failed) return NULL;
+  *n = b->len;
+  return b->buf + b->cap - b->len;
+}

@@ -61,4 +61,47 @@ static inline uint32_t fb_rd32(const uint8_t *p) {
 }
 static inline uint64_t fb_rd64(const uint8_t *p) { return (uint64_t)fb_rd32(p) | ((uint64_t)fb_rd32(p + 4) << 32); }
 
+/* ---- writer ----------------------------------------------------------------
+ * Builds a buffer back to front, as FlatBuffers are laid out: children
+ * (strings, vectors, tables) first, then the tables that point at them.
+ * A reference (fb_ref) is the child's distance from the buffer's end. One
+ * table is open at a time. Failures (memory, a bad call) are sticky: every
+ * call after one does nothing, and fbw_finish() reports it. */
+typedef uint32_t fb_ref;
+#define FBW_MAX_FIELDS 16
+typedef struct {
+  uint8_t *buf;
+  size_t cap, len, minalign;
+  int failed;
+  zerr *e;
+  int open;
+  size_t start;                   /* len when the open table began */
+  size_t at[FBW_MAX_FIELDS];      /* each field's distance from the end (0: absent) */
+} fbw;
+
+void fbw_init(fbw *b, zerr *e);
+void fbw_free(fbw *b);
+fb_ref fbw_string(fbw *b, const char *s, size_t n);
+/* A vector of `count` elements of `elem` bytes, already little-endian
+ * (scalars or structs of alignment `align`). */
+fb_ref fbw_vector(fbw *b, const void *data, size_t count, size_t elem, size_t align);
+fb_ref fbw_vec_u32(fbw *b, const uint32_t *v, size_t count);
+/* A vector of references (to tables or strings). */
+fb_ref fbw_vec_refs(fbw *b, const fb_ref *refs, size_t count);
+void fbw_start(fbw *b);
+void fbw_u8(fbw *b, int id, uint8_t v);
+void fbw_u32(fbw *b, int id, uint32_t v);
+void fbw_i32(fbw *b, int id, int32_t v);
+void fbw_u64(fbw *b, int id, uint64_t v);
+void fbw_struct(fbw *b, int id, const void *data, size_t size, size_t align);
+void fbw_ref(fbw *b, int id, fb_ref r);
+fb_ref fbw_end(fbw *b);
+/* The finished buffer (owned by the builder) and its size; NULL on failure. */
+const uint8_t *fbw_finish(fbw *b, fb_ref root, size_t *n);
+
+static inline void fb_wr32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void fb_wr64(uint8_t *p, uint64_t v) { fb_wr32(p, (uint32_t)v); fb_wr32(p + 4, (uint32_t)(v >> 32)); }
+
 #endif

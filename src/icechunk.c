@@ -287,6 +287,20 @@ int ic_snapshot_parse(const uint8_t *p, size_t n, size_t limit, ic_snapshot *s, 
     if (fb_vec_table(&nv, i, &t, e)) return fail(e);
     if (node_parse(&t, &s->nodes[i], &bg, e)) return -1;
   }
+  fb_vec mv;
+  int r2 = fb_vector(&root, 7, 4, &mv, e);
+  if (r2 < 0) return fail(e);
+  if (r2 == 1) {
+    if (spend(&bg, mv.count, times(mv.count, sizeof *s->mfiles + R_ID + 2 * R_ELT), e)) return -1;
+    if ((s->mfiles = cal(mv.count, sizeof *s->mfiles, e)) == NULL) return -1;
+    s->nmfiles = mv.count;
+    for (size_t i = 0; i < mv.count; i++) {
+      fb_table t;
+      if (fb_vec_table(&mv, i, &t, e)) return fail(e);
+      if (id12(&t, 0, s->mfiles[i].id, "ManifestFileInfoV2.id", e)) return -1;
+      if (fb_u64(&t, 1, 0, &s->mfiles[i].size, e) < 0 || fb_u32(&t, 2, 0, &s->mfiles[i].nrefs, e) < 0) return fail(e);
+    }
+  }
   return 0;
 }
 
@@ -295,6 +309,7 @@ void ic_snapshot_free(ic_snapshot *s) {
   if (s->nodes)
     for (size_t i = 0; i < s->nnodes; i++) free(s->nodes[i].man);
   free(s->nodes);
+  free(s->mfiles);
   memset(s, 0, sizeof *s);
 }
 

@@ -59,6 +59,11 @@ typedef struct {
   ic_mref *man;
 } ic_node;
 typedef struct {
+  uint8_t id[12];
+  uint64_t size;
+  uint32_t nrefs;
+} ic_mfile;
+typedef struct {
   ic_header h;
   zbuf payload;
   uint8_t id[12];
@@ -68,6 +73,8 @@ typedef struct {
   ic_str message;
   size_t nnodes;
   ic_node *nodes;
+  size_t nmfiles; /* spec 2: the manifests it points to (for a writer) */
+  ic_mfile *mfiles;
 } ic_snapshot;
 
 /* ---- manifest ---- */

@@ -131,8 +131,9 @@ SEXP ffi_icechunk_repo(SEXP raw, SEXP key, SEXP limit) {
 SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key, SEXP limit) {
   holder *h = parse(raw, key, limit, IC_SNAPSHOT);
   ic_snapshot *s = &h->u.s;
-  static const char *nm[] = {"spec_version", "implementation", "id", "parent", "time", "message", "nodes"};
-  SEXP out = PROTECT(named_list(nm, 7));
+  static const char *nm[] = {"spec_version", "implementation", "id", "parent", "time", "message", "nodes",
+                             "manifest_files"};
+  SEXP out = PROTECT(named_list(nm, 8));
   header_fields(out, &s->h);
   SET_VECTOR_ELT(out, 2, ScalarString(id_str(s->id, 12)));
   SET_VECTOR_ELT(out, 3, ScalarString(s->has_parent ? id_str(s->parent, 12) : NA_STRING));
@@ -190,7 +191,21 @@ SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key, SEXP limit) {
   SET_VECTOR_ELT(nodes, 3, ud);
   SET_VECTOR_ELT(nodes, 4, man);
   SET_VECTOR_ELT(out, 6, nodes);
-  UNPROTECT(8);
+  static const char *fn[] = {"id", "size", "nrefs"};
+  SEXP mf = PROTECT(named_list(fn, 3));
+  R_xlen_t nf = (R_xlen_t)s->nmfiles;
+  SEXP fid = PROTECT(allocVector(STRSXP, nf)), fsz = PROTECT(allocVector(REALSXP, nf));
+  SEXP fnr = PROTECT(allocVector(REALSXP, nf));
+  for (R_xlen_t i = 0; i < nf; i++) {
+    SET_STRING_ELT(fid, i, id_str(s->mfiles[i].id, 12));
+    REAL(fsz)[i] = (double)s->mfiles[i].size;
+    REAL(fnr)[i] = (double)s->mfiles[i].nrefs;
+  }
+  SET_VECTOR_ELT(mf, 0, fid);
+  SET_VECTOR_ELT(mf, 1, fsz);
+  SET_VECTOR_ELT(mf, 2, fnr);
+  SET_VECTOR_ELT(out, 7, mf);
+  UNPROTECT(12);
   return out;
 }
 

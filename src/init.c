@@ -68,6 +68,8 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_icechunk_repo, 3),
     CALLDEF(ffi_icechunk_snapshot, 3),
     CALLDEF(ffi_icechunk_manifest, 3),
+    CALLDEF(ffi_icechunk_write, 3),
+    CALLDEF(ffi_icechunk_new_id, 1),
     CALLDEF(ffi_progress_begin, 2),
     CALLDEF(ffi_progress_end, 0),
     {NULL, NULL, 0}};

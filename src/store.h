@@ -174,6 +174,8 @@ SEXP ffi_cache_drop(SEXP ptr, SEXP keys, SEXP prefix);
 SEXP ffi_cache_count(void);
 /* Icechunk objects (icechunk_r.c) */
 SEXP ffi_icechunk_repo(SEXP raw, SEXP key, SEXP limit);
+SEXP ffi_icechunk_write(SEXP type, SEXP spec, SEXP old);
+SEXP ffi_icechunk_new_id(SEXP n);
 SEXP ffi_icechunk_snapshot(SEXP raw, SEXP key, SEXP limit);
 SEXP ffi_icechunk_manifest(SEXP raw, SEXP key, SEXP limit);
 
