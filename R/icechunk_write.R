@@ -373,7 +373,10 @@ ic_update_repo <- function(dir, change) {
     snapshots = list(id = s$id[ord], parent = ifelse(is.na(s$parent[ord]), -1L, pos[s$parent[ord]]),
                      flushed_at = round(s$time[ord] * 1e6), message = s$message[ord]),
     status_at = now,
-    updates = list(type = up$type, name = up$name, previous = up$previous, new = up$new, at = now, backup = backup),
+    # the list of updates ends with one without a backup: only the new one
+    # is listed, the older ones are in the backup
+    updates = list(type = up$type, name = up$name, previous = up$previous, new = up$new, at = now,
+                   backup = NA_character_),
     before = backup)
   ic_write_file(path, .Call(ffi_icechunk_write, 6L, spec, old))
   invisible()

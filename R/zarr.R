@@ -50,7 +50,7 @@ zarr <- R6::R6Class("zarr",
       meta <- store$get_metadata("")
       # an implicit root group: nodes directly below a root without metadata
       # (or none: an Icechunk snapshot is a hierarchy, its first one empty)
-      if (is.null(meta) && store$supports_listing && (!store$is_empty("") || inherits(store, "zarr_icechunkstore"))) {
+      if (is.null(meta) && store$supports_listing && (!store$is_empty("") || inherits(store, c("zarr_icechunkstore", "zarr_icechunksession")))) {
         if (save_marker %in% store$list_dir(""))
           zarr_abort("incomplete", "the store holds an interrupted save_to() copy (its root was not written yet): delete it and save again")
         meta <- list(zarr_format = 3L, node_type = "group", attributes = named_list())

@@ -64,3 +64,17 @@ icechunk_expected_array <- function(node) {
 icechunk_ref_args <- function(ref) {
   switch(ref$kind, branch = list(branch = ref$name), tag = list(tag = ref$name), snapshot = list(snapshot = ref$name))
 }
+
+# What the official implementation reads of a local repository
+# (tools/icechunk/read_repo.mjs): list(branches, tags, history, refs), refs
+# by "branch:<name>" / "tag:<name>", each with snapshot and nodes. `write`:
+# c(branch, path, n) to commit a group there with it first.
+icechunk_read_repo <- function(dir, write = NULL) {
+  skip_without_icechunk_oracle()
+  r <- processx::run("bash", c(file.path(icechunk_tool_dir(), "run.sh"), "read_repo.mjs", dir,
+                               if (!is.null(write)) c("--write", write)),
+                     error_on_status = FALSE, timeout = 120)
+  if (r$status == 3L) require_or_skip(FALSE, sprintf("the Icechunk native module (%s)", trimws(r$stderr)))
+  if (r$status != 0L) stop("tools/icechunk/read_repo.mjs failed (status ", r$status, "): ", substr(r$stderr, 1, 2000))
+  jsonlite::fromJSON(r$stdout, simplifyVector = FALSE)
+}

@@ -1,0 +1,231 @@
+# Writing Icechunk repositories (spec 2, local): what R writes, the official
+# implementation (tools/icechunk/read_repo.mjs) reads value for value, and
+# R reads what it wrote on top.
+
+ic_def <- function(type, shape, chunks) {
+  d <- define_array(type, shape)
+  d$chunk_shape <- chunks
+  d
+}
+
+# The R value of an array node of read_repo.mjs's output.
+ic_oracle_values <- function(node) {
+  icechunk_expected_array(list(values = node$values, dtype = node$dtype, shape = node$shape))
+}
+
+ic_new_repo <- function(env = parent.frame()) {
+  dir <- withr::local_tempdir("icw-", .local_envir = env)
+  unlink(dir, recursive = TRUE)
+  dir
+}
+
+test_that("a repository R creates and commits to reads back in the official implementation", {
+  skip_without_icechunk_oracle()
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  expect_s3_class(z$store, "zarr_icechunksession")
+  expect_identical(z$store$branch, "main")
+  expect_identical(z$store$snapshot_id, "1CECHNKREP0F1RSTCMT0")
+  z$root$set_attribute("title", "written by R")
+  small <- matrix(1:12, 4)
+  a <- z$root$add_array("small", ic_def("int32", c(4, 3), c(2, 3))) # chunks inline
+  a[] <- small
+  g <- z$root$add_group("grp")
+  g$set_attribute("n", 7L)
+  big <- matrix(seq(0.5, by = 1.25, length.out = 2000), 200)
+  b <- g$add_array("big", ic_def("float64", c(200, 10), c(100, 10))) # chunks native
+  b[] <- big
+  d <- ic_def("uint16", c(6, 6), c(3, 3))
+  d$fill_value <- 0
+  f <- g$add_array("fill", d) # two of four chunks written
+  f[1:3, 1:3] <- matrix(1:9, 3)
+  f[4:6, 4:6] <- matrix(11:19, 3)
+  expect_true(z$store$has_changes)
+  id <- z$store$commit("first commit")
+  expect_match(id, "^[0-9A-HJKMNP-TV-Z]{20}$")
+  expect_false(z$store$has_changes)
+  expect_identical(z$store$snapshot_id, id)
+  expect_true(length(list.files(file.path(dir, "chunks"))) >= 2L) # the big chunks
+  got <- icechunk_read_repo(dir)
+  expect_identical(unlist(got$branches), "main")
+  h <- got$history$main
+  expect_identical(vapply(h, `[[`, "", "id"), c(id, "1CECHNKREP0F1RSTCMT0"))
+  expect_identical(vapply(h, `[[`, "", "message"), c("first commit", "Repository initialized"))
+  nodes <- got$refs[["branch:main"]]$nodes
+  expect_setequal(names(nodes), c("/", "/small", "/grp", "/grp/big", "/grp/fill"))
+  expect_identical(nodes[["/"]]$attributes$title, "written by R")
+  expect_identical(nodes[["/grp"]]$attributes$n, 7L)
+  expect_identical(ic_oracle_values(nodes[["/small"]]), small)
+  expect_identical(ic_oracle_values(nodes[["/grp/big"]]), big)
+  fv <- matrix(0L, 6, 6)
+  fv[1:3, 1:3] <- 1:9
+  fv[4:6, 4:6] <- 11:19
+  expect_identical(ic_oracle_values(nodes[["/grp/fill"]]), fv)
+  # and the package's reader, on a fresh open
+  r <- open_zarr(dir, branch = "main")
+  expect_identical(r[["/small"]][], small)
+  expect_identical(r[["/grp/big"]][], big)
+  expect_identical(r[["/grp/fill"]][], fv)
+  h2 <- icechunk_history(dir)
+  expect_identical(h2$snapshot_id, c(id, "1CECHNKREP0F1RSTCMT0"))
+})
+
+test_that("commits follow each other, on repositories R or the official implementation wrote", {
+  skip_without_icechunk_oracle()
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  a <- z$root$add_array("v", ic_def("int32", c(10, 4), c(5, 4)))
+  a[] <- matrix(1:40, 10)
+  first <- z$store$commit("one")
+  a[1:5, 1] <- -(1:5) # one chunk rewritten, the other kept
+  w <- z$root$add_array("w", ic_def("float64", c(3, 3), c(3, 3)))
+  w[] <- diag(3)
+  second <- z$store$commit("two")
+  # the official implementation commits on top of that
+  got <- icechunk_read_repo(dir, write = c("main", "/from_icechunk", "3"))
+  h <- vapply(got$history$main, `[[`, "", "id")
+  expect_identical(h[-1L], c(second, first, "1CECHNKREP0F1RSTCMT0"))
+  want <- matrix(1:40, 10)
+  want[1:5, 1] <- -(1:5)
+  nodes <- got$refs[["branch:main"]]$nodes
+  expect_identical(ic_oracle_values(nodes[["/v"]]), want)
+  expect_identical(ic_oracle_values(nodes[["/w"]]), diag(3))
+  expect_identical(nodes[["/from_icechunk"]]$attributes$n, 3L)
+  # R commits on top of the official implementation's commit
+  z2 <- open_zarr(dir, branch = "main", read_only = FALSE)
+  expect_identical(z2$store$snapshot_id, h[1L])
+  expect_identical(z2[["/from_icechunk"]]$attributes$written_by, "icechunk")
+  z2[["/v"]][10, 4] <- 1000L
+  z2[["/from_icechunk"]]$set_attribute("seen_by", "R")
+  third <- z2$store$commit("three")
+  got <- icechunk_read_repo(dir)
+  expect_identical(vapply(got$history$main, `[[`, "", "id")[1:2], c(third, h[1L]))
+  want[10, 4] <- 1000L
+  nodes <- got$refs[["branch:main"]]$nodes
+  expect_identical(ic_oracle_values(nodes[["/v"]]), want)
+  expect_identical(nodes[["/from_icechunk"]]$attributes$seen_by, "R")
+  # every snapshot still reads as it was
+  expect_identical(open_zarr(dir, snapshot = first)[["/v"]][], matrix(1:40, 10))
+  expect_null(open_zarr(dir, snapshot = first)[["/w"]])
+})
+
+test_that("R commits on top of a repository the official implementation wrote", {
+  ice <- icechunk_oracle()
+  dir <- ic_new_repo()
+  dir.create(dir)
+  file.copy(list.files(file.path(ice$dir, "v2"), full.names = TRUE), dir, recursive = TRUE)
+  before <- ice$expected$repos$v2
+  main_before <- Filter(function(r) r$kind == "branch" && r$name == "main", before$refs)[[1L]]
+  z <- open_zarr(dir, branch = "main", read_only = FALSE)
+  z$root$add_group("added_by_r")$set_attribute("k", "v")
+  old <- z[["/float64"]][]
+  z[["/float64"]][1, 1] <- 99.5
+  id <- z$store$commit("R was here")
+  got <- icechunk_read_repo(dir)
+  expect_setequal(unlist(got$branches), unlist(before$branches))
+  expect_setequal(unlist(got$tags), unlist(before$tags))
+  expect_identical(got$history$main[[1L]]$id, id)
+  expect_identical(got$history$main[[2L]]$id, main_before$snapshot)
+  nodes <- got$refs[["branch:main"]]$nodes
+  expect_identical(nodes[["/added_by_r"]]$attributes$k, "v")
+  want <- old
+  want[1, 1] <- 99.5
+  expect_identical(ic_oracle_values(nodes[["/float64"]]), want)
+  # the other arrays are as the official implementation wrote them
+  for (p in setdiff(names(main_before$nodes), "/float64")) {
+    n <- main_before$nodes[[p]]
+    if (identical(n$type, "array") && is.null(n$error))
+      expect_identical(ic_oracle_values(nodes[[p]]), icechunk_expected_array(n), info = p)
+  }
+  # the other branch and tag did not move
+  for (r in Filter(function(r) r$kind != "snapshot" && !(r$kind == "branch" && r$name == "main"), before$refs))
+    expect_identical(got$refs[[paste0(r$kind, ":", r$name)]]$snapshot, r$snapshot, info = r$name)
+})
+
+test_that("branches and tags made in R are seen by the official implementation", {
+  skip_without_icechunk_oracle()
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  a <- z$root$add_array("x", ic_def("int32", 4, 2))
+  a[] <- 1:4
+  first <- z$store$commit("one")
+  z$store$create_tag("v1")
+  z$store$create_branch("dev")
+  a[] <- 5:8
+  second <- z$store$commit("two")
+  expect_error(z$store$create_tag("v1"), class = "zarr_error_exists")
+  expect_error(z$store$reset_branch("nope", first), class = "zarr_error_not_found")
+  expect_error(z$store$create_branch("b2", "AAAAAAAAAAAAAAAAAAAA"), class = "zarr_error_not_found")
+  got <- icechunk_read_repo(dir)
+  expect_identical(unlist(got$branches), c("dev", "main"))
+  expect_identical(unlist(got$tags), "v1")
+  expect_identical(got$refs[["tag:v1"]]$snapshot, first)
+  expect_identical(got$refs[["branch:dev"]]$snapshot, first)
+  expect_identical(got$refs[["branch:main"]]$snapshot, second)
+  expect_identical(ic_oracle_values(got$refs[["tag:v1"]]$nodes[["/x"]]), 1:4)
+  expect_identical(ic_oracle_values(got$refs[["branch:main"]]$nodes[["/x"]]), 5:8)
+  # a commit to dev leaves main alone
+  d <- open_zarr(dir, branch = "dev", read_only = FALSE)
+  d[["/x"]][1] <- 100L
+  on_dev <- d$store$commit("on dev")
+  # resetting main moves it back, and the session with it
+  z$store$reset_branch("main", first)
+  expect_identical(z$store$snapshot_id, first)
+  got <- icechunk_read_repo(dir)
+  expect_identical(got$refs[["branch:main"]]$snapshot, first)
+  expect_identical(vapply(got$history$dev, `[[`, "", "id"), c(on_dev, first, "1CECHNKREP0F1RSTCMT0"))
+  expect_identical(ic_oracle_values(got$refs[["branch:dev"]]$nodes[["/x"]]), c(100L, 2:4))
+  expect_identical(open_zarr(dir, branch = "main")[["/x"]][], 1:4)
+})
+
+test_that("a second session committing to a moved branch gets a conflict and loses nothing", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  x <- z$root$add_array("x", ic_def("int32", 4, 4))
+  x[] <- 1:4
+  base <- z$store$commit("base")
+  s1 <- open_zarr(dir, branch = "main", read_only = FALSE)
+  s2 <- open_zarr(dir, branch = "main", read_only = FALSE)
+  s1[["/x"]][1] <- 10L
+  s2[["/x"]][2] <- 20L
+  s2$root$set_attribute("by", "s2")
+  won <- s1$store$commit("s1")
+  err <- expect_error(s2$store$commit("s2"), class = "zarr_error_conflict")
+  expect_match(conditionMessage(err), "branch 'main'", fixed = TRUE)
+  # the first commit is intact; the second session still has its changes
+  expect_identical(icechunk_history(dir)$snapshot_id[1:2], c(won, base))
+  expect_identical(open_zarr(dir, branch = "main")[["/x"]][], c(10L, 2:4))
+  expect_true(s2$store$has_changes)
+  expect_identical(s2[["/x"]][], c(1L, 20L, 3L, 4L))
+  expect_identical(s2$root$attributes$by, "s2")
+  expect_false(dir.exists(file.path(dir, "repo.lock")))
+  # a commit to another branch is no conflict
+  s3 <- open_zarr(dir, branch = "main", read_only = FALSE)
+  s3$store$create_branch("side", base)
+  s3[["/x"]][3] <- 30L
+  expect_no_error(s3$store$commit("s3"))
+  expect_identical(open_zarr(dir, branch = "main")[["/x"]][], c(10L, 2L, 30L, 4L))
+  if (nzchar(icechunk_tool_dir())) {
+    got <- tryCatch(icechunk_read_repo(dir), condition = function(e) NULL)
+    if (!is.null(got)) expect_identical(ic_oracle_values(got$refs[["branch:main"]]$nodes[["/x"]]), c(10L, 2L, 30L, 4L))
+  }
+})
+
+test_that("writing refuses what it cannot do with classed errors", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  expect_error(zarr_icechunk_create(dir), class = "zarr_error_exists")
+  expect_error(zarr_icechunk_create("s3://bucket/repo"), class = "zarr_error_unsupported")
+  empty <- open_zarr(dir, branch = "main", read_only = FALSE)
+  expect_error(empty$store$commit("nothing"), class = "zarr_error_icechunk")
+  expect_error(z$store$commit(NA_character_), class = "zarr_error_argument")
+  expect_error(open_zarr(dir, branch = "nope", read_only = FALSE), class = "zarr_error_not_found")
+  # the branch opens read-only unless asked
+  expect_true(open_zarr(dir, branch = "main")$store$read_only)
+  expect_error(z$store$create_tag("a/b"), class = "zarr_error_argument")
+})
+
+test_that("spec 1 repositories stay read-only", {
+  ice <- icechunk_oracle()
+  expect_error(open_zarr(file.path(ice$dir, "v1"), branch = "main", read_only = FALSE), class = "zarr_error_unsupported")
+})
