@@ -46,10 +46,14 @@
 #' @examples
 #' repo <- tempfile("repo")
 #' z <- zarr_icechunk_create(repo)
-#' a <- z$root$add_array("t", define_array("int32", c(4, 3), chunks = c(2, 3)))
+#' a <- z$root$add_array("t", define_array("int32", c(4, 3)))
 #' a[] <- matrix(1:12, 4)
-#' z$store$commit("first values")
+#' first <- z$store$commit("first values")
+#' z$store$create_tag("v1")
+#' a[1, ] <- 0L
+#' z$store$commit("first row zeroed")
 #' icechunk_history(repo)
+#' open_zarr(repo, tag = "v1")[["/t"]][]
 #' open_zarr(repo, branch = "main")[["/t"]][]
 #' unlink(repo, recursive = TRUE)
 zarr_icechunk_create <- function(location) {
@@ -86,9 +90,16 @@ zarr_icechunk_create <- function(location) {
   zarr$new(session)
 }
 
-#' @rdname zarr_icechunk_create
-#' @format NULL
-#' @usage NULL
+#' Writable session on an Icechunk branch
+#'
+#' The store of a [zarr] object made by [zarr_icechunk_create()] or by
+#' `open_zarr(location, branch = , read_only = FALSE)`: a branch of a local
+#' Icechunk repository (spec 2) opened for writing. What is written is kept
+#' in memory, over the snapshot the session started from, until `commit()`
+#' writes it as the branch's next snapshot; see [zarr_icechunk_create()] for
+#' what a commit writes and how conflicts are detected.
+#'
+#' @seealso [zarr_icechunk_create()], [zarr_icechunkstore]
 #' @export
 zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
   inherit = zarr_memorystore,
@@ -259,7 +270,7 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
     #' @return The snapshot id, invisibly.
     reset_branch = function(name, snapshot) {
       id <- private$set_ref("branches", name, snapshot, create = FALSE)
-      if (identical(name, private$.branch)) private$start(id)
+      if (identical(name, private$.branch)) private$start(id, keep = TRUE)
       invisible(id)
     }
   ),
@@ -287,11 +298,12 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
       if (length(here)) rm(list = here, envir = private$.data)
     },
     # Continue from snapshot `id`: what was committed leaves the session.
-    start = function(id) {
+    start = function(id, keep = FALSE) {
       private$.snap <- id
       private$.base <- zarr_icechunkstore$new(private$.storage, snapshot = id)
       private$.snapshot <- ic_read_object(private$.storage, paste0("snapshots/", id), "snapshot")
       cache_forget(self, prefix = "")
+      if (keep) return(invisible())
       rm(list = ls(private$.data, all.names = TRUE), envir = private$.data)
       private$.deleted <- character()
     },

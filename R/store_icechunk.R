@@ -46,13 +46,14 @@
 #' attributes read the snapshot only. A manifest that cannot be read fails
 #' the reads of its arrays' chunks only.
 #'
-#' Not supported: writing (commits, branches, tags; every writer raises
-#' `zarr_error_read_only`) and the repository's
+#' This store is read-only (every writer raises `zarr_error_read_only`):
+#' repositories are written through sessions, see [zarr_icechunk_create()].
+#' Not supported: the repository's
 #' configuration (virtual chunk containers and their credentials: every
 #' virtual location is read, `s3://` ones with the credentials found in the
 #' environment).
 #'
-#' @seealso [icechunk_history()], [open_zarr()], [zarr_refstore]
+#' @seealso [icechunk_history()], [open_zarr()], [zarr_refstore], [zarr_icechunk_create()] to write
 #' @export
 zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
   inherit = zarr_refstore,

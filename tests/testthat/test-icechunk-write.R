@@ -229,3 +229,33 @@ test_that("spec 1 repositories stay read-only", {
   ice <- icechunk_oracle()
   expect_error(open_zarr(file.path(ice$dir, "v1"), branch = "main", read_only = FALSE), class = "zarr_error_unsupported")
 })
+
+test_that("resetting the session's branch keeps its uncommitted changes; erasing nodes commits their removal", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  x <- z$root$add_array("x", ic_def("int32", 4, 2))
+  x[] <- 1:4
+  y <- z$root$add_group("y")
+  first <- z$store$commit("one")
+  x[1] <- 9L
+  second <- z$store$commit("two")
+  x[4] <- 40L
+  z$store$reset_branch("main", first)
+  expect_identical(z$store$snapshot_id, first)
+  expect_true(z$store$has_changes)
+  expect_identical(z[["/x"]][], c(1L, 2L, 3L, 40L)) # the change over the older snapshot
+  z$store$erase("y/zarr.json")
+  third <- z$store$commit("three")
+  expect_identical(icechunk_history(dir)$snapshot_id, c(third, first, "1CECHNKREP0F1RSTCMT0"))
+  r <- open_zarr(dir, branch = "main")
+  expect_identical(r[["/x"]][], c(1L, 2L, 3L, 40L))
+  expect_null(r[["/y"]])
+  expect_identical(open_zarr(dir, snapshot = second)[["/x"]][], c(9L, 2L, 3L, 4L))
+  if (nzchar(icechunk_tool_dir())) {
+    got <- tryCatch(icechunk_read_repo(dir), condition = function(e) NULL)
+    if (!is.null(got)) {
+      expect_setequal(names(got$refs[["branch:main"]]$nodes), c("/", "/x"))
+      expect_identical(ic_oracle_values(got$refs[["branch:main"]]$nodes[["/x"]]), c(1L, 2L, 3L, 40L))
+    }
+  }
+})
