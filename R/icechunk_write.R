@@ -434,18 +434,18 @@ ic_key_coords <- function(rel, meta) {
   v2 <- identical(enc[["name"]], "v2")
   sep <- enc[["configuration"]][["separator"]] %||% if (v2) "." else "/"
   out <- matrix(NA_integer_, length(rel), nd)
-  if (!length(rel)) return(out)
-  if (nd == 0L) {
-    ok <- rel == if (v2) "0" else "c"
-    return(matrix(integer(), length(rel), 0L)[ok, , drop = FALSE])
+  if (nd == 0L) return(structure(out, ok = rel == if (v2) "0" else "c"))
+  body <- rel
+  if (!v2) {
+    body[!startsWith(rel, paste0("c", sep))] <- NA_character_
+    body <- substring(body, nchar(sep) + 2L)
   }
-  body <- if (v2) rel else ifelse(startsWith(rel, paste0("c", sep)), substring(rel, 3L), NA_character_)
   parts <- strsplit(body, sep, fixed = TRUE)
   for (i in seq_along(parts)) {
     p <- parts[[i]]
     if (length(p) == nd && all(grepl("^[0-9]+$", p))) out[i, ] <- as.integer(p)
   }
-  out
+  structure(out, ok = stats::complete.cases(out))
 }
 
 # Write what a session changed on top of snapshot `snap` (as parsed): new
@@ -484,6 +484,16 @@ ic_commit <- function(storage, snap, data, deleted, message) {
   gone_keys <- setdiff(deleted, meta_key(prefix))
   ck_owner <- owner(chunk_keys)
   gk_owner <- owner(gone_keys)
+  # a snapshot holds metadata and chunks only: anything else would be lost
+  stray <- chunk_keys[ck_owner == 0L | !is_array[pmax(ck_owner, 1L)] & ck_owner > 0L]
+  for (i in which(is_array)) {
+    mine <- chunk_keys[ck_owner == i]
+    cc <- ic_key_coords(substring(mine, nchar(prefix[i]) + 1L), meta[[i]])
+    stray <- c(stray, mine[!attr(cc, "ok")])
+  }
+  if (length(stray))
+    zarr_abort("icechunk", sprintf("an Icechunk snapshot holds only metadata and chunks; %s is neither (%d such keys)",
+                                   stray[1L], length(stray)), key = stray[1L])
   manifests <- vector("list", length(prefix))
   num_chunks <- vector("list", length(prefix))
   shape <- vector("list", length(prefix))
@@ -507,11 +517,8 @@ ic_commit <- function(storage, snap, data, deleted, message) {
     mine <- chunk_keys[ck_owner == i]
     mine_gone <- gone_keys[gk_owner == i]
     new_c <- ic_key_coords(substring(mine, nchar(prefix[i]) + 1L), m)
-    ok <- stats::complete.cases(new_c)
-    mine <- mine[ok]
-    new_c <- new_c[ok, , drop = FALSE]
     gone_c <- ic_key_coords(substring(mine_gone, nchar(prefix[i]) + 1L), m)
-    gone_c <- gone_c[stats::complete.cases(gone_c), , drop = FALSE]
+    gone_c <- gone_c[attr(gone_c, "ok"), , drop = FALSE]
     old_user <- if (!is.na(bi[i])) base$user_data[bi[i]]
     bm <- if (!is.na(bi[i]) && same[i]) base$manifests[[bi[i]]] else list(id = character(), from = matrix(0, 0, nd),
                                                                         to = matrix(0, 0, nd))

@@ -175,7 +175,7 @@ static void put(fbw *b, const void *p, size_t n) {
 }
 
 static void zeros(fbw *b, size_t n) {
-  if (room(b, n)) return;
+  if (n == 0 || room(b, n)) return;
   b->len += n;
   memset(b->buf + b->cap - b->len, 0, n);
 }

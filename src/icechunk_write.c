@@ -83,8 +83,6 @@ static fb_ref id_vector(fbw *b, SEXP ids, size_t n) {
   return fbw_vector(b, buf, (size_t)k, n, 1);
 }
 
-static fb_ref empty_vector(fbw *b) { return fbw_vector(b, NULL, 0, 1, 1); }
-
 /* The builder's buffer lives in an external pointer, so an R error in the
  * middle (a bad description) frees it. */
 static void fbw_fin(SEXP p) {
@@ -425,6 +423,7 @@ static fb_ref update(fbw *b, SEXP ups, R_xlen_t i) {
 /* What the old repo info has that R does not handle (its configuration,
  * feature flags and metadata) carries over as it is. */
 typedef struct {
+  fb_buf buf; /* the old payload, which the vectors point into */
   fb_vec config, enabled, disabled, meta;
   int has_config, has_enabled, has_disabled, has_meta;
 } repo_extra;
@@ -507,12 +506,11 @@ static void carried(SEXP old, zbuf *payload, repo_extra *x, zerr *e) {
   if (old == R_NilValue) return;
   want(TYPEOF(old) == RAWSXP);
   ic_header h;
-  fb_buf fb;
   fb_table root;
   if (ic_payload(RAW(old), (size_t)XLENGTH(old), IC_REPO, 1 << 28, &h, payload, e)) zarr_raise_err(e, NULL, "repo");
-  fb.p = payload->data;
-  fb.n = payload->size;
-  if (fb_root(&fb, &root, e)) zarr_raise_err(e, NULL, "repo");
+  x->buf.p = payload->data;
+  x->buf.n = payload->size;
+  if (fb_root(&x->buf, &root, e)) zarr_raise_err(e, NULL, "repo");
   if ((x->has_meta = fb_vector(&root, 6, 4, &x->meta, e)) < 0 ||
       (x->has_config = fb_vector(&root, 9, 1, &x->config, e)) < 0 ||
       (x->has_enabled = fb_vector(&root, 10, 2, &x->enabled, e)) < 0 ||

@@ -259,3 +259,41 @@ test_that("resetting the session's branch keeps its uncommitted changes; erasing
     }
   }
 })
+
+test_that("scalar arrays commit; keys that are neither metadata nor chunks are refused", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  s <- z$root$add_array("s", define_array("float64", integer(0)))
+  s[] <- 2.5
+  z$store$commit("scalar")
+  expect_identical(open_zarr(dir, branch = "main")[["/s"]][], 2.5)
+  z$store$set("notes.txt", charToRaw("x"))
+  err <- expect_error(z$store$commit("stray"), class = "zarr_error_icechunk")
+  expect_match(conditionMessage(err), "notes.txt", fixed = TRUE)
+  expect_true(z$store$has_changes) # nothing lost
+  if (nzchar(icechunk_tool_dir())) {
+    got <- tryCatch(icechunk_read_repo(dir), condition = function(e) NULL)
+    if (!is.null(got)) expect_identical(unlist(got$refs[["branch:main"]]$nodes[["/s"]]$values), 2.5)
+  }
+})
+
+test_that("a commit carries the virtual chunks of an array over to its new manifest", {
+  ice <- icechunk_oracle()
+  src <- ice$expected$repos$virtual_v2
+  main <- Filter(function(r) r$kind == "branch" && r$name == "main", src$refs)[[1L]]
+  dir <- ic_new_repo()
+  dir.create(dir)
+  file.copy(list.files(file.path(ice$dir, "virtual_v2"), full.names = TRUE), dir, recursive = TRUE)
+  z <- open_zarr(dir, branch = "main", read_only = FALSE)
+  want <- icechunk_expected_array(main$nodes[["/vfile"]])
+  z[["/vfile"]][1, 1] <- 42L
+  want[1, 1] <- 42L
+  mixed <- icechunk_expected_array(main$nodes[["/mixed"]])
+  mixed[1] <- mixed[1] + 1L
+  z[["/mixed"]][1] <- mixed[1]
+  z$store$commit("one chunk of each rewritten")
+  r <- open_zarr(dir, branch = "main")
+  expect_identical(r[["/vfile"]]$read(fill_as_na = FALSE), want)
+  expect_identical(r[["/mixed"]]$read(fill_as_na = FALSE), mixed)
+  expect_identical(r[["/vhttp"]]$read(fill_as_na = FALSE), icechunk_expected_array(main$nodes[["/vhttp"]]))
+})

@@ -81,6 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       in_payload(&s.payload, s.message, NULL, 0);
       size_t slots = s.nnodes;
       for (size_t i = 0; i < s.nnodes; i++) slots += s.nodes[i].nman;
+      slots += s.nmfiles;
       if (slots > s.payload.size / 4) abort(); /* no table shared between entries */
       for (size_t i = 0; i < s.nnodes; i++) {
         const ic_node *nd = &s.nodes[i];

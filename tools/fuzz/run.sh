@@ -15,7 +15,7 @@ set -euo pipefail
 
 secs=${1:-60}
 shift || true
-targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_zv}
+targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_fbwrite fuzz_zv}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../../src" && pwd)
@@ -54,6 +54,8 @@ build_one() {
     fuzz_xml) extra=("$src/xml.c" $(pkg-config --cflags --libs libxml-2.0 2>/dev/null || echo -I/usr/include/libxml2 -lxml2)) ;;
     # Icechunk objects: the flatbuffer reader and the object parsers
     fuzz_icechunk) extra=("$src/flatbuf.c" "$src/icechunk.c") ;;
+    # the flatbuffer writer, read back by the reader
+    fuzz_fbwrite) extra=("$src/flatbuf.c") ;;
   esac
   "$cc" "${flags[@]}" "${extra[@]}" "$here/$t.c" "${files[@]}" "${libs[@]}" -o "$build/$t"
 }
