@@ -3,7 +3,7 @@
 #
 # usage: bash tools/fuzz/run.sh [SECONDS] [TARGET...]
 #   SECONDS  how long to fuzz each target (default 60)
-#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_zv (default: all)
+#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_fbwrite fuzz_zv (default: all)
 #
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev or later) and
 # the codec libraries' headers (as the package does). Targets are built with
