@@ -62,7 +62,13 @@ static void check_table(const fb_table *t, const spec *sp, const spec *all, cons
     } else if (k == 5) {
       const char *s;
       size_t n;
-      if (fb_string(t, f, &s, &n, &e) != 1 || n != sp->len[f] || memcmp(s, sp->bytes[f], n) != 0 || s[n] != 0) abort();
+      int r = fb_string(t, f, &s, &n, &e);
+      if (memchr(sp->bytes[f], 0, sp->len[f]) != NULL) { /* the reader refuses strings holding a NUL */
+        if (r != -1 || e.kind != ZE_CORRUPT) abort();
+        e.kind = ZE_OK;
+        continue;
+      }
+      if (r != 1 || n != sp->len[f] || memcmp(s, sp->bytes[f], n) != 0 || s[n] != 0) abort();
       if (((const uint8_t *)s - base) % 4) abort();
     } else if (k == 6) {
       fb_vec v;
