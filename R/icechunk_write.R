@@ -595,7 +595,7 @@ ic_commit <- function(storage, snap, data, deleted, message) {
                   deleted_arrays = base$node_id[gone_nodes & base$is_array],
                   updated_arrays = node_id[was & is_array & user != base$user_data[bi]],
                   updated_groups = node_id[was & !is_array & user != base$user_data[bi]])
-  upd_chunks <- upd_chunks[order(names(upd_chunks), method = "radix")]
+  if (length(upd_chunks)) upd_chunks <- upd_chunks[order(names(upd_chunks), method = "radix")]
   storage$set(paste0("transactions/", id), ic_txlog_bytes(id, changes, upd_chunks))
   list(id = id, flushed_at = now)
 }

@@ -297,3 +297,41 @@ test_that("a commit carries the virtual chunks of an array over to its new manif
   expect_identical(r[["/mixed"]]$read(fill_as_na = FALSE), mixed)
   expect_identical(r[["/vhttp"]]$read(fill_as_na = FALSE), icechunk_expected_array(main$nodes[["/vhttp"]]))
 })
+
+test_that("chunks erased in the session (fill-only writes, shrinking) leave the manifest", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  d <- ic_def("int32", 4, 2)
+  d$fill_value <- 0
+  a <- z$root$add_array("a", d)
+  a[] <- 1:4
+  z$store$commit("one")
+  a[1:2] <- 0L # a chunk of fill values only: erased
+  z$store$commit("two")
+  r <- open_zarr(dir, branch = "main")
+  expect_identical(r$store$list_prefix("a/"), c("a/zarr.json", "a/c/1"))
+  expect_identical(r[["/a"]]$read(fill_as_na = FALSE), c(0L, 0L, 3L, 4L))
+  a$resize(2)
+  z$store$commit("three")
+  r <- open_zarr(dir, branch = "main")
+  expect_identical(r$store$list_prefix("a/"), "a/zarr.json")
+  expect_identical(r[["/a"]]$read(fill_as_na = FALSE), c(0L, 0L))
+})
+
+test_that("a lock left by another writer makes the commit a conflict that keeps the changes", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  dir.create(file.path(dir, "repo.lock"))
+  err <- expect_error(z$store$commit("blocked"), class = "zarr_error_conflict")
+  expect_match(conditionMessage(err), "repo.lock", fixed = TRUE)
+  expect_true(z$store$has_changes)
+  expect_identical(icechunk_history(dir)$snapshot_id, "1CECHNKREP0F1RSTCMT0")
+  unlink(file.path(dir, "repo.lock"), recursive = TRUE)
+  id <- z$store$commit("unblocked")
+  expect_identical(icechunk_history(dir)$snapshot_id, c(id, "1CECHNKREP0F1RSTCMT0"))
+  expect_false(dir.exists(file.path(dir, "repo.lock")))
+  if (nzchar(icechunk_tool_dir())) { # a commit of groups only
+    got <- tryCatch(icechunk_read_repo(dir), condition = function(e) NULL)
+    if (!is.null(got)) expect_identical(names(got$refs[["branch:main"]]$nodes), "/")
+  }
+})
