@@ -40,6 +40,7 @@ import { createHash } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { Repository, Storage } from "@earthmover/icechunk";
 import * as zarr from "zarrita";
+import { flat } from "./values.mjs";
 import { crc32c } from "../interop/crc32c.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -393,20 +394,6 @@ async function writeEtag(name) {
 // fresh read-only open.
 async function openRepo(name) {
 	return Repository.open(await storageAt(name), null, authorize);
-}
-
-function flat(res, dtype) {
-	const { data, shape, stride } = res;
-	const n = shape.reduce((a, b) => a * b, 1);
-	const out = new Array(n);
-	const idx = new Array(shape.length).fill(0);
-	for (let k = 0; k < n; k++) {
-		let off = 0;
-		for (let d = 0; d < shape.length; d++) off += idx[d] * stride[d];
-		out[k] = dtype === "bool" ? data.get(off) : Number(data[off]);
-		for (let d = shape.length - 1; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
-	}
-	return out;
 }
 
 const msg = (e) => String(e && e.message ? e.message : e).trim();

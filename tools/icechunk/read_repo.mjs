@@ -14,26 +14,13 @@
 // "n": <int>} (the writer's tests then read that commit back in R).
 import { Repository, Storage } from "@earthmover/icechunk";
 import * as zarr from "zarrita";
+import { flat } from "./values.mjs";
 
 const args = process.argv.slice(2);
 const dir = args[0];
 if (!dir) {
 	console.error("usage: node read_repo.mjs <repo_dir> [--write <branch> <path> <int>]");
 	process.exit(2);
-}
-
-function flat(res, dtype) {
-	const { data, shape, stride } = res;
-	const n = shape.reduce((a, b) => a * b, 1);
-	const out = new Array(n);
-	const idx = new Array(shape.length).fill(0);
-	for (let k = 0; k < n; k++) {
-		let off = 0;
-		for (let d = 0; d < shape.length; d++) off += idx[d] * stride[d];
-		out[k] = dtype === "bool" ? data.get(off) : Number(data[off]);
-		for (let d = shape.length - 1; d >= 0; d--) { if (++idx[d] < shape[d]) break; idx[d] = 0; }
-	}
-	return out;
 }
 
 async function readNodes(session) {
