@@ -81,8 +81,13 @@ test_that("commits follow each other, on repositories R or the official implemen
   w <- z$root$add_array("w", ic_def("float64", c(3, 3), c(3, 3)))
   w[] <- diag(3)
   second <- z$store$commit("two")
+  z$store$create_tag("one", first)
   # the official implementation commits on top of that
   got <- icechunk_read_repo(dir, write = c("main", "/from_icechunk", "3"))
+  # and reads the first snapshot as it was
+  expect_identical(got$refs[["tag:one"]]$snapshot, first)
+  expect_identical(ic_oracle_values(got$refs[["tag:one"]]$nodes[["/v"]]), matrix(1:40, 10))
+  expect_null(got$refs[["tag:one"]]$nodes[["/w"]])
   h <- vapply(got$history$main, `[[`, "", "id")
   expect_identical(h[-1L], c(second, first, "1CECHNKREP0F1RSTCMT0"))
   want <- matrix(1:40, 10)
