@@ -2,7 +2,8 @@
 #'
 #' `zarr_icechunk_create()` makes a new, empty [Icechunk](https://icechunk.io)
 #' repository (spec version 2, as Icechunk 2.x writes it) in a local
-#' directory and returns a [zarr] object writable on its branch `"main"`.
+#' directory or an S3 bucket and returns a [zarr] object writable on its
+#' branch `"main"`.
 #' `open_zarr(location, branch = "main", read_only = FALSE)` opens an
 #' existing repository (spec 2) for writing on a branch the same way. Its
 #' store is a `zarr_icechunksession`: groups, arrays, attributes and chunks
@@ -20,8 +21,14 @@
 #' commits follow each other.
 #'
 #' The branch moves only if its head is still the snapshot the session
-#' started from: the `repo` object is replaced (by a rename) while a lock
-#' directory `repo.lock` is held, after reading it again. When another
+#' started from. In a local directory the `repo` object is replaced (by a
+#' rename) while a lock directory `repo.lock` is held, after reading it
+#' again (the official implementation does not know this lock: do not
+#' commit to one local repository from both at once). On S3 it is replaced
+#' by a PUT with `If-Match` on the ETag of the object read (a new
+#' repository's with `If-None-Match: *`), as Icechunk does: when another
+#' writer replaced it in between, it is read again and the branch checked
+#' again. When another
 #' session committed to the branch in between, `commit()` fails with a
 #' condition of class `zarr_error_conflict` naming the branch; nothing is
 #' written to the branch, and the session keeps its changes (open the branch
@@ -34,12 +41,15 @@
 #' current one), which update the `repo` object the same way.
 #'
 #' Not supported: spec 1 repositories (Icechunk 1.x) and repositories on
-#' S3 or other remote storage (both open read-only), moving or renaming
+#' remote storage other than S3 (both open read-only), moving or renaming
 #' nodes, amending commits, deleting branches and tags, and arrays whose
 #' chunk grid is not regular.
 #'
 #' @param location A local directory that does not exist yet or is empty
-#'   (a `file://` URL works too).
+#'   (a `file://` URL works too), or an `s3://bucket/prefix` location (or a
+#'   [zarr_s3store]) that holds no keys yet.
+#' @param ... For an `s3://` location: passed to [zarr_s3store] (region,
+#'   credentials, endpoint).
 #' @return A [zarr] object whose store is the session.
 #' @seealso [zarr_icechunkstore] to read repositories, [icechunk_history()]
 #' @export
@@ -56,17 +66,9 @@
 #' open_zarr(repo, tag = "v1")[["/t"]][]
 #' open_zarr(repo, branch = "main")[["/t"]][]
 #' unlink(repo, recursive = TRUE)
-zarr_icechunk_create <- function(location) {
-  if (!is.character(location) || length(location) != 1L || is.na(location) || !nzchar(location))
-    zarr_abort("argument", "location must be a single path")
-  if (grepl("^[a-z][a-z0-9+.-]*://", location, ignore.case = TRUE) && !grepl("^file://", location))
-    zarr_abort("unsupported", "Icechunk repositories are written to local directories only")
-  p <- path.expand(sub("^file://", "", location))
-  if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
-    zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
-  if (!dir.exists(p) && !dir.create(p, recursive = TRUE))
-    zarr_abort("io", sprintf("cannot create the directory '%s'", location))
-  storage <- zarr_localstore$new(p)
+zarr_icechunk_create <- function(location, ...) {
+  t <- ic_target(location, ..., create = TRUE)
+  storage <- t$storage
   now <- ic_now()
   id <- ic_initial_snapshot
   empty <- list(path = character(), node_id = character(), user_data = character(), is_array = logical(),
@@ -84,8 +86,15 @@ zarr_icechunk_create <- function(location) {
     updates = list(type = 1L, name = NA_character_, previous = NA_character_, new = NA_character_, at = now,
                    backup = NA_character_),
     before = NA_character_), NULL)
-  ic_write_file(file.path(p, "repo"), repo)
-  session <- zarr_icechunksession$new(location, "main")
+  if (is.null(t$dir)) {
+    # S3: the repo object only if none is there yet
+    res <- s3_request(storage$io_spec(), "PUT", "repo", "", repo, condition = "If-None-Match: *")
+    if (res$status == 412L) zarr_abort("exists", sprintf("'%s' already holds an Icechunk repository", t$shown))
+    if (res$status >= 300L) s3_fail(res, paste0(t$shown, "/repo"))
+  } else {
+    ic_write_file(file.path(t$dir, "repo"), repo)
+  }
+  session <- zarr_icechunksession$new(storage, "main")
   session$create_group("/", "")
   zarr$new(session)
 }
@@ -107,21 +116,22 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
   public = list(
     #' @description Open a writable session on a branch of a local spec 2
     #'   repository.
-    #' @param location The repository's directory.
+    #' @param location The repository: a local directory, an `s3://` URL or
+    #'   a [zarr_s3store].
     #' @param branch The branch.
+    #' @param ... Passed to [zarr_s3store] for an `s3://` URL.
     #' @return An instance of this class.
-    initialize = function(location, branch = "main") {
+    initialize = function(location, branch = "main", ...) {
       super$initialize()
       private$.version <- 3L # Icechunk holds Zarr v3
       private$.separator <- "/"
       if (!is.character(branch) || length(branch) != 1L || is.na(branch) || !nzchar(branch))
         zarr_abort("argument", "branch must be a single string")
-      if (grepl("^[a-z][a-z0-9+.-]*://", location, ignore.case = TRUE) && !grepl("^file://", location))
-        zarr_abort("unsupported", "Icechunk repositories are written in local directories only")
-      private$.dir <- path.expand(sub("^file://", "", location))
-      private$.loc <- location
-      private$.storage <- zarr_localstore$new(private$.dir)
-      info <- ic_repo_info(ic_storage(location))
+      t <- ic_target(location, ...)
+      private$.dir <- t$dir
+      private$.loc <- t$shown
+      private$.storage <- t$storage
+      info <- ic_repo_info(private$.storage)
       if (info$spec_version < 2L)
         zarr_abort("unsupported", "Icechunk repositories of spec version 1 are read-only here")
       private$.branch <- branch
@@ -232,7 +242,7 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
       got <- ic_commit(private$.storage, private$.snapshot, private$.data, private$.deleted, message)
       branch <- private$.branch
       base <- private$.snap
-      ic_update_repo(private$.dir, function(info) {
+      ic_update_repo(private$.storage, private$.dir, function(info) {
         head <- ic_resolve_ref(private$.storage, info, "branch", branch)
         if (!identical(head, base))
           zarr_abort("conflict", sprintf(paste("branch '%s' moved to snapshot %s since this session started from %s:",
@@ -313,7 +323,7 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
       what <- if (kind == "tags") "tag" else "branch"
       id <- ic_normalise_id(snapshot)
       storage <- private$.storage
-      ic_update_repo(private$.dir, function(info) {
+      ic_update_repo(private$.storage, private$.dir, function(info) {
         if (!id %in% info$snapshots$id) zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", id))
         has <- name %in% info[[kind]]$name
         if (create && has) zarr_abort("exists", sprintf("the repository already has a %s '%s'", what, name))
@@ -351,26 +361,83 @@ ic_write_file <- function(path, bytes) {
   }
 }
 
-# Replace the repo object: `change(info)` gives list(info, update) from the
-# current repo info (or raises, e.g. a conflict). Conditional: under the lock
-# directory, on the repo object read under it.
-ic_update_repo <- function(dir, change) {
-  lock <- file.path(dir, "repo.lock")
-  for (i in seq_len(100L)) {
-    if (dir.create(lock, showWarnings = FALSE)) break
-    if (i == 100L)
-      zarr_abort("conflict", sprintf("another writer holds the repository's lock '%s' (remove it if no writer runs)", lock))
-    Sys.sleep(0.05)
+# Where a repository is written: list(storage, dir (NULL for S3), shown).
+# `create`: the location must hold nothing yet.
+ic_target <- function(location, ..., create = FALSE) {
+  if (inherits(location, "zarr_s3store")) {
+    storage <- location
+  } else if (inherits(location, "zarr_localstore")) {
+    return(ic_target(location$root, create = create))
+  } else {
+    if (!is.character(location) || length(location) != 1L || is.na(location) || !nzchar(location))
+      zarr_abort("argument", "location must be a single path or s3:// URL, or a zarr_s3store")
+    if (is_s3_url(location) && !is_azure_url(location)) {
+      u <- s3_parse_url(location)
+      storage <- zarr_s3store$new(u$bucket, u$prefix, ...)
+    } else if (grepl("^[a-z][a-z0-9+.-]*://", location, ignore.case = TRUE) && !grepl("^file://", location)) {
+      zarr_abort("unsupported", "Icechunk repositories are written in local directories and S3 buckets only")
+    } else {
+      p <- path.expand(sub("^file://", "", location))
+      if (create) {
+        if (dir.exists(p) && length(list.files(p, all.files = TRUE, no.. = TRUE)))
+          zarr_abort("exists", sprintf("'%s' already exists and is not empty", location))
+        if (!dir.exists(p) && !dir.create(p, recursive = TRUE))
+          zarr_abort("io", sprintf("cannot create the directory '%s'", location))
+      } else if (!dir.exists(p)) {
+        zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+      }
+      return(list(storage = zarr_localstore$new(p), dir = p, shown = location))
+    }
   }
-  on.exit(unlink(lock, recursive = TRUE))
-  path <- file.path(dir, "repo")
-  old <- readBin(path, "raw", file.size(path))
+  if (create && length(storage$list_prefix("")))
+    zarr_abort("exists", sprintf("'%s' already holds keys", storage$root))
+  list(storage = storage, dir = NULL, shown = redact(storage$root))
+}
+
+# Replace the repo object: `change(info)` gives list(info, update) from the
+# current repo info (or raises, e.g. a conflict). Conditional: locally,
+# under the lock directory, on the repo object read under it; on S3, a PUT
+# with If-Match on the ETag of the object read (a 412, when another writer
+# replaced it meanwhile, reads it again and asks `change` again).
+ic_update_repo <- function(storage, dir, change) {
+  if (!is.null(dir)) {
+    lock <- file.path(dir, "repo.lock")
+    for (i in seq_len(100L)) {
+      if (dir.create(lock, showWarnings = FALSE)) break
+      if (i == 100L)
+        zarr_abort("conflict", sprintf("another writer holds the repository's lock '%s' (remove it if no writer runs)", lock))
+      Sys.sleep(0.05)
+    }
+    on.exit(unlink(lock, recursive = TRUE))
+    path <- file.path(dir, "repo")
+    old <- readBin(path, "raw", file.size(path))
+    new <- ic_repo_bytes(storage, old, change)
+    ic_write_file(path, new)
+    return(invisible())
+  }
+  io <- storage$io_spec()
+  where <- paste0(redact(storage$root), "/repo")
+  for (i in seq_len(10L)) {
+    got <- s3_request(io, "GET", "repo", "")
+    if (got$status != 200L) s3_fail(got, where)
+    if (!nzchar(got$etag)) zarr_abort("icechunk", "the repo object came without an ETag: it cannot be replaced safely",
+                                      key = "repo")
+    new <- ic_repo_bytes(storage, got$body, change)
+    put <- s3_request(io, "PUT", "repo", "", new, condition = paste("If-Match:", got$etag))
+    if (put$status < 300L) return(invisible())
+    if (put$status != 412L) s3_fail(put, where)
+  }
+  zarr_abort("conflict", "the repo object kept changing while it was being replaced (other writers)", key = "repo")
+}
+
+# The new repo object from the old one's bytes and `change` (see
+# ic_update_repo()); the old one is kept in overwritten/.
+ic_repo_bytes <- function(storage, old, change) {
   info <- .Call(ffi_icechunk_repo, old, "repo", max_decoded_bytes())
   got <- change(info)
   now <- ic_now()
   backup <- sprintf("repo.%.0f.%s", now, .Call(ffi_icechunk_new_id, 12L))
-  dir.create(file.path(dir, "overwritten"), showWarnings = FALSE)
-  ic_write_file(file.path(dir, "overwritten", backup), old)
+  storage$set(paste0("overwritten/", backup), old)
   info <- got$info
   s <- info$snapshots
   ord <- order(s$id, method = "radix")
@@ -390,8 +457,7 @@ ic_update_repo <- function(dir, change) {
     updates = list(type = up$type, name = up$name, previous = up$previous, new = up$new, at = now,
                    backup = NA_character_),
     before = backup)
-  ic_write_file(path, .Call(ffi_icechunk_write, 6L, spec, old))
-  invisible()
+  .Call(ffi_icechunk_write, 6L, spec, old)
 }
 
 ic_info_add_snapshot <- function(info, id, parent, flushed_at, message) {

@@ -297,8 +297,8 @@ s3_query <- function(q) {
   paste0(enc(names(q)), "=", enc(q), collapse = "&")
 }
 
-s3_request <- function(io, method, key, query, body = NULL, at_bucket = FALSE) {
-  .Call(ffi_store_s3_request, io, method, key, query, body, at_bucket)
+s3_request <- function(io, method, key, query, body = NULL, at_bucket = FALSE, condition = NULL) {
+  .Call(ffi_store_s3_request, io, method, key, query, body, at_bucket, condition)
 }
 
 # Raise the S3 error of a failed answer.

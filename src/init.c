@@ -55,7 +55,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_http, 3),
     CALLDEF(ffi_store_http_options, 2),
     CALLDEF(ffi_store_s3, 2),
-    CALLDEF(ffi_store_s3_request, 6),
+    CALLDEF(ffi_store_s3_request, 7),
     CALLDEF(ffi_store_s3_options, 2),
     CALLDEF(ffi_store_azure, 2),
     CALLDEF(ffi_store_ref, 12),

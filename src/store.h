@@ -161,7 +161,8 @@ SEXP ffi_store_stats(SEXP ptr);
 SEXP ffi_store_http(SEXP base, SEXP query, SEXP opts);
 SEXP ffi_store_http_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_s3(SEXP cfg, SEXP opts);
-SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket);
+SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket,
+                          SEXP condition);
 SEXP ffi_store_s3_options(SEXP ptr, SEXP opts);
 SEXP ffi_store_azure(SEXP cfg, SEXP opts);
 SEXP ffi_store_ref(SEXP keys, SEXP kind, SEXP target, SEXP off, SEXP len, SEXP data, SEXP t_store,

@@ -315,6 +315,7 @@ typedef struct {
   const uint8_t *body;      /* sent as it is (PUT/POST) */
   size_t body_n;
   const char *content_type;
+  const char *condition;    /* a conditional write's header ("If-None-Match: *"), or NULL */
   int raw;                  /* any final status is the answer (status, body) */
   int at_bucket;            /* the key is below the bucket, not the store root */
   long status;              /* out: the final HTTP status */
@@ -653,6 +654,7 @@ static int s3_setup(hstore *hs, xfer *x) {
   if (sha256_hex(rq ? rq->body : NULL, rq ? rq->body_n : 0, hdr + 22)) return -1;
   if (add_header(&x->hdrs, hdr)) return -1;
   if (hs->token_hdr && add_header(&x->hdrs, hs->token_hdr)) return -1;
+  if (rq && rq->condition && add_header(&x->hdrs, rq->condition)) return -1;
   if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
     char ct[96];
     snprintf(ct, sizeof ct, "Content-Type: %s",
@@ -1711,8 +1713,11 @@ static SEXP alloc_body_failed(SEXP cond, void *data) {
 /* One request, answered whatever its status (after retries of 5xx and the
  * like): list(status, body, etag). key is below the store root, or below the
  * bucket with at_bucket; query is sent as it is (canonical: sorted and
- * encoded by the caller). */
-SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket) {
+ * encoded by the caller). condition: NULL, or a header line of a
+ * conditional write (If-Match, If-None-Match), whose body is then an object
+ * (application/octet-stream) rather than an XML document. */
+SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body, SEXP at_bucket,
+                          SEXP condition) {
   zstore *s = store_from(ptr);
   if (s->ops != &s3_ops && s->ops != &az_ops) zarr_raise(ZE_STORE, NULL, NULL, "internal: not an S3 or Azure store");
   hstore *hs = s->impl;
@@ -1723,7 +1728,12 @@ SEXP ffi_store_s3_request(SEXP ptr, SEXP method, SEXP key, SEXP query, SEXP body
   if (!isNull(body)) {
     rq.body = RAW(body);
     rq.body_n = (size_t)XLENGTH(body);
-    rq.content_type = "application/xml";
+    rq.content_type = isNull(condition) ? "application/xml" : NULL;
+  }
+  if (!isNull(condition)) {
+    if (TYPEOF(condition) != STRSXP || XLENGTH(condition) != 1)
+      zarr_raise(ZE_STORE, NULL, NULL, "internal: a condition is one header line");
+    rq.condition = translateChar(STRING_ELT(condition, 0));
   }
   rq.raw = 1;
   rq.at_bucket = asLogical(at_bucket) == TRUE;

@@ -220,7 +220,7 @@ test_that("writing refuses what it cannot do with classed errors", {
   dir <- ic_new_repo()
   z <- zarr_icechunk_create(dir)
   expect_error(zarr_icechunk_create(dir), class = "zarr_error_exists")
-  expect_error(zarr_icechunk_create("s3://bucket/repo"), class = "zarr_error_unsupported")
+  expect_error(zarr_icechunk_create("https://example.org/repo"), class = "zarr_error_unsupported")
   empty <- open_zarr(dir, branch = "main", read_only = FALSE)
   expect_error(empty$store$commit("nothing"), class = "zarr_error_icechunk")
   expect_error(z$store$commit(NA_character_), class = "zarr_error_argument")
@@ -339,4 +339,48 @@ test_that("a lock left by another writer makes the commit a conflict that keeps 
     got <- tryCatch(icechunk_read_repo(dir), condition = function(e) NULL)
     if (!is.null(got)) expect_identical(names(got$refs[["branch:main"]]$nodes), "/")
   }
+})
+
+test_that("repositories on S3: create, commit, branch, conditional writes and conflicts", {
+  skip_on_cran()
+  s3 <- s3_server()
+  z <- zarr_icechunk_create(s3$store("private", "repo.icechunk"))
+  x <- z$root$add_array("x", ic_def("int32", c(6, 2), c(3, 2)))
+  x[] <- matrix(1:12, 6)
+  big <- z$root$add_array("big", ic_def("float64", 200, 100)) # native chunks
+  big[] <- seq_len(200) / 4
+  first <- z$store$commit("one")
+  z$store$create_tag("v1")
+  expect_error(zarr_icechunk_create(s3$store("private", "repo.icechunk")), class = "zarr_error_exists")
+  rd <- function(...) zarr$new(zarr_icechunkstore$new(s3$store("private", "repo.icechunk"), ...))
+  r <- rd(branch = "main")
+  expect_identical(r[["/x"]][], matrix(1:12, 6))
+  expect_identical(r[["/big"]][], seq_len(200) / 4)
+  # two sessions from the same snapshot: the second commit is a conflict
+  a <- zarr$new(zarr_icechunksession$new(s3$store("private", "repo.icechunk"), "main"))
+  b <- zarr$new(zarr_icechunksession$new(s3$store("private", "repo.icechunk"), "main"))
+  a[["/x"]][1, 1] <- 100L
+  b[["/x"]][6, 2] <- 600L
+  won <- a$store$commit("a")
+  expect_error(b$store$commit("b"), class = "zarr_error_conflict")
+  expect_true(b$store$has_changes)
+  # a tag made in between is no conflict: the repo object is read again
+  c <- zarr$new(zarr_icechunksession$new(s3$store("private", "repo.icechunk"), "main"))
+  c[["/x"]][2, 1] <- 200L
+  c$store$create_tag("between", first)
+  c$store$commit("c")
+  h <- icechunk_history(s3$store("private", "repo.icechunk"))
+  expect_identical(h$snapshot_id[2:4], c(won, first, "1CECHNKREP0F1RSTCMT0"))
+  want <- matrix(1:12, 6)
+  want[1, 1] <- 100L
+  want[2, 1] <- 200L
+  expect_identical(rd(branch = "main")[["/x"]][], want)
+  expect_identical(rd(tag = "v1")[["/x"]][], matrix(1:12, 6))
+  expect_true(length(s3$store("private", "repo.icechunk")$list_prefix("overwritten/")) >= 3L)
+  # the writes that guard the repo object are refused when their condition fails
+  io <- s3$store("private", "repo.icechunk")$io_spec()
+  before <- s3$store("private", "repo.icechunk")$get("repo")
+  expect_identical(zarr:::s3_request(io, "PUT", "repo", "", as.raw(1:3), condition = 'If-Match: "0000"')$status, 412L)
+  expect_identical(zarr:::s3_request(io, "PUT", "repo", "", as.raw(1:3), condition = "If-None-Match: *")$status, 412L)
+  expect_identical(s3$store("private", "repo.icechunk")$get("repo"), before)
 })

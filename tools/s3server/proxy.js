@@ -9,6 +9,9 @@
 //     token 403 InvalidToken;
 //   - an unsigned request to a private bucket, or an unsigned write anywhere,
 //     is 403 AccessDenied; unsigned reads of a public bucket pass;
+//   - a conditional PUT (If-None-Match: *, If-Match: <etag>; s3rver ignores
+//     both) is checked against the object's ETag first and answered 412
+//     PreconditionFailed when its condition fails, one at a time;
 //   - everything else goes to s3rver unsigned (path-style addressing).
 // Usage (s3rver's continuation tokens are DES-encrypted, which OpenSSL 3
 // has only in its legacy provider, hence the flag):
@@ -122,6 +125,7 @@ async function main() {
   const upstream = addr.port;
   const stats = { requests: 0, rejected: 0, methods: {}, log: [] };
   let indent = false;
+  let conditional = Promise.resolve(); // the chain of conditional writes
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', d => chunks.push(d));
@@ -179,6 +183,37 @@ async function main() {
       up.on('error', err => { entry.status = s3error(res, 500, 'InternalError', String(err), path); });
       up.end(body);
       };
+      // Conditional writes (If-None-Match: *, If-Match: <etag>), which S3
+      // honours and s3rver ignores: the object's ETag is asked first, and a
+      // failed condition is 412 PreconditionFailed. They run one at a time,
+      // so no other conditional write slips between the check and the write.
+      const ifNone = req.headers['if-none-match'], ifMatch = req.headers['if-match'];
+      if (req.method === 'PUT' && (ifNone !== undefined || ifMatch !== undefined)) {
+        delete headers['if-none-match'];
+        delete headers['if-match'];
+        conditional = conditional.then(() => new Promise(done => {
+          const head = http.request({ host: '127.0.0.1', port: upstream, method: 'HEAD', path: req.url,
+                                      headers: { host: headers.host } }, hr => {
+            hr.resume();
+            const etag = hr.statusCode === 200 ? String(hr.headers.etag || '') : null;
+            const unq = v => String(v).trim().replace(/^"|"$/g, '');
+            const failed = (ifNone !== undefined && ifNone.trim() === '*' && etag !== null) ||
+              (ifMatch !== undefined && (etag === null || unq(ifMatch) !== unq(etag)));
+            if (failed) {
+              entry.status = s3error(res, 412, 'PreconditionFailed',
+                'At least one of the pre-conditions you specified did not hold', path);
+              done();
+              return;
+            }
+            res.on('finish', done);
+            res.on('close', done);
+            forward();
+          });
+          head.on('error', () => { entry.status = s3error(res, 500, 'InternalError', 'HEAD failed', path); done(); });
+          head.end();
+        }));
+        return;
+      }
       // s3rver answers a suffix range (bytes=-N) as bytes=0-N; S3 gives the
       // last N bytes. Ask s3rver for the object's size and send it the range
       // S3 means.
