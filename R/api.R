@@ -63,7 +63,7 @@ create_zarr <- function(location) {
 #' or a path or URL ending in ".json" that holds references; see
 #' [zarr_refstore]; always read-only), or in an Icechunk repository at any
 #' of these locations (see [zarr_icechunkstore]; read-only, except a branch
-#' of a local repository opened with `read_only = FALSE`, see
+#' of a local or S3 repository opened with `read_only = FALSE`, see
 #' [zarr_icechunk_create()]).
 #'
 #' A location without root metadata (no `zarr.json`, `.zgroup` or `.zarray`
@@ -91,8 +91,9 @@ create_zarr <- function(location) {
 #'   snapshot id to open (at most one; default: the branch "main"). A
 #'   location holding a repository (a `repo` object, or
 #'   `refs/branch.main/ref.json` for spec 1) opens as one without them. A
-#'   branch of a local spec 2 repository opens for writing (a session, see
-#'   [zarr_icechunk_create()]) when `read_only = FALSE` is given explicitly.
+#'   branch of a spec 2 repository in a local directory or on S3 opens for
+#'   writing (a session, see [zarr_icechunk_create()]) when
+#'   `read_only = FALSE` is given explicitly.
 #' @return A [zarr] object.
 #' @export
 #' @examples
