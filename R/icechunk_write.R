@@ -221,7 +221,6 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
     #' @return A list.
     io_spec = function() {
       if (is.null(private$.io)) {
-        env <- private$.data
         private$.io <- store_io_r(
           get = function(keys) lapply(keys, function(k) self$get(k)),
           set = function(key, value) self$set(key, value),

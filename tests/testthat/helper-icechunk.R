@@ -69,11 +69,14 @@ icechunk_ref_args <- function(ref) {
 # (tools/icechunk/read_repo.mjs): list(branches, tags, history, refs), refs
 # by "branch:<name>" / "tag:<name>", each with snapshot and nodes. `write`:
 # c(branch, path, n) to commit a group there with it first.
-icechunk_read_repo <- function(dir, write = NULL) {
+# `s3`: the S3 test server (s3_server()) serving dir, an s3:// location.
+icechunk_read_repo <- function(dir, write = NULL, s3 = NULL) {
   skip_without_icechunk_oracle()
+  env <- if (!is.null(s3)) c(Sys.getenv(), ICECHUNK_S3_ENDPOINT = s3$endpoint, ICECHUNK_S3_KEY = s3$key,
+                             ICECHUNK_S3_SECRET = s3$secret)
   r <- processx::run("bash", c(file.path(icechunk_tool_dir(), "run.sh"), "read_repo.mjs", dir,
                                if (!is.null(write)) c("--write", write)),
-                     error_on_status = FALSE, timeout = 120)
+                     error_on_status = FALSE, timeout = 120, env = env)
   if (r$status == 3L) require_or_skip(FALSE, sprintf("the Icechunk native module (%s)", trimws(r$stderr)))
   if (r$status != 0L) stop("tools/icechunk/read_repo.mjs failed (status ", r$status, "): ", substr(r$stderr, 1, 2000))
   jsonlite::fromJSON(r$stdout, simplifyVector = FALSE)

@@ -383,4 +383,22 @@ test_that("repositories on S3: create, commit, branch, conditional writes and co
   expect_identical(zarr:::s3_request(io, "PUT", "repo", "", as.raw(1:3), condition = 'If-Match: "0000"')$status, 412L)
   expect_identical(zarr:::s3_request(io, "PUT", "repo", "", as.raw(1:3), condition = "If-None-Match: *")$status, 412L)
   expect_identical(s3$store("private", "repo.icechunk")$get("repo"), before)
+  # the official implementation reads the repository over S3, and commits on top
+  if (nzchar(icechunk_tool_dir())) {
+    got <- icechunk_read_repo("s3://private/repo.icechunk", write = c("main", "/from_icechunk", "5"), s3 = s3)
+    expect_identical(unlist(got$tags), c("between", "v1"))
+    expect_identical(vapply(got$history$main, `[[`, "", "id")[-1L], h$snapshot_id)
+    nodes <- got$refs[["branch:main"]]$nodes
+    expect_identical(ic_oracle_values(nodes[["/x"]]), want)
+    expect_identical(ic_oracle_values(nodes[["/big"]]), seq_len(200) / 4)
+    expect_identical(ic_oracle_values(got$refs[["tag:v1"]]$nodes[["/x"]]), matrix(1:12, 6))
+    d <- zarr$new(zarr_icechunksession$new(s3$store("private", "repo.icechunk"), "main"))
+    expect_identical(d[["/from_icechunk"]]$attributes$n, 5L)
+    d[["/x"]][6, 2] <- 0L
+    last <- d$store$commit("after icechunk")
+    got <- icechunk_read_repo("s3://private/repo.icechunk", s3 = s3)
+    expect_identical(got$history$main[[1L]]$id, last)
+    want[6, 2] <- 0L
+    expect_identical(ic_oracle_values(got$refs[["branch:main"]]$nodes[["/x"]]), want)
+  }
 })

@@ -2,7 +2,7 @@
 // (@earthmover/icechunk, native module) and zarrita, and prints what it
 // reads as JSON: the oracle of the package's Icechunk writer.
 //
-// usage: bash tools/icechunk/run.sh read_repo.mjs <repo_dir> [--write <branch> <path> <int>]
+// usage: bash tools/icechunk/run.sh read_repo.mjs <repo_dir | s3://bucket/prefix> [--write <branch> <path> <int>]
 //   (run through run.sh, which builds and preloads the glibc shim)
 //
 // Output: {branches: [...], tags: [...], history: {<branch>: [{id, parent,
@@ -41,7 +41,18 @@ async function readNodes(session) {
 	return nodes;
 }
 
-const open = async () => Repository.open(await Storage.newLocalFilesystem(dir));
+// s3://bucket/prefix: through an S3-compatible server (path-style, plain
+// HTTP allowed) at $ICECHUNK_S3_ENDPOINT with the static credentials in
+// $ICECHUNK_S3_KEY and $ICECHUNK_S3_SECRET (the package's S3 test server).
+function storage() {
+	const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(dir);
+	if (!m) return Storage.newLocalFilesystem(dir);
+	const env = process.env;
+	return Storage.newS3(m[1], m[2] || null,
+		{ type: "Static", field0: { accessKeyId: env.ICECHUNK_S3_KEY, secretAccessKey: env.ICECHUNK_S3_SECRET } },
+		{ endpointUrl: env.ICECHUNK_S3_ENDPOINT, allowHttp: true, forcePathStyle: true, region: env.ICECHUNK_S3_REGION || "us-east-1" });
+}
+const open = async () => Repository.open(await storage());
 
 if (args[1] === "--write") {
 	const [branch, p, n] = args.slice(2);
