@@ -402,3 +402,21 @@ test_that("repositories on S3: create, commit, branch, conditional writes and co
     expect_identical(ic_oracle_values(got$refs[["branch:main"]]$nodes[["/x"]]), want)
   }
 })
+
+test_that("a damaged repo object fails the commit with a classed error and releases the lock", {
+  dir <- ic_new_repo()
+  z <- zarr_icechunk_create(dir)
+  x <- z$root$add_array("x", ic_def("int32", 4, 2))
+  x[] <- 1:4
+  good <- readBin(file.path(dir, "repo"), "raw", file.size(file.path(dir, "repo")))
+  bad <- good
+  bad[60:70] <- as.raw(0xff)
+  writeBin(bad, file.path(dir, "repo"))
+  expect_error(z$store$commit("on a damaged repo"), class = "zarr_error_icechunk")
+  expect_false(dir.exists(file.path(dir, "repo.lock")))
+  expect_true(z$store$has_changes)
+  writeBin(good, file.path(dir, "repo"))
+  id <- z$store$commit("repaired")
+  expect_identical(open_zarr(dir, branch = "main")[["/x"]][], 1:4)
+  expect_identical(icechunk_history(dir)$snapshot_id[1L], id)
+})
