@@ -132,8 +132,7 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
       private$.loc <- t$shown
       private$.storage <- t$storage
       info <- ic_repo_info(private$.storage)
-      if (info$spec_version < 2L)
-        zarr_abort("unsupported", "Icechunk repositories of spec version 1 are read-only here")
+      private$.spec <- info$spec_version
       private$.branch <- branch
       private$start(ic_resolve_ref(private$.storage, info, "branch", branch))
     },
@@ -238,15 +237,24 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
         zarr_abort("argument", "message must be a single string")
       if (!length(ls(private$.data, all.names = TRUE)) && !length(private$.deleted))
         zarr_abort("icechunk", "the session has no changes to commit")
-      got <- ic_commit(private$.storage, private$.snapshot, private$.data, private$.deleted, message)
+      got <- ic_commit(private$.storage, private$.snapshot, private$.data, private$.deleted, message, private$.spec)
       branch <- private$.branch
       base <- private$.snap
+      moved <- function(head) {
+        zarr_abort("conflict", sprintf(paste("branch '%s' moved to snapshot %s since this session started from %s:",
+                                             "the commit is not applied (the session keeps its changes)"),
+                                       branch, head, base))
+      }
+      if (private$.spec < 2L) {
+        ic_update_ref(private$.storage, private$.dir, "branch", branch, got$id, function(head) {
+          if (!identical(head, base)) moved(head %||% "(none)")
+        })
+        private$start(got$id)
+        return(invisible(got$id))
+      }
       ic_update_repo(private$.storage, private$.dir, function(info) {
         head <- ic_resolve_ref(private$.storage, info, "branch", branch)
-        if (!identical(head, base))
-          zarr_abort("conflict", sprintf(paste("branch '%s' moved to snapshot %s since this session started from %s:",
-                                               "the commit is not applied (the session keeps its changes)"),
-                                         branch, head, base))
+        if (!identical(head, base)) moved(head)
         info <- ic_info_add_snapshot(info, got$id, base, got$flushed_at, message)
         list(info = ic_info_set_ref(info, "branches", branch, got$id),
              update = list(type = 10L, name = branch, previous = NA_character_, new = got$id))
@@ -298,7 +306,7 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
   ),
   private = list(
     .dir = NULL, .loc = NULL, .storage = NULL, .branch = NULL, .snap = NULL, .base = NULL, .snapshot = NULL,
-    .deleted = character(),
+    .deleted = character(), .spec = 2L,
     gone = function(key) key %in% private$.deleted,
     # Keys erased in the session: gone from its memory and hidden in the base.
     drop = function(keys) {
@@ -322,6 +330,15 @@ zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
       what <- if (kind == "tags") "tag" else "branch"
       id <- ic_normalise_id(snapshot)
       storage <- private$.storage
+      if (private$.spec < 2L) {
+        if (!isTRUE(storage$exists(paste0("snapshots/", id))))
+          zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", id))
+        ic_update_ref(storage, private$.dir, what, name, id, function(head) {
+          if (create && !is.null(head)) zarr_abort("exists", sprintf("the repository already has a %s '%s'", what, name))
+          if (!create && is.null(head)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", what, name))
+        })
+        return(invisible(id))
+      }
       ic_update_repo(private$.storage, private$.dir, function(info) {
         if (!id %in% info$snapshots$id) zarr_abort("not_found", sprintf("the repository has no snapshot '%s'", id))
         has <- name %in% info[[kind]]$name
@@ -400,14 +417,8 @@ ic_target <- function(location, ..., create = FALSE) {
 # replaced it meanwhile, reads it again and asks `change` again).
 ic_update_repo <- function(storage, dir, change) {
   if (!is.null(dir)) {
-    lock <- file.path(dir, "repo.lock")
-    for (i in seq_len(100L)) {
-      if (dir.create(lock, showWarnings = FALSE)) break
-      if (i == 100L)
-        zarr_abort("conflict", sprintf("another writer holds the repository's lock '%s' (remove it if no writer runs)", lock))
-      Sys.sleep(0.05)
-    }
-    on.exit(unlink(lock, recursive = TRUE))
+    ic_lock(dir)
+    on.exit(unlink(file.path(dir, "repo.lock"), recursive = TRUE))
     path <- file.path(dir, "repo")
     old <- readBin(path, "raw", file.size(path))
     new <- ic_repo_bytes(storage, old, change)
@@ -427,6 +438,52 @@ ic_update_repo <- function(storage, dir, change) {
     if (put$status != 412L) s3_fail(put, where)
   }
   zarr_abort("conflict", "the repo object kept changing while it was being replaced (other writers)", key = "repo")
+}
+
+# Take the repository's lock (a directory: its creation is atomic).
+ic_lock <- function(dir) {
+  lock <- file.path(dir, "repo.lock")
+  for (i in seq_len(100L)) {
+    if (dir.create(lock, showWarnings = FALSE)) return(invisible())
+    Sys.sleep(0.05)
+  }
+  zarr_abort("conflict", sprintf("another writer holds the repository's lock '%s' (remove it if no writer runs)", lock))
+}
+
+# Spec 1: point the ref file of a branch or tag at snapshot `id`, after
+# `check(head)` (head: the snapshot it points at now, NULL for none) raised
+# nothing. Conditional as the repo object of spec 2 (ic_update_repo()).
+ic_update_ref <- function(storage, dir, kind, name, id, check) {
+  key <- sprintf("refs/%s.%s/ref.json", kind, name)
+  body <- charToRaw(sprintf('{"snapshot":"%s"}', id))
+  head_of <- function(raw) {
+    if (is.null(raw)) return(NULL)
+    doc <- tryCatch(json_parse(raw, key, key = key), zarr_error = function(e) NULL)
+    h <- if (is.list(doc)) doc[["snapshot"]]
+    if (!is.character(h) || length(h) != 1L) zarr_abort("icechunk", sprintf("the %s '%s' is not a valid reference", kind, name), key = key)
+    h
+  }
+  if (!is.null(dir)) {
+    ic_lock(dir)
+    on.exit(unlink(file.path(dir, "repo.lock"), recursive = TRUE))
+    path <- file.path(dir, key)
+    check(head_of(if (file.exists(path)) readBin(path, "raw", file.size(path))))
+    dir.create(dirname(path), recursive = TRUE, showWarnings = FALSE)
+    ic_write_file(path, body)
+    return(invisible())
+  }
+  io <- storage$io_spec()
+  where <- paste0(redact(storage$root), "/", key)
+  for (i in seq_len(10L)) {
+    got <- s3_request(io, "GET", key, "")
+    if (got$status != 200L && got$status != 404L) s3_fail(got, where)
+    check(head_of(if (got$status == 200L) got$body))
+    cond <- if (got$status == 404L) "If-None-Match: *" else paste("If-Match:", got$etag)
+    put <- s3_request(io, "PUT", key, "", body, condition = cond)
+    if (put$status < 300L) return(invisible())
+    if (put$status != 412L) s3_fail(put, where)
+  }
+  zarr_abort("conflict", sprintf("the %s '%s' kept changing while it was being updated (other writers)", kind, name), key = key)
 }
 
 # The new repo object from the old one's bytes and `change` (see
@@ -480,10 +537,10 @@ ic_info_set_ref <- function(info, kind, name, id) {
   info
 }
 
-ic_txlog_bytes <- function(id, changes, chunks) {
+ic_txlog_bytes <- function(id, changes, chunks, spec = 2L) {
   ids <- function(x) sort(as.character(unlist(x)), method = "radix")
   .Call(ffi_icechunk_write, 4L, list(
-    id = id, new_groups = ids(changes$new_groups), new_arrays = ids(changes$new_arrays),
+    spec_version = spec, id = id, new_groups = ids(changes$new_groups), new_arrays = ids(changes$new_arrays),
     deleted_groups = ids(changes$deleted_groups), deleted_arrays = ids(changes$deleted_arrays),
     updated_arrays = ids(changes$updated_arrays), updated_groups = ids(changes$updated_groups),
     updated_chunks = list(node_id = names(chunks) %||% character(), coords = unname(lapply(chunks, `[[`, "coords")),
@@ -516,7 +573,7 @@ ic_key_coords <- function(rel, meta) {
 # Write what a session changed on top of snapshot `snap` (as parsed): new
 # chunks, manifests, the snapshot and the transaction log. Returns list(id,
 # flushed_at). The repo object is not touched.
-ic_commit <- function(storage, snap, data, deleted, message) {
+ic_commit <- function(storage, snap, data, deleted, message, spec = 2L) {
   changed <- ls(data, all.names = TRUE)
   base <- snap$nodes
   bprefix <- ic_node_prefix(base$path)
@@ -631,7 +688,7 @@ ic_commit <- function(storage, snap, data, deleted, message) {
     arr$coords <- as.integer(t(refs$coords))
     arr$node_id <- node_id[i]
     arr$ndim <- nd
-    bytes <- .Call(ffi_icechunk_write, 2L, list(id = mid, arrays = list(arr)), NULL)
+    bytes <- .Call(ffi_icechunk_write, 2L, list(spec_version = spec, id = mid, arrays = list(arr)), NULL)
     storage$set(paste0("manifests/", mid), bytes)
     files$id <- c(files$id, mid)
     files$size <- c(files$size, length(bytes))
@@ -652,7 +709,8 @@ ic_commit <- function(storage, snap, data, deleted, message) {
   nodes <- list(path = path, node_id = node_id, user_data = user, is_array = is_array, shape = shape,
                 num_chunks = num_chunks, dimension_names = dimn, manifests = manifests)
   storage$set(paste0("snapshots/", id), .Call(ffi_icechunk_write, 1L, list(
-    id = id, flushed_at = now, message = message, nodes = nodes, manifest_files = mf), NULL))
+    spec_version = spec, id = id, parent = snap$id, flushed_at = now, message = message, nodes = nodes,
+    manifest_files = mf), NULL))
   was <- !is.na(bi) & same
   gone_nodes <- !base$node_id %in% node_id
   changes <- list(new_groups = node_id[!was & !is_array], new_arrays = node_id[!was & is_array],
@@ -661,7 +719,7 @@ ic_commit <- function(storage, snap, data, deleted, message) {
                   updated_arrays = node_id[was & is_array & user != base$user_data[bi]],
                   updated_groups = node_id[was & !is_array & user != base$user_data[bi]])
   if (length(upd_chunks)) upd_chunks <- upd_chunks[order(names(upd_chunks), method = "radix")]
-  storage$set(paste0("transactions/", id), ic_txlog_bytes(id, changes, upd_chunks))
+  storage$set(paste0("transactions/", id), ic_txlog_bytes(id, changes, upd_chunks, spec))
   list(id = id, flushed_at = now)
 }
 

@@ -290,6 +290,22 @@ int ic_snapshot_parse(const uint8_t *p, size_t n, size_t limit, ic_snapshot *s, 
   fb_vec mv;
   int r2 = fb_vector(&root, 7, 4, &mv, e);
   if (r2 < 0) return fail(e);
+  if (r2 == 0) { /* spec 1: structs of 32 bytes (id, padding, size, count, padding) */
+    fb_vec v1;
+    int r1 = fb_vector(&root, 6, 32, &v1, e);
+    if (r1 < 0) return fail(e);
+    if (r1 == 1) {
+      if (spend(&bg, 0, times(v1.count, sizeof *s->mfiles + R_ID + 2 * R_ELT), e)) return -1;
+      if ((s->mfiles = cal(v1.count, sizeof *s->mfiles, e)) == NULL) return -1;
+      s->nmfiles = v1.count;
+      for (size_t i = 0; i < v1.count; i++) {
+        const uint8_t *f = fb_vec_at(&v1, i);
+        memcpy(s->mfiles[i].id, f, 12);
+        s->mfiles[i].size = fb_rd64(f + 16);
+        s->mfiles[i].nrefs = fb_rd32(f + 24);
+      }
+    }
+  }
   if (r2 == 1) {
     if (spend(&bg, mv.count, times(mv.count, sizeof *s->mfiles + R_ID + 2 * R_ELT), e)) return -1;
     if ((s->mfiles = cal(mv.count, sizeof *s->mfiles, e)) == NULL) return -1;

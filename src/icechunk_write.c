@@ -104,7 +104,7 @@ static fbw *builder(zerr *e) {
 }
 
 /* Header and zstd-compressed payload: the object's bytes. */
-static SEXP object(fbw *b, fb_ref root, int type, zerr *e) {
+static SEXP object(fbw *b, fb_ref root, int type, int spec, zerr *e) {
   size_t n = 0;
   const uint8_t *p = fbw_finish(b, root, &n);
   if (p == NULL) zarr_raise_err(e, NULL, NULL);
@@ -122,7 +122,7 @@ static SEXP object(fbw *b, fb_ref root, int type, zerr *e) {
   memcpy(o, magic, 12);
   memset(o + 12, ' ', 24);
   memcpy(o + 12, IMPL_NAME, strlen(IMPL_NAME));
-  o[36] = 2;
+  o[36] = (uint8_t)spec;
   o[37] = (uint8_t)type;
   o[38] = 1;
   memcpy(o + 39, z, got);
@@ -133,7 +133,7 @@ static SEXP object(fbw *b, fb_ref root, int type, zerr *e) {
 
 /* ---- snapshot ---------------------------------------------------------------- */
 
-static fb_ref array_data(fbw *b, SEXP shape, SEXP nchunks, SEXP dimnames, SEXP man) {
+static fb_ref array_data(fbw *b, SEXP shape, SEXP nchunks, SEXP dimnames, SEXP man, int spec) {
   R_xlen_t nd = XLENGTH(shape);
   want(XLENGTH(nchunks) == nd);
   fb_ref dn = 0;
@@ -167,24 +167,35 @@ static fb_ref array_data(fbw *b, SEXP shape, SEXP nchunks, SEXP dimnames, SEXP m
     mr[j] = fbw_end(b);
   }
   fb_ref mv = fbw_vec_refs(b, mr, (size_t)nm);
-  fb_ref *sr = (fb_ref *)R_alloc((size_t)nd + 1, sizeof *sr);
-  for (R_xlen_t d = 0; d < nd; d++) {
-    fbw_start(b);
-    fbw_u64(b, 0, u64_at(shape, d));
-    fbw_u32(b, 1, u32_at(nchunks, d));
-    sr[d] = fbw_end(b);
+  fb_ref sv2 = 0, sv;
+  if (spec >= 2) {
+    fb_ref *sr = (fb_ref *)R_alloc((size_t)nd + 1, sizeof *sr);
+    for (R_xlen_t d = 0; d < nd; d++) {
+      fbw_start(b);
+      fbw_u64(b, 0, u64_at(shape, d));
+      fbw_u32(b, 1, u32_at(nchunks, d));
+      sr[d] = fbw_end(b);
+    }
+    sv2 = fbw_vec_refs(b, sr, (size_t)nd);
+    sv = fbw_vector(b, NULL, 0, 16, 8); /* spec 2: the old shape stays empty */
+  } else { /* spec 1: lengths and chunk lengths (as ceil(length / chunks)) */
+    uint8_t *ds = (uint8_t *)R_alloc((size_t)nd + 1, 16);
+    for (R_xlen_t d = 0; d < nd; d++) {
+      uint64_t len = u64_at(shape, d), nc = u32_at(nchunks, d);
+      fb_wr64(ds + 16 * d, len);
+      fb_wr64(ds + 16 * d + 8, nc ? (len + nc - 1) / nc : 0);
+    }
+    sv = fbw_vector(b, ds, (size_t)nd, 16, 8);
   }
-  fb_ref sv2 = fbw_vec_refs(b, sr, (size_t)nd);
-  fb_ref sv = fbw_vector(b, NULL, 0, 16, 8); /* spec 2: the old shape stays empty */
   fbw_start(b);
   fbw_ref(b, 0, sv);
   if (dn) fbw_ref(b, 1, dn);
   fbw_ref(b, 2, mv);
-  fbw_ref(b, 3, sv2);
+  if (sv2) fbw_ref(b, 3, sv2);
   return fbw_end(b);
 }
 
-static fb_ref snapshot(fbw *b, SEXP spec) {
+static fb_ref snapshot(fbw *b, SEXP spec, int sv) {
   SEXP nodes = el(spec, "nodes");
   SEXP path = el(nodes, "path"), nid = el(nodes, "node_id"), ud = el(nodes, "user_data"), arr = el(nodes, "is_array");
   SEXP shape = el(nodes, "shape"), nch = el(nodes, "num_chunks"), dimn = el(nodes, "dimension_names"),
@@ -201,7 +212,7 @@ static fb_ref snapshot(fbw *b, SEXP spec) {
     fb_ref uv = fbw_vector(b, u, strlen(u), 1, 1);
     fb_ref data;
     if (LOGICAL(arr)[i]) {
-      data = array_data(b, VECTOR_ELT(shape, i), VECTOR_ELT(nch, i), VECTOR_ELT(dimn, i), VECTOR_ELT(man, i));
+      data = array_data(b, VECTOR_ELT(shape, i), VECTOR_ELT(nch, i), VECTOR_ELT(dimn, i), VECTOR_ELT(man, i), sv);
     } else {
       fbw_start(b);
       data = fbw_end(b);
@@ -220,36 +231,53 @@ static fb_ref snapshot(fbw *b, SEXP spec) {
   SEXP mf = el(spec, "manifest_files");
   SEXP mid = el(mf, "id"), msize = el(mf, "size"), mrefs = el(mf, "nrefs");
   R_xlen_t nm = XLENGTH(mid);
-  fb_ref *mr = (fb_ref *)R_alloc((size_t)nm + 1, sizeof *mr);
-  for (R_xlen_t j = 0; j < nm; j++) {
-    uint8_t id[12];
-    id_bytes(mid, j, id, 12);
-    fbw_start(b);
-    fbw_struct(b, 0, id, 12, 1);
-    fbw_u64(b, 1, u64_at(msize, j));
-    fbw_u32(b, 2, u32_at(mrefs, j));
-    mr[j] = fbw_end(b);
+  fb_ref mfv = 0, mf1;
+  if (sv >= 2) {
+    fb_ref *mr = (fb_ref *)R_alloc((size_t)nm + 1, sizeof *mr);
+    for (R_xlen_t j = 0; j < nm; j++) {
+      uint8_t id[12];
+      id_bytes(mid, j, id, 12);
+      fbw_start(b);
+      fbw_struct(b, 0, id, 12, 1);
+      fbw_u64(b, 1, u64_at(msize, j));
+      fbw_u32(b, 2, u32_at(mrefs, j));
+      mr[j] = fbw_end(b);
+    }
+    mfv = fbw_vec_refs(b, mr, (size_t)nm);
+    mf1 = fbw_vector(b, NULL, 0, 32, 8);
+  } else { /* spec 1: structs of id, padding, size, count, padding */
+    uint8_t *mf = (uint8_t *)R_alloc((size_t)nm + 1, 32);
+    memset(mf, 0, 32 * ((size_t)nm + 1));
+    for (R_xlen_t j = 0; j < nm; j++) {
+      id_bytes(mid, j, mf + 32 * j, 12);
+      fb_wr64(mf + 32 * j + 16, u64_at(msize, j));
+      fb_wr32(mf + 32 * j + 24, u32_at(mrefs, j));
+    }
+    mf1 = fbw_vector(b, mf, (size_t)nm, 32, 8);
   }
-  fb_ref mfv = fbw_vec_refs(b, mr, (size_t)nm);
   fb_ref msg = str_at(b, el(spec, "message"), 0);
   fb_ref meta = fbw_vec_refs(b, NULL, 0);
-  fb_ref mf1 = fbw_vector(b, NULL, 0, 32, 8);
   uint8_t id[12];
   id_bytes(el(spec, "id"), 0, id, 12);
+  SEXP parent = sv < 2 ? el(spec, "parent") : R_NilValue;
+  int has_parent = sv < 2 && TYPEOF(parent) == STRSXP && XLENGTH(parent) == 1 && STRING_ELT(parent, 0) != NA_STRING;
+  uint8_t pid[12];
+  if (has_parent) id_bytes(parent, 0, pid, 12);
   fbw_start(b);
   fbw_struct(b, 0, id, 12, 1);
+  if (has_parent) fbw_struct(b, 1, pid, 12, 1);
   fbw_ref(b, 2, nv);
   fbw_u64(b, 3, u64_at(el(spec, "flushed_at"), 0));
   fbw_ref(b, 4, msg);
   fbw_ref(b, 5, meta);
   fbw_ref(b, 6, mf1);
-  fbw_ref(b, 7, mfv);
+  if (mfv) fbw_ref(b, 7, mfv);
   return fbw_end(b);
 }
 
 /* ---- manifest ---------------------------------------------------------------- */
 
-static fb_ref manifest(fbw *b, SEXP spec) {
+static fb_ref manifest(fbw *b, SEXP spec, int sv) {
   SEXP arrays = el(spec, "arrays");
   want(TYPEOF(arrays) == VECSXP);
   R_xlen_t na = XLENGTH(arrays);
@@ -315,13 +343,13 @@ static fb_ref manifest(fbw *b, SEXP spec) {
   fbw_start(b);
   fbw_struct(b, 0, id, 12, 1);
   fbw_ref(b, 1, av);
-  fbw_u8(b, 3, 0); /* locations are written as they are */
+  if (sv >= 2) fbw_u8(b, 3, 0); /* locations are written as they are */
   return fbw_end(b);
 }
 
 /* ---- transaction log ------------------------------------------------------------ */
 
-static fb_ref txlog(fbw *b, SEXP spec) {
+static fb_ref txlog(fbw *b, SEXP spec, int sv) {
   static const char *lists[] = {"new_groups", "new_arrays", "deleted_groups", "deleted_arrays", "updated_arrays",
                                 "updated_groups"};
   fb_ref v[6];
@@ -355,14 +383,14 @@ static fb_ref txlog(fbw *b, SEXP spec) {
     ar[a] = fbw_end(b);
   }
   fb_ref av = fbw_vec_refs(b, ar, (size_t)na);
-  fb_ref moved = fbw_vec_refs(b, NULL, 0);
+  fb_ref moved = sv >= 2 ? fbw_vec_refs(b, NULL, 0) : 0;
   uint8_t id[12];
   id_bytes(el(spec, "id"), 0, id, 12);
   fbw_start(b);
   fbw_struct(b, 0, id, 12, 1);
   for (int i = 0; i < 6; i++) fbw_ref(b, 1 + i, v[i]);
   fbw_ref(b, 7, av);
-  fbw_ref(b, 8, moved);
+  if (moved) fbw_ref(b, 8, moved);
   return fbw_end(b);
 }
 
@@ -539,12 +567,19 @@ SEXP ffi_icechunk_write(SEXP type, SEXP spec, SEXP old) {
   repo_extra x;
   if (t == IC_REPO) carried(old, payload, &x, &e);
   fbw *b = builder(&e);
-  fb_ref root = t == IC_SNAPSHOT ? snapshot(b, spec)
-                : t == IC_MANIFEST ? manifest(b, spec)
-                : t == IC_TXLOG    ? txlog(b, spec)
+  /* the spec version of the object (1 or 2; the repo object exists in 2 only) */
+  int sv = 2;
+  SEXP nm = getAttrib(spec, R_NamesSymbol);
+  for (R_xlen_t i = 0; nm != R_NilValue && i < XLENGTH(spec); i++)
+    if (strcmp(CHAR(STRING_ELT(nm, i)), "spec_version") == 0) sv = asInteger(VECTOR_ELT(spec, i));
+  if ((sv != 1 && sv != 2) || (sv == 1 && t == IC_REPO))
+    zarr_raise(ZE_STORE, NULL, NULL, "internal: an Icechunk object of an unknown spec version");
+  fb_ref root = t == IC_SNAPSHOT ? snapshot(b, spec, sv)
+                : t == IC_MANIFEST ? manifest(b, spec, sv)
+                : t == IC_TXLOG    ? txlog(b, spec, sv)
                 : t == IC_REPO     ? repo(b, spec, &x, &e)
                                    : 0;
-  SEXP out = object(b, root, t, &e);
+  SEXP out = object(b, root, t, sv, &e);
   UNPROTECT(2);
   return out;
 }

@@ -230,9 +230,52 @@ test_that("writing refuses what it cannot do with classed errors", {
   expect_error(z$store$create_tag("a/b"), class = "zarr_error_argument")
 })
 
-test_that("spec 1 repositories stay read-only", {
+test_that("R commits to a spec 1 repository in spec 1 (ref files), which the official implementation reads", {
   ice <- icechunk_oracle()
-  expect_error(open_zarr(file.path(ice$dir, "v1"), branch = "main", read_only = FALSE), class = "zarr_error_unsupported")
+  before <- ice$expected$repos$v1
+  main_before <- Filter(function(r) r$kind == "branch" && r$name == "main", before$refs)[[1L]]
+  dir <- ic_new_repo()
+  dir.create(dir)
+  file.copy(list.files(file.path(ice$dir, "v1"), full.names = TRUE), dir, recursive = TRUE)
+  z <- open_zarr(dir, branch = "main", read_only = FALSE)
+  other <- open_zarr(dir, branch = "main", read_only = FALSE)
+  want <- z[["/float64"]]$read(fill_as_na = FALSE)
+  want[1, 1] <- 99.5
+  z[["/float64"]][1, 1] <- 99.5
+  z$root$add_group("by_r")$set_attribute("k", 1L)
+  id <- z$store$commit("R on spec 1")
+  z$store$create_tag("r_tag")
+  z$store$create_branch("r_branch", main_before$snapshot)
+  expect_error(z$store$create_tag("r_tag"), class = "zarr_error_exists")
+  # a second session from the old head: a conflict, its changes kept
+  other$root$set_attribute("late", TRUE)
+  expect_error(other$store$commit("late"), class = "zarr_error_conflict")
+  expect_true(other$store$has_changes)
+  expect_true(file.exists(file.path(dir, "refs", "branch.r_branch", "ref.json")))
+  got <- icechunk_read_repo(dir)
+  expect_identical(unlist(got$branches), c("dev", "main", "r_branch"))
+  expect_identical(unlist(got$tags), c("r_tag", "v1"))
+  expect_identical(got$history$main[[1L]]$id, id)
+  expect_identical(got$history$main[[2L]]$id, main_before$snapshot)
+  expect_identical(got$refs[["tag:r_tag"]]$snapshot, id)
+  expect_identical(got$refs[["branch:r_branch"]]$snapshot, main_before$snapshot)
+  nodes <- got$refs[["branch:main"]]$nodes
+  expect_identical(ic_oracle_values(nodes[["/float64"]]), want)
+  expect_identical(nodes[["/by_r"]]$attributes$k, 1L)
+  for (p in setdiff(names(main_before$nodes), "/float64")) {
+    n <- main_before$nodes[[p]]
+    if (identical(n$type, "array") && is.null(n$error))
+      expect_identical(ic_oracle_values(nodes[[p]]), icechunk_expected_array(n), info = p)
+  }
+  # the official implementation commits on top, and R again
+  got <- icechunk_read_repo(dir, write = c("main", "/from_icechunk", "2"))
+  z2 <- open_zarr(dir, branch = "main", read_only = FALSE)
+  z2[["/from_icechunk"]]$set_attribute("seen", "R")
+  last <- z2$store$commit("R again")
+  got <- icechunk_read_repo(dir)
+  expect_identical(got$history$main[[1L]]$id, last)
+  expect_identical(got$refs[["branch:main"]]$nodes[["/from_icechunk"]]$attributes$seen, "R")
+  expect_identical(ic_oracle_values(got$refs[["branch:main"]]$nodes[["/float64"]]), want)
 })
 
 test_that("resetting the session's branch keeps its uncommitted changes; erasing nodes commits their removal", {
