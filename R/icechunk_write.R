@@ -1,11 +1,11 @@
 #' Write Icechunk repositories
 #'
 #' `zarr_icechunk_create()` makes a new, empty [Icechunk](https://icechunk.io)
-#' repository (spec version 2, as Icechunk 2.x writes it) in a local
-#' directory or an S3 bucket and returns a [zarr] object writable on its
-#' branch `"main"`.
+#' repository (spec version 2, as Icechunk 2.x writes it, or 1 for
+#' Icechunk 1.x) in a local directory or an S3 bucket and returns a [zarr]
+#' object writable on its branch `"main"`.
 #' `open_zarr(location, branch = "main", read_only = FALSE)` opens an
-#' existing repository (spec 2) for writing on a branch the same way. Its
+#' existing repository (spec 1 or 2) for writing on a branch the same way. Its
 #' store is a `zarr_icechunksession`: groups, arrays, attributes and chunks
 #' are written through the usual API ([as_zarr()], `[<-`, `add_array()`,
 #' `add_group()`) and stay in memory, invisible to other readers, until
@@ -17,8 +17,9 @@
 #' chunks, inline, native or virtual, carried over); the snapshot; the
 #' transaction log; and then the repository's `repo` object, with the new
 #' snapshot at the head of the branch, the object it replaces kept in
-#' `overwritten/`. The session then continues from the new snapshot, so
-#' commits follow each other.
+#' `overwritten/` (spec 1: the branch's file `refs/branch.<name>/ref.json`
+#' instead). The session then continues from the new snapshot, so commits
+#' follow each other.
 #'
 #' The branch moves only if its head is still the snapshot the session
 #' started from. In a local directory the `repo` object is replaced (by a
@@ -40,8 +41,8 @@
 #' `reset_branch(name, snapshot)` (the snapshot defaults to the session's
 #' current one), which update the `repo` object the same way.
 #'
-#' Not supported: spec 1 repositories (Icechunk 1.x) and repositories on
-#' remote storage other than S3 (both open read-only), moving or renaming
+#' Not supported: repositories on remote storage other than S3 (they open
+#' read-only), moving or renaming
 #' nodes, amending commits, deleting branches and tags, and arrays whose
 #' chunk grid is not regular.
 #'
@@ -50,6 +51,11 @@
 #'   [zarr_s3store]) that holds no keys yet.
 #' @param ... For an `s3://` location: passed to [zarr_s3store] (region,
 #'   credentials, endpoint).
+#' @param spec_version 2 (the default: Icechunk 2.x, a `repo` object holds
+#'   branches, tags and the list of snapshots) or 1 (Icechunk 1.x, which
+#'   older readers need: branches and tags are files `refs/<kind>.<name>/ref.json`
+#'   and snapshots name their parents). Sessions on an existing repository
+#'   write in its spec version.
 #' @return A [zarr] object whose store is the session.
 #' @seealso [zarr_icechunkstore] to read repositories, [icechunk_history()]
 #' @export
@@ -66,7 +72,10 @@
 #' open_zarr(repo, tag = "v1")[["/t"]][]
 #' open_zarr(repo, branch = "main")[["/t"]][]
 #' unlink(repo, recursive = TRUE)
-zarr_icechunk_create <- function(location, ...) {
+zarr_icechunk_create <- function(location, ..., spec_version = 2L) {
+  if (!identical(as.integer(spec_version), 1L) && !identical(as.integer(spec_version), 2L))
+    zarr_abort("argument", "spec_version must be 1 or 2")
+  spec_version <- as.integer(spec_version)
   t <- ic_target(location, ..., create = TRUE)
   storage <- t$storage
   now <- ic_now()
@@ -74,8 +83,17 @@ zarr_icechunk_create <- function(location, ...) {
   empty <- list(path = character(), node_id = character(), user_data = character(), is_array = logical(),
                 shape = list(), num_chunks = list(), dimension_names = list(), manifests = list())
   storage$set(paste0("snapshots/", id), .Call(ffi_icechunk_write, 1L, list(
-    id = id, flushed_at = now, message = "Repository initialized", nodes = empty,
+    spec_version = spec_version, id = id, parent = NA_character_, flushed_at = now,
+    message = "Repository initialized", nodes = empty,
     manifest_files = list(id = character(), size = numeric(), nrefs = numeric())), NULL))
+  if (spec_version == 1L) { # refs are files: the main branch's only if none is there yet
+    ic_update_ref(storage, t$dir, "branch", "main", id, function(head) {
+      if (!is.null(head)) zarr_abort("exists", sprintf("'%s' already holds an Icechunk repository", t$shown))
+    })
+    session <- zarr_icechunksession$new(storage, "main")
+    session$create_group("/", "")
+    return(zarr$new(session))
+  }
   storage$set(paste0("transactions/", id), ic_txlog_bytes(id, list(), list()))
   repo <- .Call(ffi_icechunk_write, 6L, list(
     tags = list(name = character(), index = integer()),
