@@ -287,10 +287,11 @@ int ic_snapshot_parse(const uint8_t *p, size_t n, size_t limit, ic_snapshot *s, 
     if (fb_vec_table(&nv, i, &t, e)) return fail(e);
     if (node_parse(&t, &s->nodes[i], &bg, e)) return -1;
   }
+  /* the manifests it points to: a vector of tables in spec 2, of structs in 1 */
   fb_vec mv;
-  int r2 = fb_vector(&root, 7, 4, &mv, e);
+  int r2 = s->h.spec >= 2 ? fb_vector(&root, 7, 4, &mv, e) : 0;
   if (r2 < 0) return fail(e);
-  if (r2 == 0) { /* spec 1: structs of 32 bytes (id, padding, size, count, padding) */
+  if (s->h.spec < 2) { /* structs of 32 bytes (id, padding, size, count, padding) */
     fb_vec v1;
     int r1 = fb_vector(&root, 6, 32, &v1, e);
     if (r1 < 0) return fail(e);
