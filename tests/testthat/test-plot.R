@@ -151,7 +151,7 @@ test_that("CF-decoded values, coordinate axes (y up), slices of other dimensions
   expect_identical(r[3, -1], c(red, blue, blue))
   expect_identical(r[1, ], c(red, red, blue, blue))
   # the first time step: all zero
-  expect_true(all(as.raster(v, col = c(red, blue), zlim = c(0, 5)) == red))
+  expect_true(all(as.raster(v, slice = list(time = 1), col = c(red, blue), zlim = c(0, 5)) == red))
   expect_error(as.raster(v, slice = list(time = 3)), class = "zarr_error_argument")
   expect_error(as.raster(v, slice = list(lat = 1)), class = "zarr_error_argument")
   # what is drawn: coordinates, labels, title with the slice
