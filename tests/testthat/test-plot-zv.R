@@ -3,6 +3,14 @@
 # slice an array of 3+ dimensions needs; the level of a pyramid chosen from
 # the device's size; the progress bar of a plot's read.
 
+# Evaluate `expr` with a null device open (a plot without one would open
+# Rplots.pdf in the working directory).
+on_null_device <- function(expr) {
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off())
+  expr
+}
+
 # Non-white pixels of a PNG.
 inked <- function(img) img[, , 1] < 0.9 | img[, , 2] < 0.9 | img[, , 3] < 0.9
 
@@ -131,12 +139,12 @@ test_that("points coloured by an attribute: categories and numbers, each colour 
   right <- col(img[, , 1]) > 200
   expect_gt(sum(reddish(img) & right), 0)
   expect_gt(sum(is_colour(img, c(0, 0, 255)) & right), 0)
-  expect_error(plot(zv, colour = "nope"), class = "zarr_error_argument")
-  expect_error(plot(zv, box = list(w = c(0, 1))), class = "zarr_error_argument")
-  expect_error(plot(zv, box = list(x = c(2, 1))), class = "zarr_error_argument")
-  expect_error(plot(zv, dims = c("x", "x")), class = "zarr_error_argument")
-  expect_error(plot(zv, level = 5), class = "zarr_error_argument")
-  expect_error(plot(zv, max_points = 0), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zv, colour = "nope")), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zv, box = list(w = c(0, 1)))), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zv, box = list(x = c(2, 1)))), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zv, dims = c("x", "x"))), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zv, level = 5)), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zv, max_points = 0)), class = "zarr_error_argument")
 })
 
 test_that("a graph's lines and a mesh's triangle outlines are drawn; the axes carry the positions' units", {
@@ -217,8 +225,8 @@ test_that("an array of 3+ dimensions without slice: a classed error naming what 
   expect_match(conditionMessage(err), "v has 3 dimensions", fixed = TRUE)
   expect_match(conditionMessage(err), "time (1 to 3)", fixed = TRUE)
   expect_match(conditionMessage(err), "slice = list(time = 1)", fixed = TRUE)
-  expect_error(plot(v), class = "zarr_error_argument")
-  expect_error(plot(zarr_dataset(z)), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(v)), class = "zarr_error_argument")
+  expect_error(on_null_device(plot(zarr_dataset(z))), class = "zarr_error_argument")
   # a selection that holds several time steps too; one time step plots
   expect_error(as.raster(v$isel(time = 1:2)), class = "zarr_error_argument")
   expect_identical(dim(as.raster(v$isel(time = 2))), c(4L, 5L))
