@@ -23,3 +23,18 @@ render_png <- function(draw, px = 200, margins = TRUE) {
 is_colour <- function(img, rgb) {
   abs(img[, , 1] * 255 - rgb[1]) < 1 & abs(img[, , 2] * 255 - rgb[2]) < 1 & abs(img[, , 3] * 255 - rgb[3]) < 1
 }
+
+# A group of the multiscales convention in memory: levels "0", "1", "2" of a
+# 40 x 40 matrix of 1..1600, every 2^k-th element of it; the zarr object.
+multiscales_group <- function() {
+  z <- create_zarr()
+  m <- matrix(as.numeric(seq_len(40 * 40)), 40)
+  for (k in 0:2) {
+    s <- seq(1, 40, by = 2^k)
+    b <- define_array("float64", c(length(s), length(s)))
+    z$root$add_array(as.character(k), b)$write(m[s, s])
+  }
+  z$root$set_attribute("multiscales", list(layout = list(list(asset = "0"), list(asset = "1", derived_from = "0"),
+                                                         list(asset = "2", derived_from = "1"))))
+  z
+}

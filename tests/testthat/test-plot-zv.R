@@ -18,6 +18,17 @@ inked <- function(img) img[, , 1] < 0.9 | img[, , 2] < 0.9 | img[, , 3] < 0.9
 # two pixel rows is pink on both.
 reddish <- function(img) img[, , 1] > 0.9 & img[, , 2] < 0.75 & img[, , 3] < 0.75
 
+# A store of n random points (x and y in 0..100 unless given, z in 0..10) in
+# chunks of 25 x 25 x 10, removed when the test ends.
+zv_cloud <- function(n, seed, x = c(0, 100), y = c(0, 100), ..., env = parent.frame()) {
+  set.seed(seed)
+  xyz <- cbind(runif(n, x[1L], x[2L]), runif(n, y[1L], y[2L]), runif(n, 0, 10))
+  path <- tempfile(fileext = ".zarr")
+  withr::defer(unlink(path, recursive = TRUE), envir = env)
+  write_zarr_vectors(path, xyz, chunk_shape = c(25, 25, 10), ...)
+  list(xyz = xyz, path = path)
+}
+
 # A PNG of plot(zv, ...) without margins, axes or labels, on a square device.
 zv_png <- function(zv, ..., px = 200) {
   render_png(function() plot(zv, ..., axes = FALSE, main = "", sub = "", xlab = "", ylab = "", legend = FALSE,
@@ -26,13 +37,11 @@ zv_png <- function(zv, ..., px = 200) {
 }
 
 test_that("a cloud in one quadrant lands in that quadrant of the picture; the box sets the limits", {
-  set.seed(3)
   n <- 3000
   # every point in x 5..45, y 55..95: the top-left quadrant of 0..100
-  xyz <- cbind(runif(n, 5, 45), runif(n, 55, 95), runif(n, 0, 10))
-  path <- tempfile(fileext = ".zarr")
-  withr::defer(unlink(path, recursive = TRUE))
-  zv <- write_zarr_vectors(path, xyz, chunk_shape = c(25, 25, 10))
+  cl <- zv_cloud(n, 3, x = c(5, 45), y = c(55, 95))
+  xyz <- cl$xyz
+  zv <- open_zarr(cl$path, read_only = TRUE)$root
   img <- zv_png(zv, box = list(x = c(0, 100), y = c(0, 100)), col = blue, level = 0)
   ink <- inked(img)
   expect_gt(sum(ink), 2000)
@@ -55,12 +64,8 @@ test_that("a cloud in one quadrant lands in that quadrant of the picture; the bo
 })
 
 test_that("a box reads the chunks it touches only; the level is the coarsest with enough points", {
-  set.seed(4)
   n <- 4000
-  xyz <- cbind(runif(n, 0, 100), runif(n, 0, 100), runif(n, 0, 10))
-  path <- tempfile(fileext = ".zarr")
-  withr::defer(unlink(path, recursive = TRUE))
-  write_zarr_vectors(path, xyz, chunk_shape = c(25, 25, 10), attributes = data.frame(i = runif(n)))
+  path <- zv_cloud(n, 4, attributes = data.frame(i = seq_len(n)))$path
   # requests of a plot, on a store opened afresh (nothing cached)
   requests <- function(...) {
     zv <- open_zarr(path, read_only = TRUE)$root
@@ -183,12 +188,7 @@ test_that("a graph's lines and a mesh's triangle outlines are drawn; the axes ca
 
 test_that("a plot's long read shows the progress bar of reads", {
   skip_if_not_installed("cli")
-  set.seed(6)
-  n <- 4000
-  xyz <- cbind(runif(n, 0, 100), runif(n, 0, 100), runif(n, 0, 10))
-  path <- tempfile(fileext = ".zarr")
-  withr::defer(unlink(path, recursive = TRUE))
-  zv <- write_zarr_vectors(path, xyz, chunk_shape = c(25, 25, 10))
+  zv <- open_zarr(zv_cloud(4000, 6)$path, read_only = TRUE)$root
   withr::local_options(zarr.progress = TRUE, zarr.progress_min_bytes = 0, zarr.progress_after = 0,
                        zarr.num_threads = 1, cli.dynamic = FALSE, cli.progress_show_after = 0)
   st <- zarr:::progress_state
@@ -273,14 +273,7 @@ test_that("OME-NGFF images and multiscales groups read the coarsest level with t
   expect_identical(chunk_requests(32), n20)
   expect_identical(chunk_requests(33), n64)
   # a multiscales group: from the device too
-  z <- create_zarr()
-  m <- matrix(as.numeric(seq_len(40 * 40)), 40)
-  for (k in 0:2) {
-    s <- seq(1, 40, by = 2^k)
-    b <- define_array("float64", c(length(s), length(s)))
-    z$root$add_array(as.character(k), b)$write(m[s, s])
-  }
-  z$root$set_attribute("multiscales", list(layout = list(list(asset = "0"), list(asset = "1"), list(asset = "2"))))
+  z <- multiscales_group()
   cols <- c(red, blue)
   draw <- function(x) function() plot(x, col = cols, legend = FALSE, axes = FALSE, main = "", sub = "", xlab = "",
                                       ylab = "")

@@ -242,15 +242,7 @@ test_that("OME-NGFF images: the channel by number or label, the level chosen for
 })
 
 test_that("a multiscales group (the multiscales convention's layout) plots its coarsest level with enough pixels", {
-  z <- create_zarr()
-  m <- matrix(as.numeric(seq_len(40 * 40)), 40)
-  for (k in 0:2) {
-    s <- seq(1, 40, by = 2^k)
-    b <- define_array("float64", c(length(s), length(s)))
-    z$root$add_array(as.character(k), b)$write(m[s, s])
-  }
-  z$root$set_attribute("multiscales", list(layout = list(list(asset = "0"), list(asset = "1", derived_from = "0"),
-                                                         list(asset = "2", derived_from = "1"))))
+  z <- multiscales_group()
   g <- z$root
   cols <- grDevices::hcl.colors(64)
   expect_identical(dim(as.raster(g, max_pixels = 20)), c(20L, 20L))
