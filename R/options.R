@@ -219,6 +219,9 @@ zarr_int64_mode <- function() {
 #' written for R 4.4) that uses the operator of base R.
 #' @param x,y Any values.
 #' @return `x`, or `y` when `x` is `NULL`.
+#' @examples
+#' NULL %||% "fallback"
+#' "given" %||% "fallback"
 #' @name null-default
 #' @rawNamespace if (getRversion() < "4.4.0") export("%||%")
 `%||%` <- function(x, y) if (is.null(x)) y else x
@@ -445,10 +448,14 @@ options_file <- function() file.path(tools::R_user_dir("zarr", "config"), "optio
 #' @seealso [reset_options()]
 #' @export
 #' @examples
-#' \dontrun{
+#' # a temporary configuration folder keeps this example away from your own
+#' old <- Sys.getenv("R_USER_CONFIG_DIR", unset = NA)
+#' Sys.setenv(R_USER_CONFIG_DIR = tempfile())
 #' zarr_options("num_threads", 2)
-#' save_options()
-#' }
+#' f <- save_options()
+#' readRDS(f) # what a later session sets when the package is loaded
+#' reset_options()
+#' if (is.na(old)) Sys.unsetenv("R_USER_CONFIG_DIR") else Sys.setenv(R_USER_CONFIG_DIR = old)
 save_options <- function() {
   tab <- zarr_option_table()
   set <- Filter(Negate(is.null), lapply(stats::setNames(nm = names(tab)), function(k) getOption(paste0("zarr.", k))))
@@ -472,9 +479,15 @@ save_options <- function() {
 #' @seealso [save_options()]
 #' @export
 #' @examples
-#' \dontrun{
+#' # a temporary configuration folder keeps this example away from your own
+#' old <- Sys.getenv("R_USER_CONFIG_DIR", unset = NA)
+#' Sys.setenv(R_USER_CONFIG_DIR = tempfile())
+#' zarr_options("chunk_length", 50)
+#' f <- save_options()
 #' reset_options()
-#' }
+#' zarr_options("chunk_length") # the default again
+#' file.exists(f) # and later sessions start with the defaults
+#' if (is.na(old)) Sys.unsetenv("R_USER_CONFIG_DIR") else Sys.setenv(R_USER_CONFIG_DIR = old)
 reset_options <- function() {
   f <- options_file()
   if (file.exists(f)) unlink(f)
