@@ -9,6 +9,23 @@
 #'
 #' @seealso [define_array()], [zarr_codec] and its subclasses,
 #'   [chunk_grid_regular], [chunk_grid_rectilinear], [zarr_data_type]
+#' @examples
+#' def <- array_builder$new()
+#' def$data_type <- "int16"
+#' def$shape <- c(4, 5)
+#' def$chunk_shape <- c(2, 5)
+#' def$dimension_names <- c("y", "x")
+#' def$is_valid()
+#' def$codec_info
+#' z <- create_zarr() # in memory
+#' a <- z$add_array("/", "counts", def)
+#' a[] <- matrix(1:20, 4, 5)
+#' a[2, ]
+#' # another array like it, from its metadata as a template
+#' like <- array_builder$new(a$metadata)
+#' like$shape <- c(8, 5)
+#' b <- z$add_array("/", "more_counts", like)
+#' b$chunking
 #' @export
 array_builder <- R6::R6Class("array_builder",
   cloneable = FALSE,

@@ -345,6 +345,18 @@ machine_memory_read <- function() {
 #'
 #' @seealso [chunk_grid_regular], [array_builder] (`chunk_shape`), [zarr_array]
 #'   (`chunking`)
+#' @examples
+#' # chunks of 2, 3 and 5 rows, and of 3 columns
+#' def <- define_array("float64", c(10, 6))
+#' def$chunk_shape <- list(c(2, 3, 5), 3)
+#' z <- create_zarr() # in memory
+#' a <- z$add_array("/", "r", def)
+#' a[] <- matrix(1:60, 10, 6)
+#' a$chunking
+#' a$chunking$chunk_edges
+#' a[4:6, 2] # rows 4 to 6 lie in the second chunk of rows
+#' # the grid on its own
+#' chunk_grid_rectilinear$new(c(10, 6), list(c(2, 3, 5), 3))
 #' @export
 chunk_grid_rectilinear <- R6::R6Class("chunk_grid_rectilinear",
   inherit = chunk_grid_regular,

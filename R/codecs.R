@@ -240,6 +240,21 @@ zarr_codec <- R6::R6Class("zarr_codec",
 #' single strided copy between chunks and the R array.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", c(3, 4))
+#' def$codec_info # arrays defined in R start with a transpose codec
+#' a <- z$add_array("/", "m", def)
+#' a[] <- matrix(1:12, 3, 4)
+#' tr <- a$codecs[[1]]
+#' tr
+#' tr$order # 0-based: dimensions stored reversed, so chunks hold R's column-major bytes
+#' a[2, ]
+#' # the codec on its own permutes an R array into the stored order and back
+#' tr3 <- zarr_codec_transpose$new(3)
+#' x <- array(1:24, c(2, 3, 4))
+#' dim(tr3$encode(x))
+#' identical(tr3$decode(tr3$encode(x)), x)
 #' @export
 zarr_codec_transpose <- R6::R6Class("zarr_codec_transpose",
   inherit = zarr_codec,
@@ -307,6 +322,19 @@ register_codec("transpose", function(config, data_type, chunk_shape)
 #' back. The byte order does not matter for one-byte types.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", 6)
+#' def$add_codec("bytes", list(endian = "big")) # reconfigures the one bytes codec
+#' a <- z$add_array("/", "big_endian", def)
+#' a[] <- 1:6
+#' a[]
+#' a$codecs[[1]]
+#' a$codecs[[1]]$endian
+#' # the codec on its own: R values to bytes and back
+#' b <- zarr_codec_bytes$new("int32", 2, list(endian = "big"))
+#' b$encode(c(1L, 256L))
+#' b$decode(b$encode(c(1L, 256L)))
 #' @export
 zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
   inherit = zarr_codec,
@@ -402,6 +430,23 @@ register_codec("bytes", function(config, data_type, chunk_shape)
 #' Compresses chunks with gzip (zlib's deflate with a gzip header).
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(volcano))
+#' def$remove_codec("zstd")
+#' def$add_codec("gzip", list(level = 9))
+#' def$codec_info
+#' a <- z$add_array("/", "volcano", def)
+#' a[] <- volcano
+#' identical(a[], volcano)
+#' gz <- a$codecs[[3]]
+#' gz
+#' gz$level
+#' # the codec on its own compresses raw vectors
+#' bytes <- serialize(volcano, NULL)
+#' packed <- gz$encode(bytes)
+#' c(length(bytes), length(packed))
+#' identical(gz$decode(packed), bytes)
 #' @export
 zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
   inherit = zarr_codec,
@@ -447,6 +492,20 @@ register_codec("gzip", function(config, data_type, chunk_shape) zarr_codec_gzip$
 #' Compresses chunks with Zstandard.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(volcano))
+#' def$remove_codec("zstd") # the default one, level 1
+#' def$add_codec("zstd", list(level = 9, checksum = TRUE))
+#' a <- z$add_array("/", "volcano", def)
+#' a[] <- volcano
+#' identical(a[], volcano)
+#' zs <- a$codecs[[3]]
+#' zs
+#' c(level = zs$level, checksum = zs$checksum)
+#' # the codec on its own compresses raw vectors
+#' bytes <- serialize(volcano, NULL)
+#' c(length(bytes), length(zs$encode(bytes)))
 #' @export
 zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
   inherit = zarr_codec,
@@ -505,6 +564,17 @@ blosc_shuffles <- c("noshuffle", "shuffle", "bitshuffle")
 #' bytes or bits of the elements first, which helps numeric data compress.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(volcano))
+#' def$remove_codec("zstd")
+#' def$add_codec("blosc", list(cname = "lz4", clevel = 5))
+#' a <- z$add_array("/", "volcano", def)
+#' a[] <- volcano
+#' identical(a[], volcano)
+#' bl <- a$codecs[[3]]
+#' bl # byte shuffle of the 8-byte elements, then lz4
+#' bl$configuration
 #' @export
 zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
   inherit = zarr_codec,
@@ -598,6 +668,21 @@ register_codec("blosc", function(config, data_type, chunk_shape)
 #' reading. A mismatch is an error of class `zarr_error_checksum`.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", 10)
+#' def$add_codec("crc32c")
+#' def$codec_info
+#' a <- z$add_array("/", "checked", def)
+#' a[] <- 1:10
+#' a[]
+#' # the codec on its own appends 4 bytes, and checks them when decoding
+#' cr <- a$codecs[[3]]
+#' sealed <- cr$encode(charToRaw("zarr"))
+#' sealed
+#' rawToChar(cr$decode(sealed))
+#' sealed[1] <- as.raw(0) # damage the data
+#' tryCatch(cr$decode(sealed), zarr_error_checksum = function(e) "checksum mismatch")
 #' @export
 zarr_codec_crc32c <- R6::R6Class("zarr_codec_crc32c",
   inherit = zarr_codec,

@@ -10,6 +10,21 @@
 #' Signed integers are sign-extended when read.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # packbits takes the place of the bytes codec: set it in the metadata of a definition
+#' meta <- define_array("bool", 20)$metadata()
+#' meta$codecs <- list(list(name = "packbits"), list(name = "zstd"))
+#' def <- array_builder$new(meta)
+#' def$codec_info
+#' z <- create_zarr() # in memory
+#' a <- z$add_array("/", "flags", def)
+#' x <- rep(c(TRUE, FALSE, FALSE), length.out = 20)
+#' a[] <- x
+#' identical(a[], x)
+#' a$codecs[[1]]
+#' # on its own: nine bool elements (a byte each) become nine bits
+#' pb <- zarr_codec_packbits$new("bool")
+#' pb$encode(as.raw(c(1, 0, 1, 1, 0, 0, 0, 0, 1)))
 #' @export
 zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
   inherit = zarr_codec,
@@ -125,6 +140,16 @@ json_scalar_num <- function(v, what) {
 #' integers. The rounding is lossy; it makes data compress better.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", 5)
+#' def$add_codec("bitround", list(keepbits = 4), .position = 1)
+#' def$codec_info
+#' a <- z$add_array("/", "rounded", def)
+#' a[] <- c(pi, exp(1), 1 / 3, 100.3, -2.71)
+#' a[] # 4 bits of each mantissa kept
+#' a$codecs[[1]]
+#' a$codecs[[1]]$configuration
 #' @export
 zarr_codec_bitround <- R6::R6Class("zarr_codec_bitround",
   inherit = zarr_codec_elementwise,
@@ -160,6 +185,18 @@ register_codec("bitround", function(config, data_type, chunk_shape) zarr_codec_b
 #' point data as small integers.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", 4)
+#' def$add_codec("scale_offset", list(offset = 280, scale = 100), .position = 1)
+#' a <- z$add_array("/", "t", def)
+#' a[] <- c(281.25, 279.5, 280, 283.75)
+#' a[] # reads undo the codec
+#' so <- a$codecs[[1]]
+#' so
+#' # what is stored: (x - 280) * 100; the codec takes and gives little-endian elements
+#' stored <- so$encode(writeBin(c(281.25, 279.5), raw(), endian = "little"))
+#' readBin(stored, "double", 2, endian = "little")
 #' @export
 zarr_codec_scale_offset <- R6::R6Class("zarr_codec_scale_offset",
   inherit = zarr_codec_elementwise,
@@ -204,6 +241,23 @@ cast_roundings <- c("nearest-even", "towards-zero", "towards-positive", "towards
 #' maps chosen values (such as NaN) explicitly.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # heights to a tenth of a metre, stored as 16-bit integers: (x - 100) * 10
+#' x <- volcano + 0.25
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(x))
+#' def$add_codec("scale_offset", list(offset = 100, scale = 10), .position = 2)
+#' # the fill value, NaN, has no int16 value: the scalar map stores it as -32768
+#' def$add_codec("cast_value", list(data_type = "int16", scalar_map = list(
+#'   encode = list(list("NaN", -32768)), decode = list(list(-32768, "NaN")))), .position = 3)
+#' def$codec_info
+#' a <- z$add_array("/", "heights", def)
+#' a[] <- x
+#' max(abs(a[] - x)) # rounded to tenths (to the even tenth at a tie)
+#' cv <- a$codecs[[3]]
+#' c(cv$name, cv$mode)
+#' cv$data_type
+#' cv$configuration$rounding
 #' @export
 zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
   inherit = zarr_codec_elementwise,
@@ -358,6 +412,19 @@ zarr_codec_r <- R6::R6Class("zarr_codec_r",
 #' is not supported.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # chunks of 3 x 4 elements stored as runs of 12 (the bytes are the same)
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", c(6, 4))
+#' def$chunk_shape <- c(3, 4)
+#' def$add_codec("reshape", list(shape = list(list(0, 1))), .position = 2)
+#' def$codec_info
+#' a <- z$add_array("/", "m", def)
+#' a[] <- matrix(1:24, 6, 4)
+#' a[4:6, ]
+#' rs <- a$codecs[[2]]
+#' rs
+#' rs$output_shape
 #' @export
 zarr_codec_reshape <- R6::R6Class("zarr_codec_reshape",
   inherit = zarr_codec,
