@@ -17,6 +17,8 @@ codec_defaults <- list(
   bz2 = list(level = 1L),
   lzma = list(format = 1L, check = -1L), # preset, filters: none (liblzma's preset 6)
   adler32 = list(location = "start"),
+  crc32 = list(location = "start"),
+  jenkins_lookup3 = list(initval = 0L),
   shuffle = list(elementsize = 4L),
   packbits = list(padding_encoding = "none"),
   scale_offset = list(offset = 0, scale = 1),

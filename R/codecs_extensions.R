@@ -28,7 +28,8 @@ zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
       if (!is.character(name) || !name %in% c("bool", dtype_table$name[grepl("^(u?int|float)", dtype_table$name)]))
         zarr_abort("codec", sprintf("packbits does not support data type '%s'", paste(format(name), collapse = " ")))
       private$.dt <- dt
-      private$.bits <- if (name == "bool") 1L else as.integer(dt$size * 8L)
+      # the value bits: 1 for bool, 2 for int2, 4 for int4 and float4, 6 for float6
+      private$.bits <- if (name == "bool") 1L else dtype_table$bits[match(name, dtype_table$name)]
       pad <- configuration[["padding_encoding"]] %||% codec_default("packbits", "padding_encoding")
       if (!is_json_string(pad) || !pad %in% c("none", "first_byte", "last_byte"))
         zarr_abort("codec", "packbits padding_encoding must be \"none\", \"first_byte\" or \"last_byte\"")
@@ -64,7 +65,7 @@ zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
       list(list(name = "bytes", endian = "little"),
            list(name = "packbits", dtype = sprintf("<%s%d", if (signed) "i" else "u", private$.dt$size),
                 bits = private$.bits, first_bit = private$.first, last_bit = private$.last,
-                padding = private$.pad))
+                padding = private$.pad, bit_order = "little"))
     }
   )
 )

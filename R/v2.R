@@ -367,6 +367,9 @@ read_json2 <- function(array, grid, sel) {
   n <- prod(p$chunk)
   for (r in seq_len(nrow(p$coords))) {
     raw <- array$store$get(p$keys[r])
+    if (is.null(raw) && zarr_missing_chunks_error())
+      zarr_abort("missing_chunk", sprintf("chunk '%s' is missing (option zarr.missing_chunks is \"error\")", p$keys[r]),
+                 array = array$path, key = p$keys[r])
     vals <- if (is.null(raw)) rep(fill, n) else json2_decode_chunk(array, raw, p$keys[r], n)
     arr <- json2_r_order(vals, p$chunk)
     a <- p$at(r)

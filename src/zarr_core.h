@@ -35,7 +35,8 @@ typedef enum {
   ZE_ICECHUNK,  /* an Icechunk repository object is malformed or missing */
   ZE_ICECHUNK_STALE, /* a virtual chunk's file changed since it was referenced */
   ZE_ZV,        /* a Zarr Vectors blob breaks its byte layout (src/zv_layout.c) */
-  ZE_UNSUPPORTED /* this build lacks what is needed (a codec's optional library) */
+  ZE_UNSUPPORTED, /* this build lacks what is needed (a codec's optional library) */
+  ZE_MISSING_CHUNK /* a chunk is absent and zarr.missing_chunks is "error" */
 } zerr_kind;
 
 typedef struct {
@@ -311,6 +312,9 @@ int grid_edges_build(const double *len, int64_t n, int64_t extent, int64_t max_l
 int bb_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int bb_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
+/* Bob Jenkins' lookup3 hash (hashlittle) of prefix followed by data (codec_checksum.c) */
+uint32_t jenkins_lookup3(const uint8_t *prefix, size_t np, const uint8_t *data, size_t n,
+                         uint32_t initval);
 
 /* Decode a whole encoded chunk through the bytes->bytes codecs into `out`,
  * leaving the array->bytes payload (e.g. raw elements). `scratch` is a second

@@ -1,7 +1,9 @@
 /* libFuzzer target: the bytes -> bytes codec chain as a chunk from a store
  * meets it. Input: one byte choosing a chain configuration, four bytes of
  * expected decoded size (little-endian, capped), then the encoded chunk.
- * Chains 22-25 are lzma (xz, alone, raw with filters).
+ * Chains 22-25 are lzma (xz, alone, raw with filters); 26-28 numcodecs' crc32,
+ * jenkins_lookup3 (with a prefix) and packbits (bool, most significant bit
+ * first).
  * Every chain decodes through chain_decode_bytes() (the buffered path) and
  * chain_decode_to() (the zero-copy path); results must stay within the
  * bounds the engine relies on. */
@@ -11,6 +13,9 @@
 #include "zarr_core.h"
 
 #define MAX_EXPECT (1u << 22)
+
+/* packbits' bit order for the next codec made (numcodecs' packbits: "big") */
+static const char *bit_order = "little";
 
 /* A codec of the table by name; the element filters get the element types
  * and scale given, every other key a fixed value. */
@@ -25,7 +30,8 @@ static zcodec cdy(const char *name, const char *dtype, const char *astype, doubl
                     {"padding", "first_byte", 0}, {"rounding", "nearest-even", 0},
                     {"out_of_range", "clamp", 0}, {"enc_n", NULL, 0},    {"dec_n", NULL, 0},
                     {"format", NULL, format}, {"check", NULL, -1},    {"preset", NULL, filters[0] ? -1 : 1},
-                    {"filters", filters, 0},   {NULL, NULL, 0}};
+                    {"filters", filters, 0},   {"bit_order", bit_order, 0},
+                    {"initval", NULL, 7},      {"prefix", "00ff10", 0},  {NULL, NULL, 0}};
   zcfg cfg = zcfg_kv(kv);
   zcodec c;
   zerr e = {ZE_OK, ""};
@@ -77,11 +83,17 @@ static int config(unsigned k, zchain *ch) {
   case 23: b[0] = lz(2, ""); ch->n_bb = 1; break;
   case 24: b[0] = lz(3, "3,dist=4;33,preset=1"); ch->n_bb = 1; break;
   case 25: b[0] = lz(3, "4,start_offset=16;4611686018427387905,preset=0,lc=1"); ch->n_bb = 1; break;
+  case 26: b[0] = cd("crc32"); ch->n_bb = 1; break;
+  case 27: b[0] = cd("jenkins_lookup3"); b[1] = cd("zlib"); ch->n_bb = 2; break;
+  case 28: bit_order = "big";
+           b[0] = cdx("packbits", "|u1", "|u1", 1);
+           bit_order = "little";
+           ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 26
+#define NCONF 29
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
@@ -120,7 +132,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* round trip: the chunk bytes as data, encoded and decoded again, where
    * the chain is lossless and the data a whole number of elements */
   unsigned k = data[0] % NCONF;
-  int lossless = k <= 9 || (k >= 12 && k <= 15) || k >= 22;
+  int lossless = k <= 9 || (k >= 12 && k <= 15) || (k >= 22 && k <= 27);
   if (lossless && n % 8 == 0) {
     zbuf c1 = {0}, c2 = {0};
     const uint8_t *enc, *dec;
