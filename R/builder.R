@@ -192,7 +192,7 @@ array_builder <- R6::R6Class("array_builder",
         value <- if (is.null(value[["configuration"]])) value[["data_type"]] else list(name = value[["data_type"]], configuration = value[["configuration"]])
       private$.dt <- zarr_data_type$new(value)
       # variable-length types need their own array -> bytes codec
-      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = "vlen-bytes", "bytes")
+      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = , bytes = "vlen-bytes", "bytes")
       is_ab <- vapply(private$.codecs, function(cd) cd[["name"]] %in% c("bytes", "vlen-utf8", "vlen-bytes"), TRUE)
       if (any(is_ab) && private$.codecs[[which(is_ab)[1L]]]$name != ab)
         private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = if (ab == "bytes") list(endian = "little") else named_list())

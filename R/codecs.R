@@ -718,7 +718,7 @@ as_data_type <- function(x) {
 # (ffi_array_write, in pieces that an interrupt can stop).
 coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is_string_dtype(dtype)) {
-    if (dtype == "variable_length_bytes") {
+    if (dtype %in% c("variable_length_bytes", "bytes")) {
       if (is.raw(data)) data <- list(data)
       if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.raw(v), TRUE))) return(data)
       zarr_abort("value", "variable-length bytes are written from a list of raw vectors", array = array)
@@ -736,12 +736,13 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
     return(if (widen) as.double(data) else data)
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
+  complex_type <- identical(dtype_kind(dtype), "c")
   if (is.complex(data)) {
-    if (!dtype %in% c("complex64", "complex128"))
+    if (!complex_type)
       zarr_abort("value", sprintf("complex values cannot be stored as %s", dtype), array = array)
     return(data)
   }
-  if (dtype %in% c("complex64", "complex128")) {
+  if (complex_type) {
     if (!is.numeric(data) && !is.logical(data))
       zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
     return(as.complex(data))

@@ -12,9 +12,12 @@
 #   engine   the C engine's row that stores it
 #   v2       the Zarr v2 (numpy) dtype code without byte order, NA: none
 #   strkind  how the engine holds strings (variable length, UTF-32, fixed bytes)
-dtype_row <- function(name, size, kind, rtype, engine = name, v2 = NA, strkind = NA, bits = size * 8L)
+#   nan      whether a floating point (or complex) type has a NaN: the
+#            default fill value is NaN, else 0 (float6 and float4 have none)
+dtype_row <- function(name, size, kind, rtype, engine = name, v2 = NA, strkind = NA, bits = size * 8L,
+                      nan = TRUE)
   data.frame(name = name, size = as.integer(size), kind = kind, bits = as.integer(bits), rtype = rtype,
-             engine = engine, v2 = v2, strkind = strkind, stringsAsFactors = FALSE)
+             engine = engine, v2 = v2, strkind = strkind, nan = nan, stringsAsFactors = FALSE)
 
 dtype_table <- rbind(
   dtype_row("bool", 1, "b", "logical", v2 = "b1"),
@@ -36,8 +39,29 @@ dtype_table <- rbind(
   dtype_row("float8_e5m2", 1, "f", "double"),
   dtype_row("int4", 1, "i", "integer", bits = 4),
   dtype_row("uint4", 1, "u", "integer", bits = 4),
+  # the rest of the registry (zarr-developers/zarr-extensions, data-types/)
+  dtype_row("int2", 1, "i", "integer", bits = 2),
+  dtype_row("uint2", 1, "u", "integer", bits = 2),
+  dtype_row("float8_e3m4", 1, "f", "double"),
+  dtype_row("float8_e4m3fnuz", 1, "f", "double"),
+  dtype_row("float8_e4m3b11fnuz", 1, "f", "double"),
+  dtype_row("float8_e5m2fnuz", 1, "f", "double"),
+  dtype_row("float8_e8m0fnu", 1, "f", "double"),
+  dtype_row("float6_e2m3fn", 1, "f", "double", bits = 6, nan = FALSE),
+  dtype_row("float6_e3m2fn", 1, "f", "double", bits = 6, nan = FALSE),
+  dtype_row("float4_e2m1fn", 1, "f", "double", bits = 4, nan = FALSE),
+  dtype_row("complex_float64", 16, "c", "complex", engine = "complex128"),
+  dtype_row("complex_float32", 8, "c", "complex", engine = "complex64"),
+  dtype_row("complex_float16", 4, "c", "complex"),
+  dtype_row("complex_bfloat16", 4, "c", "complex"),
+  dtype_row(paste0("complex_float8_", c("e3m4", "e4m3", "e4m3b11fnuz", "e4m3fnuz", "e5m2", "e5m2fnuz", "e8m0fnu")),
+            2, "c", "complex"),
+  dtype_row(c("complex_float6_e2m3fn", "complex_float6_e3m2fn"), 2, "c", "complex", bits = 12, nan = FALSE),
+  dtype_row("complex_float4_e2m1fn", 2, "c", "complex", bits = 8, nan = FALSE),
   dtype_row("string", NA, "s", "character", engine = "string", strkind = "vlen-utf8"),
   dtype_row("variable_length_bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
+  # the registered name of variable-length bytes; its fill value is bytes
+  dtype_row("bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
   dtype_row("fixed_length_utf32", NA, "s", "character", engine = "string", strkind = "utf32"),
   dtype_row("null_terminated_bytes", NA, "s", "character", engine = "string", strkind = "bytes"),
   dtype_row("numpy.datetime64", 8, "M", "POSIXct", engine = "int64"),
@@ -75,9 +99,9 @@ dtype_default_fill <- function(name) {
     b = FALSE,
     i = if (bits == 64) "-9223372036854775808" else if (bits == 32) -2^31 else as.integer(-2^(bits - 1)),
     u = if (bits == 64) "18446744073709551615" else if (bits == 32) 2^32 - 1 else as.integer(2^bits - 1),
-    f = NaN,
-    c = list(NaN, NaN),
-    s = if (identical(name, "string")) "NA" else "",
+    f = if (dtype_table$nan[i]) NaN else 0,
+    c = if (dtype_table$nan[i]) list(NaN, NaN) else list(0, 0),
+    s = if (identical(name, "string")) "NA" else if (identical(name, "bytes")) raw(0) else "",
     M = , m = "-9223372036854775808",
     t = list() # set from the fields (struct_fill_normalize())
   )
@@ -103,6 +127,8 @@ normalize_fill <- function(name, value) {
   if (inherits(value, "json_literal")) value <- unclass(value) # an integer beyond 2^53, as digits
   kind <- dtype_kind(name)
   if (identical(kind, "r")) return(r_dtype_fill(name, value))
+  if (identical(name, "bytes")) return(bytes_fill(value))
+  if (kind %in% c("M", "m") && identical(value, "NaT")) return("-9223372036854775808") # NaT is -2^63
   if (identical(kind, "c")) {
     if (is.complex(value)) return(list(Re(value), Im(value)))
     if (is.list(value) && length(value) == 2L) return(value)
@@ -288,8 +314,24 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
   private = list(.fill = NULL, .config = NULL, .layout = NULL)
 )
 
+# The fill value of the registry's `bytes` type: a JSON array of byte values
+# or base64 text (metadata), or a raw vector (R); kept as a raw vector.
+bytes_fill <- function(value) {
+  if (is.raw(value)) return(value)
+  if (is.character(value) && length(value) == 1L && !is.na(value)) {
+    if (!grepl("^[A-Za-z0-9+/]*={0,2}$", value) || nchar(value) %% 4L != 0L)
+      zarr_abort("fill_value", "the fill value of a bytes array must be base64 text or byte values")
+    return(jsonlite::base64_dec(value))
+  }
+  v <- suppressWarnings(as.numeric(unlist(value)))
+  if ((length(value) && !length(v)) || anyNA(v) || any(v < 0 | v > 255 | v != trunc(v)))
+    zarr_abort("fill_value", "the fill value of a bytes array must be byte values from 0 to 255")
+  as.raw(v)
+}
+
 # The fill value as the C engine wants it: native bytes, or UTF-8 text.
 fill_bytes <- function(name, value) {
+  if (is.raw(value) && is_string_dtype(name)) return(value) # bytes
   if (is_string_dtype(name)) return(charToRaw(enc2utf8(as.character(value))))
   .Call(ffi_fill_bytes, engine_dtype(name), value)
 }

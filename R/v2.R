@@ -246,7 +246,7 @@ v2_dtype_string <- function(name, config, endian) {
   if (!is.na(code)) return(paste0(if (dtype_info(name)$size == 1L) "|" else e, code))
   switch(name,
     struct = v2_struct_dtype_doc(config, endian),
-    string = , variable_length_bytes = "|O",
+    string = , variable_length_bytes = , bytes = "|O",
     fixed_length_utf32 = paste0(e, "U", as.integer(config[["length_bytes"]]) / 4L),
     null_terminated_bytes = paste0("|S", as.integer(config[["length_bytes"]])),
     numpy.datetime64 = , numpy.timedelta64 = {

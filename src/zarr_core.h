@@ -77,6 +77,15 @@ typedef enum {
   DT_COMPLEX64, DT_COMPLEX128,
   DT_STRING, /* in memory: a zstr handle; see strings.c */
   DT_BFLOAT16, DT_FLOAT8_E4M3, DT_FLOAT8_E5M2, DT_INT4, DT_UINT4,
+  DT_INT2, DT_UINT2,
+  /* the registry's other small floating point formats (dtype.c, `minifloats`) */
+  DT_FLOAT8_E3M4, DT_FLOAT8_E4M3FNUZ, DT_FLOAT8_E4M3B11FNUZ, DT_FLOAT8_E5M2FNUZ,
+  DT_FLOAT8_E8M0FNU, DT_FLOAT6_E2M3FN, DT_FLOAT6_E3M2FN, DT_FLOAT4_E2M1FN,
+  /* complex numbers of two such components, real part first */
+  DT_COMPLEX_FLOAT16, DT_COMPLEX_BFLOAT16, DT_COMPLEX_FLOAT8_E3M4, DT_COMPLEX_FLOAT8_E4M3,
+  DT_COMPLEX_FLOAT8_E4M3B11FNUZ, DT_COMPLEX_FLOAT8_E4M3FNUZ, DT_COMPLEX_FLOAT8_E5M2,
+  DT_COMPLEX_FLOAT8_E5M2FNUZ, DT_COMPLEX_FLOAT8_E8M0FNU, DT_COMPLEX_FLOAT6_E2M3FN,
+  DT_COMPLEX_FLOAT6_E3M2FN, DT_COMPLEX_FLOAT4_E2M1FN,
   /* raw bits of 1 to 16 bytes, read to and written from R raw vectors: the
    * carriers of data types implemented in R (R/data_type.R) */
   DT_R8, DT_R16, DT_R32, DT_R64, DT_R128,
