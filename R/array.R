@@ -716,7 +716,7 @@ str.zarr_array <- function(object, ...) {
 # v2 arrays whose fill value is null read unwritten elements as zero (or "");
 # a zero fill value marks nothing as missing (fill_is_missing_marker()).
 fill_for_null <- function(name) {
-  switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), 0)
+  switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), x = raw(raw_bits_size(name)), 0)
 }
 
 # Validate array metadata (v3 form) and turn it into the objects an array
@@ -735,7 +735,7 @@ parse_array_metadata <- function(m, path = NULL) {
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
   dtname <- m[["data_type"]]
   if (is.list(dtname)) dtname <- dtname[["name"]]
-  if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)))
+  if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)) && is.na(raw_bits_size(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
   fill <- if (is.null(m[["fill_value"]])) fill_for_null(dtname) else m[["fill_value"]]
   if (dtname %in% c("struct", "structured") && is.character(fill) && is.list(m[["codecs"]]))

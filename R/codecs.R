@@ -728,6 +728,7 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
     if (is.logical(data) && all(is.na(data))) return(as.character(data))
     zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
   }
+  if (identical(dtype_kind(dtype), "x")) return(raw_bits_values(data, dtype, array))
   if (is.character(data))
     zarr_abort("value", sprintf("character values cannot be stored as %s", dtype), array = array)
   if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
@@ -750,6 +751,16 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is.logical(data) || is.integer(data) || is.double(data)) return(data)
   if (is.raw(data) && dtype == "uint8") return(data) # bytes as they are
   zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
+}
+
+# Values of a raw bits type (r8, r16, ...): a list of raw vectors of the
+# type's size.
+raw_bits_values <- function(data, dtype, array = NULL) {
+  size <- raw_bits_size(dtype)
+  if (!is.list(data) || !all(vapply(data, function(v) is.raw(v) && length(v) == size, TRUE)))
+    zarr_abort("value", sprintf("%s values are written from a list of raw vectors of %d bytes", dtype, size),
+               array = array)
+  data
 }
 
 # Set the class of freshly decoded data where R needs one.

@@ -77,8 +77,19 @@ is_string_dtype <- function(name) name %in% dtype_table$name[dtype_table$kind ==
 # data types implemented in R), NA when unknown.
 dtype_kind <- function(name) {
   i <- match(name, dtype_table$name)
-  if (is.na(i)) return(if (!is.null(r_dtype_get(name))) "r" else NA_character_)
+  if (is.na(i)) return(if (!is.null(r_dtype_get(name))) "r" else if (!is.na(raw_bits_size(name))) "x" else NA_character_)
   dtype_table$kind[i]
+}
+
+# The core raw bits types r8, r16, ... (any multiple of 8 bits): bytes per
+# element, NA when `name` is not one. Their elements are R raw vectors in a
+# list, moved by the engine as fixed-size records (kind "x"); the engine's
+# records hold at most 1023 bytes.
+raw_bits_size <- function(name) {
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !grepl("^r[1-9][0-9]{0,4}$", name))
+    return(NA_integer_)
+  bits <- as.integer(substring(name, 2L))
+  if (bits %% 8L != 0L || bits / 8L > 1023L) NA_integer_ else bits %/% 8L
 }
 
 # Default fill values: a value that rarely occurs in real data, so that `NA`
@@ -92,6 +103,7 @@ dtype_default_fill <- function(name) {
   if (is.na(i)) {
     rd <- r_dtype_get(name)
     if (!is.null(rd)) return(rd$fill)
+    if (!is.na(raw_bits_size(name))) return(raw(raw_bits_size(name)))
     zarr_abort("data_type", sprintf("unknown data type '%s'", name))
   }
   bits <- dtype_table$bits[i]
@@ -112,6 +124,8 @@ dtype_info <- function(name) {
   if (is.na(i)) {
     rd <- r_dtype_get(name)
     if (!is.null(rd)) return(list(name = name, size = rd$size, signed = FALSE, rtype = "r", strkind = NA))
+    n <- raw_bits_size(name)
+    if (!is.na(n)) return(list(name = name, size = n, signed = FALSE, rtype = "list", strkind = "record"))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", name))
   }
   # column by column: indexing a data.frame row is slow on every read
@@ -128,6 +142,12 @@ normalize_fill <- function(name, value) {
   kind <- dtype_kind(name)
   if (identical(kind, "r")) return(r_dtype_fill(name, value))
   if (identical(name, "bytes")) return(bytes_fill(value))
+  if (identical(kind, "x")) { # raw bits: an array of byte values (or raw, from R)
+    v <- if (is.raw(value)) value else bytes_fill(if (is.character(value)) list(NA) else value)
+    if (length(v) != raw_bits_size(name))
+      zarr_abort("fill_value", sprintf("the fill value of %s must be %d byte values", name, raw_bits_size(name)))
+    return(v)
+  }
   if (kind %in% c("M", "m") && identical(value, "NaT")) return("-9223372036854775808") # NaT is -2^63
   if (identical(kind, "c")) {
     if (is.complex(value)) return(list(Re(value), Im(value)))
@@ -331,7 +351,7 @@ bytes_fill <- function(value) {
 
 # The fill value as the C engine wants it: native bytes, or UTF-8 text.
 fill_bytes <- function(name, value) {
-  if (is.raw(value) && is_string_dtype(name)) return(value) # bytes
+  if (is.raw(value) && (is_string_dtype(name) || identical(dtype_kind(name), "x"))) return(value) # bytes
   if (is_string_dtype(name)) return(charToRaw(enc2utf8(as.character(value))))
   .Call(ffi_fill_bytes, engine_dtype(name), value)
 }
@@ -340,6 +360,7 @@ fill_bytes <- function(name, value) {
 engine_dtype <- function(name) {
   i <- match(name, dtype_table$name)
   if (!is.na(i)) return(dtype_table$engine[i])
+  if (!is.na(raw_bits_size(name))) return("string") # records of the engine
   rd <- r_dtype_get(name)
   if (!is.null(rd)) return(paste0("r", rd$size * 8L))
   name
@@ -348,7 +369,7 @@ engine_dtype <- function(name) {
 engine_rtype <- function(dt) {
   kind <- dtype_kind(dt$data_type)
   if (identical(kind, "r")) return("raw")
-  if (identical(kind, "t")) return("list") # records as raw vectors
+  if (identical(kind, "t") || identical(kind, "x")) return("list") # records as raw vectors
   rt <- dt$Rtype
   if (rt %in% c("POSIXct", "Date", "difftime")) "double" else rt
 }
@@ -371,7 +392,7 @@ fill_is_nan <- function(v) {
 fill_is_missing_marker <- function(dt) {
   kind <- dtype_kind(dt$data_type)
   v <- dt$fill_value
-  !is.na(kind) && !kind %in% c("b", "r", "t") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
+  !is.na(kind) && !kind %in% c("b", "r", "t", "x") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
 }
 
 # NA written to a type without an NA of its own (integers, strings, times)

@@ -37,6 +37,8 @@ v2_parse_dtype_string <- function(dtype) {
     else if (m[3L] == "S" && nzchar(m[4L]))
       list(name = "null_terminated_bytes", configuration = list(length_bytes = as.integer(m[4L])))
     else if (m[3L] == "O") "object"
+    else if (m[3L] == "V" && nzchar(m[4L]) && !is.na(raw_bits_size(paste0("r", 8L * as.integer(m[4L])))))
+      paste0("r", 8L * as.integer(m[4L])) # numpy's void: raw bits
     else if (m[3L] %in% c("M", "m") && nzchar(m[5L])) v2_time_type(m[3L], m[5L])
     else paste0("v2:", dtype)
   list(data_type = dt, endian = endian)
@@ -151,6 +153,8 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
       meta_fail("fill_value", "must be base64 text for a |S data type", key = key)
     fill <- rawToChar(jsonlite::base64_dec(fill))
   }
+  if (is.character(dt[["data_type"]]) && !is.na(raw_bits_size(dt[["data_type"]])) && is.character(fill))
+    fill <- tryCatch(jsonlite::base64_dec(fill), error = function(e) meta_fail("fill_value", "must be base64 text for a |V data type", key = key))
   if (is.list(dt[["data_type"]]) && identical(dt[["data_type"]][["name"]], "struct") && !is.null(fill))
     # v2 keeps a record's bytes as base64 (zarr-python 2); v3 has a value per field
     fill <- tryCatch(struct_fill_json(struct_layout(dt[["data_type"]][["configuration"]]),
@@ -230,6 +234,8 @@ v2_from_v3 <- function(meta) {
     dimension_separator = meta[["chunk_key_encoding"]][["configuration"]][["separator"]] %||% "."
   )
   zarray[[pending_field]] <- meta[[pending_field]]
+  if (!is.na(raw_bits_size(name)) && !is.null(zarray[["fill_value"]])) # v2 keeps void values as base64
+    zarray[["fill_value"]] <- jsonlite::base64_enc(as.raw(unlist(zarray[["fill_value"]])))
   if (name == "null_terminated_bytes" && is.character(zarray[["fill_value"]]))
     zarray[["fill_value"]] <- jsonlite::base64_enc(charToRaw(zarray[["fill_value"]]))
   if (name == "struct" && !is.null(zarray[["fill_value"]])) {
@@ -244,6 +250,7 @@ v2_dtype_string <- function(name, config, endian) {
   e <- if (endian == "big") ">" else "<"
   code <- names(v2_dtypes)[match(name, v2_dtypes)]
   if (!is.na(code)) return(paste0(if (dtype_info(name)$size == 1L) "|" else e, code))
+  if (!is.na(raw_bits_size(name))) return(paste0("|V", raw_bits_size(name))) # numpy's void
   switch(name,
     struct = v2_struct_dtype_doc(config, endian),
     string = , variable_length_bytes = , bytes = "|O",

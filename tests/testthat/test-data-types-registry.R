@@ -235,3 +235,51 @@ emit(None)
   expect_identical(format(got[1], tz = "UTC"), "2020-01-01")
   expect_true(all(is.na(got[2:3])))
 })
+
+test_that("raw bits r8, r16, r24, ... read and write as lists of raw vectors", {
+  root <- reg_hand_array("r24", as.raw(1:9), 3, fill = list(0, 0, 0))
+  a <- open_zarr(root)[["/a"]]
+  expect_identical(a$data_type$size, 3L)
+  expect_identical(a[], list(as.raw(1:3), as.raw(4:6), as.raw(7:9)))
+  a[2] <- list(as.raw(c(0xaa, 0xbb, 0xcc)))
+  expect_identical(reg_chunk(root), as.raw(c(1:3, 0xaa, 0xbb, 0xcc, 7:9)))
+  expect_error(a[1] <- list(as.raw(1:2)), class = "zarr_error_value")
+  # made here, with a fill value; v3 keeps it as byte values
+  path <- local_store_path()
+  z <- create_zarr(path)
+  b <- define_array("r16", c(2, 2))
+  b$fill_value <- as.raw(c(0xde, 0xad))
+  a <- z$add_array("/", "r", b)
+  a[1, 2] <- list(as.raw(c(1, 2)))
+  got <- open_zarr(path)[["/r"]][]
+  expect_identical(dim(got), c(2L, 2L))
+  expect_identical(got[[1, 2]], as.raw(c(1, 2)))
+  expect_identical(got[[2, 1]], as.raw(c(0xde, 0xad)))
+  meta <- jsonlite::fromJSON(file.path(path, "r", "zarr.json"), simplifyVector = FALSE)
+  expect_identical(meta$data_type, "r16")
+  expect_identical(unlist(meta$fill_value), c(222L, 173L))
+  expect_error(zarr_data_type$new("r12"), class = "zarr_error_data_type")
+  expect_error(zarr_data_type$new("r16", list(1)), class = "zarr_error_fill_value")
+})
+
+test_that("numpy void (|V) arrays of zarr-python 2 read as raw bits, and back", {
+  skip_without_python_zarr()
+  path <- local_store_path()
+  run_python('
+import zarr, numpy as np
+z = zarr.open(sys.argv[1], mode="w", shape=(3,), chunks=(2,), dtype="V3", fill_value=None)
+z[0] = np.void(b"abc")
+emit(None)
+', path)
+  a <- open_zarr(path)[["/"]]
+  expect_identical(a$data_type$data_type, "r24")
+  expect_identical(a[], list(charToRaw("abc"), raw(3), raw(3)))
+  a[3] <- list(charToRaw("xyz"))
+  got <- run_python('
+import zarr
+z = zarr.open(sys.argv[1], mode="r")
+emit({"v": [list(bytes(x)) for x in z[:]], "d": str(z.dtype)})
+', path)
+  expect_identical(lapply(got$v, function(v) as.raw(unlist(v))), list(charToRaw("abc"), raw(3), charToRaw("xyz")))
+  expect_identical(got$d, "|V3")
+})
