@@ -545,7 +545,7 @@ zarr_array <- R6::R6Class("zarr_array",
     .cache_bytes = NULL,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
-    is_json2 = function() "json2" %in% private$.codecs$names,
+    is_json2 = function() any(r_object_codecs %in% private$.codecs$names), # chunks R decodes
 
     setup = function(lazy = TRUE) {
       m <- private$.metadata

@@ -692,19 +692,35 @@ zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",
   inherit = zarr_codec,
   cloneable = FALSE,
   public = list(
-    initialize = function(name) {
-      super$initialize(name, list())
+    initialize = function(name, configuration = named_list()) {
+      super$initialize(name, configuration)
       private$.from <- "array"
       private$.to <- "bytes"
     },
-    copy = function() zarr_codec_vlen$new(self$name),
-    metadata_fragment = function() list(name = self$name, configuration = named_list())
+    copy = function() zarr_codec_vlen$new(self$name, private$.config),
+    metadata_fragment = function() list(name = self$name, configuration = private$.config)
   ),
   private = list(c_spec = function() list(name = self$name))
 )
 register_codec("vlen-utf8", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-utf8"))
 register_codec("vlen-bytes", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-bytes"))
 register_codec("json2", function(config, data_type, chunk_shape) zarr_codec_vlen$new("json2"))
+# numcodecs' vlen-array (v2): the layout of vlen-bytes, each item the bytes
+# of a 1-d array of `dtype` ("<i4"); R converts items (R/v2.R)
+register_codec("vlen-array", function(config, data_type, chunk_shape) {
+  vlen_array_type(config[["dtype"]])
+  zarr_codec_vlen$new("vlen-array", list(dtype = config[["dtype"]]))
+})
+# numcodecs' categorize (v2): strings as the 1-based index of their label
+# (0: none), stored as `astype`; R decodes its chunks, as json2's (R/v2.R)
+register_codec("categorize", function(config, data_type, chunk_shape) {
+  labels <- config[["labels"]]
+  if (!is.list(labels) || !all(vapply(labels, is_json_string, TRUE)))
+    zarr_abort("codec", "categorize: labels must be an array of strings")
+  categorize_type(config[["astype"]] %||% "|u1", length(labels))
+  zarr_codec_vlen$new("categorize", list(labels = labels, dtype = config[["dtype"]] %||% "|O",
+                                         astype = config[["astype"]] %||% "|u1"))
+})
 
 as_data_type <- function(x) {
   if (inherits(x, "zarr_data_type")) return(x)
@@ -718,6 +734,11 @@ as_data_type <- function(x) {
 # (ffi_array_write, in pieces that an interrupt can stop).
 coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is_string_dtype(dtype)) {
+    if (dtype == "vlen_array") {
+      if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.numeric(v) || is.logical(v), TRUE)))
+        return(data)
+      zarr_abort("value", "vlen-array values are written from a list of numeric vectors", array = array)
+    }
     if (dtype %in% c("variable_length_bytes", "bytes")) {
       if (is.raw(data)) data <- list(data)
       if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.raw(v), TRUE))) return(data)

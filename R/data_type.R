@@ -62,6 +62,9 @@ dtype_table <- rbind(
   dtype_row("variable_length_bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
   # the registered name of variable-length bytes; its fill value is bytes
   dtype_row("bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
+  # Zarr v2 object arrays of numcodecs' vlen-array: numeric vectors, as
+  # vlen-bytes items the array converts (R/v2.R)
+  dtype_row("vlen_array", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
   dtype_row("fixed_length_utf32", NA, "s", "character", engine = "string", strkind = "utf32"),
   dtype_row("null_terminated_bytes", NA, "s", "character", engine = "string", strkind = "bytes"),
   dtype_row("numpy.datetime64", 8, "M", "POSIXct", engine = "int64"),

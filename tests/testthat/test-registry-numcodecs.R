@@ -142,3 +142,95 @@ test_that("jenkins_lookup3 in a v2 document reads as numcodecs 0.12 writes it", 
     file.path(path, ".zarray"))
   expect_identical(open_zarr(path)[["/"]][], vals)
 })
+
+test_that("numcodecs categorize (object and <U arrays) reads from and writes for zarr-python 2", {
+  skip_without_python_zarr()
+  path <- local_store_path()
+  run_python('
+import zarr, numcodecs, numpy as np, warnings
+warnings.simplefilter("ignore")
+data = np.array(["female", "male", "female", "other", "male"], dtype=object)
+z = zarr.open(os.path.join(sys.argv[1], "o"), mode="w", shape=(5,), chunks=(3,), dtype=object,
+              filters=[numcodecs.Categorize(labels=["female", "male"], dtype=object)], compressor=None)
+z[:] = data
+z = zarr.open(os.path.join(sys.argv[1], "u"), mode="w", shape=(5,), chunks=(3,), dtype="<U6",
+              filters=[numcodecs.Categorize(labels=["female", "male"], dtype="<U6", astype="<u2")],
+              compressor=numcodecs.Zlib())
+z[:] = data.astype("<U6")
+emit(None)
+', path)
+  z <- open_zarr(path)
+  expect_identical(z[["/o"]][], c("female", "male", "female", "", "male")) # no label: "", as numcodecs
+  expect_identical(z[["/u"]][], c("female", "male", "female", "", "male"))
+  # the stored codes: one byte per element, 1-based
+  expect_identical(readBin(file.path(path, "o", "0"), "raw", 10), as.raw(c(1, 2, 1)))
+  # written here: codes for zarr-python to read, in place and in a new array
+  z[["/o"]][4:5] <- c("male", "female")
+  z[["/u"]][1] <- "male"
+  old <- options(zarr.format = 2L)
+  z2 <- create_zarr(file.path(path, "new"))
+  options(old)
+  b <- define_array("string", 4)
+  b$format <- 2L
+  b$chunk_shape <- 4
+  b$add_codec("categorize", list(labels = list("x", "y", "z"), dtype = "|O", astype = "|u1"))
+  a <- z2$add_array("/", "c", b)
+  a[] <- c("z", "x", "y", "q")
+  got <- run_python('
+import zarr, warnings
+warnings.simplefilter("ignore")
+out = []
+for p in sys.argv[1:]:
+    z = zarr.open(p, mode="r")
+    out.append([None if v is None else str(v) for v in z[:]])
+emit(out)
+', c(file.path(path, "o"), file.path(path, "u"), file.path(path, "new", "c")))
+  expect_identical(unlist(got[[1]]), c("female", "male", "female", "male", "female"))
+  expect_identical(unlist(got[[2]]), c("male", "male", "female", "", "male"))
+  expect_identical(unlist(got[[3]]), c("z", "x", "y", "")) # a value without a label
+  expect_error(zarr:::categorize_type("|u1", 300), class = "zarr_error_codec")
+})
+
+test_that("numcodecs vlen-array reads from and writes for zarr-python 2", {
+  skip_without_python_zarr()
+  path <- local_store_path()
+  run_python('
+import zarr, numcodecs, numpy as np
+z = zarr.open(os.path.join(sys.argv[1], "i"), mode="w", shape=(4,), chunks=(3,), dtype=object,
+              object_codec=numcodecs.VLenArray("<i4"))
+z[0] = np.array([1, 2, 3]); z[1] = np.array([], dtype="<i4"); z[2] = np.array([-5]); z[3] = np.array([7, 8])
+z = zarr.open(os.path.join(sys.argv[1], "f"), mode="w", shape=(2, 2), chunks=(1, 2), dtype=object,
+              object_codec=numcodecs.VLenArray(">f8"))
+z[0, 0] = np.array([1.5]); z[0, 1] = np.array([2.5, -1]); z[1, 0] = np.array([]); z[1, 1] = np.array([1e300])
+emit(None)
+', path)
+  z <- open_zarr(path)
+  expect_identical(z[["/i"]][], list(1:3, integer(0), -5L, 7:8))
+  f <- z[["/f"]][]
+  expect_identical(dim(f), c(2L, 2L))
+  expect_identical(f[[1, 2]], c(2.5, -1))
+  expect_identical(f[[2, 2]], 1e300)
+  z[["/i"]][2] <- list(c(10L, 11L))
+  old <- options(zarr.format = 2L)
+  z2 <- create_zarr(file.path(path, "new"))
+  options(old)
+  b <- define_array("vlen_array", 3)
+  b$format <- 2L
+  b$chunk_shape <- 2
+  b$add_codec("vlen-array", list(dtype = "<u2"))
+  a <- z2$add_array("/", "v", b)
+  a[] <- list(c(1L, 65535L), integer(0), 42L)
+  expect_identical(a[], list(c(1L, 65535L), integer(0), 42L))
+  got <- run_python('
+import zarr
+out = []
+for p in sys.argv[1:]:
+    z = zarr.open(p, mode="r")
+    out.append({"v": [[int(x) for x in v] for v in z[:]], "f": z.filters[0].get_config()})
+emit(out)
+', c(file.path(path, "i"), file.path(path, "new", "v")))
+  expect_identical(lapply(got[[1]]$v, function(v) as.integer(unlist(v))), list(1:3, 10:11, -5L, 7:8))
+  expect_identical(lapply(got[[2]]$v, function(v) as.integer(unlist(v))), list(c(1L, 65535L), integer(0), 42L))
+  expect_identical(got[[2]]$f$dtype, "<u2")
+  expect_error(zarr:::vlen_array_type("<c16"), class = "zarr_error_codec")
+})
