@@ -203,12 +203,28 @@ fill_json <- function(name, value) {
 #' A data type of a Zarr array, with the fill value that goes with it. The
 #' supported types are `bool`, `int8`, `int16`, `int32`, `int64`, `uint8`,
 #' `uint16`, `uint32`, `uint64`, `float16`, `float32`, `float64`, `complex64`
-#' and `complex128`, the registered extensions `bfloat16`, `float8_e4m3`,
-#' `float8_e5m2`, `int4` and `uint4`, the string types and the numpy
-#' datetime types. In R they appear as logical, integer (also for `int4` and
-#' `uint4`), double (also for `uint32` and the floating point types),
+#' and `complex128`, the raw bits types `r8`, `r16`, `r24`, ... (any
+#' multiple of 8 bits up to 1023 bytes), the registered extensions
+#' `bfloat16`, `float8_e4m3`, `float8_e5m2`, `float8_e3m4`,
+#' `float8_e4m3fnuz`, `float8_e4m3b11fnuz`, `float8_e5m2fnuz`,
+#' `float8_e8m0fnu`, `float6_e2m3fn`, `float6_e3m2fn`, `float4_e2m1fn`,
+#' `int2`, `uint2`, `int4`, `uint4`, `complex_float32`, `complex_float64`
+#' and the complex types of the small formats (`complex_float16`,
+#' `complex_bfloat16`, `complex_float8_e4m3`, ..., `complex_float4_e2m1fn`),
+#' the string types (`string`, `bytes`, also called
+#' `variable_length_bytes`, and the fixed-length ones) and the numpy
+#' datetime types. In R they appear as logical, integer (also for `int2`
+#' to `uint4`), double (also for `uint32` and the floating point types),
 #' `bit64::integer64` (for the 64-bit integers, when \pkg{bit64} is
-#' installed) and complex. Packages can add data types implemented in R with
+#' installed), complex, and lists of raw vectors (`bytes` and the raw bits
+#' types; the fill value of both is a raw vector, stored as an array of byte
+#' values). The small floating point formats round to the nearest value,
+#' ties to even; those without infinities turn larger values into NaN
+#' (`*fnuz`, `float8_e8m0fnu`, which also has no zero or sign: zero and
+#' negative values become NaN), and those without NaN (`float6_*`,
+#' `float4_e2m1fn`) refuse them, as they refuse NaN; their default fill
+#' value is 0. A datetime fill value of `"NaT"` reads as numpy's NaT.
+#' Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
 #' Records: the `struct` data type (zarr-extensions, with its legacy name
@@ -229,11 +245,14 @@ fill_json <- function(name, value) {
 #' JSON object and in v2 as the record's bytes in base64, as zarr-python 2
 #' does. Fields of datetime or variable-length types are not supported.
 #'
-#' `NA` in a floating point type (`float16` to `float64`, `bfloat16`, the
-#' `float8` types) is stored as a NaN of its own bit pattern, apart from
-#' `NaN`, and reads back as `NA`; where the fill value stands for `NA` (see
-#' the `zarr.fill_as_na` option in [zarr-options]) it is stored as the fill
-#' value instead. Other readers see a NaN. Values that a double cannot hold
+#' `NA` in a floating point type (`float16` to `float64`, `bfloat16`,
+#' `float8_e4m3`, `float8_e5m2`, `float8_e3m4`) is stored as a NaN of its
+#' own bit pattern, apart from `NaN`, and reads back as `NA`; where the fill
+#' value stands for `NA` (see the `zarr.fill_as_na` option in
+#' [zarr-options]) it is stored as the fill value instead. Other readers see
+#' a NaN. Formats with a single NaN (`*fnuz`, `float8_e8m0fnu`) store `NA`
+#' as that NaN, and formats without one (`float6_*`, `float4_e2m1fn`) as
+#' the fill value. Values that a double cannot hold
 #' exactly (64-bit integers read as double) come with a warning.
 #' `POSIXct` and `Date` values written to `numpy.datetime64` (and `difftime`
 #' to `numpy.timedelta64`) are rounded down to the array's unit, as numpy
