@@ -441,3 +441,48 @@ zarr_codec_reshape <- R6::R6Class("zarr_codec_reshape",
   )
 )
 register_codec("reshape", function(config, data_type, chunk_shape) zarr_codec_reshape$new(chunk_shape, config))
+
+# The conditional codec (a registered Zarr extension): a bytes -> bytes codec
+# holding bytes -> bytes codecs of its own, each applied to a chunk or not, as
+# a header before the chunk's bytes says (src/codec_conditional.c). Writing
+# applies a codec unless it makes the chunk larger (checksums always).
+#' @noRd
+zarr_codec_conditional <- R6::R6Class("zarr_codec_conditional",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(data_type, configuration) {
+      super$initialize("conditional", list())
+      inner <- configuration[["codecs"]]
+      if (!is.list(inner) || !is.null(names(inner)))
+        zarr_abort("codec", "conditional: 'codecs' must be an array of codecs")
+      private$.codecs <- codecs_from_metadata(inner, data_type = data_type, chunk_shape = 1)
+      for (cd in private$.codecs)
+        if (cd$mode != "bytes -> bytes" || codec_is_elementwise(cd) || inherits(cd, "zarr_codec_r"))
+          zarr_abort("codec", sprintf("conditional holds bytes -> bytes codecs written in C, not '%s'", cd$name))
+      n <- length(private$.codecs)
+      bits <- configuration[["header_bits"]]
+      private$.bits_given <- !is.null(bits)
+      bits <- if (is.null(bits)) 8L * max(1L, ceiling(n / 8)) else cfg_int(configuration, "header_bits", 8L, 8, 64, "conditional")
+      if (bits %% 8L != 0L || bits < n)
+        zarr_abort("codec", sprintf("conditional: header_bits must be a multiple of 8 of at least %d", n))
+      private$.bits <- bits
+    },
+    copy = function() self,
+    encode = function(data) zarr_abort("codec", "conditional encodes chunks only, through the array"),
+    decode = function(data) zarr_abort("codec", "conditional decodes chunks only, through the array")
+  ),
+  active = list(codecs = function(value) private$.codecs),
+  private = list(
+    .codecs = NULL, .bits = 8L, .bits_given = FALSE,
+    config_list = function() {
+      c(list(codecs = lapply(private$.codecs, function(cd) cd$metadata_fragment())),
+        if (private$.bits_given) list(header_bits = private$.bits))
+    },
+    c_spec = function() {
+      list(name = "conditional", header_bytes = private$.bits %/% 8L,
+           codecs = c(list(list(name = "bytes", endian = "little")), lapply(private$.codecs, codec_c_spec)))
+    }
+  )
+)
+register_codec("conditional", function(config, data_type, chunk_shape) zarr_codec_conditional$new(data_type, config))

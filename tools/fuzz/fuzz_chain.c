@@ -3,7 +3,8 @@
  * expected decoded size (little-endian, capped), then the encoded chunk.
  * Chains 22-25 are lzma (xz, alone, raw with filters); 26-28 numcodecs' crc32,
  * jenkins_lookup3 (with a prefix) and packbits (bool, most significant bit
- * first).
+ * first); 29 conditional (zstd and crc32c, each applied or not as the
+ * header byte says).
  * Every chain decodes through chain_decode_bytes() (the buffered path) and
  * chain_decode_to() (the zero-copy path); results must stay within the
  * bounds the engine relies on. */
@@ -31,7 +32,8 @@ static zcodec cdy(const char *name, const char *dtype, const char *astype, doubl
                     {"out_of_range", "clamp", 0}, {"enc_n", NULL, 0},    {"dec_n", NULL, 0},
                     {"format", NULL, format}, {"check", NULL, -1},    {"preset", NULL, filters[0] ? -1 : 1},
                     {"filters", filters, 0},   {"bit_order", bit_order, 0},
-                    {"initval", NULL, 7},      {"prefix", "00ff10", 0},  {NULL, NULL, 0}};
+                    {"initval", NULL, 7},      {"prefix", "00ff10", 0},  {"header_bytes", NULL, 1},
+                    {NULL, NULL, 0}};
   zcfg cfg = zcfg_kv(kv);
   zcodec c;
   zerr e = {ZE_OK, ""};
@@ -39,11 +41,37 @@ static zcodec cdy(const char *name, const char *dtype, const char *astype, doubl
   return c;
 }
 
+/* conditional's nested codecs: a chain of their own, as the array's pool
+ * would hold it */
+static zchain cond_nested;
+static zchain *cond_sub_chain(const zcfg *c, const char *key, int ndim, const int64_t *shape,
+                              int is_index, zerr *e) {
+  (void)c; (void)key; (void)ndim; (void)shape; (void)is_index; (void)e;
+  return &cond_nested;
+}
+
 static zcodec cdx(const char *name, const char *dtype, const char *astype, double scale) {
   return cdy(name, dtype, astype, scale, 1, "");
 }
 
 static zcodec cd(const char *name) { return cdx(name, "<f4", "<f4", 1); }
+
+static zcodec conditional(void) {
+  memset(&cond_nested, 0, sizeof cond_nested);
+  cond_nested.ndim = 1;
+  cond_nested.chunk_shape[0] = 1;
+  cond_nested.ab = AB_BYTES;
+  cond_nested.bb[0] = cd("zstd");
+  cond_nested.bb[1] = cd("crc32c");
+  cond_nested.n_bb = 2;
+  const zkv kv[] = {{"header_bytes", NULL, 1}, {NULL, NULL, 0}};
+  zcfg cfg = zcfg_kv(kv);
+  cfg.sub_chain = cond_sub_chain;
+  zcodec c;
+  zerr e = {ZE_OK, ""};
+  if (zcodec_init(&c, "conditional", &cfg, &e)) abort();
+  return c;
+}
 /* lzma in a format (1 xz, 2 alone, 3 raw) with a filter list (src/codec_lzma.c) */
 static zcodec lz(double format, const char *filters) { return cdy("lzma", "<f4", "<f4", 1, format, filters); }
 
@@ -89,11 +117,12 @@ static int config(unsigned k, zchain *ch) {
            b[0] = cdx("packbits", "|u1", "|u1", 1);
            bit_order = "little";
            ch->n_bb = 1; break;
+  case 29: b[0] = conditional(); ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 29
+#define NCONF 30
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
@@ -132,7 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* round trip: the chunk bytes as data, encoded and decoded again, where
    * the chain is lossless and the data a whole number of elements */
   unsigned k = data[0] % NCONF;
-  int lossless = k <= 9 || (k >= 12 && k <= 15) || (k >= 22 && k <= 27);
+  int lossless = k <= 9 || (k >= 12 && k <= 15) || (k >= 22 && k <= 27) || k == 29;
   if (lossless && n % 8 == 0) {
     zbuf c1 = {0}, c2 = {0};
     const uint8_t *enc, *dec;

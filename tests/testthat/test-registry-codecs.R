@@ -1,0 +1,91 @@
+# Codecs of the registry survey (issue 30): conditional and n5_default, with
+# chunk bytes built from the registry's text
+# (zarr-developers/zarr-extensions, codecs/<name>/README.md).
+
+# A v3 array of one chunk whose codecs are given as JSON text.
+reg_codec_array <- function(dtype, shape, chunk, codecs, fill = 0, key_encoding = NULL) {
+  root <- tempfile("reg-codec-")
+  dir.create(file.path(root, "a"), recursive = TRUE)
+  writeLines('{"zarr_format": 3, "node_type": "group", "attributes": {}}', file.path(root, "zarr.json"))
+  kenc <- key_encoding %||% '{"name": "default", "configuration": {"separator": "/"}}'
+  writeLines(sprintf('{"zarr_format": 3, "node_type": "array", "shape": %s, "data_type": "%s",
+    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": %s}},
+    "chunk_key_encoding": %s, "fill_value": %s, "codecs": %s, "attributes": {}}',
+    jsonlite::toJSON(shape), dtype, jsonlite::toJSON(chunk), kenc, fill, codecs),
+    file.path(root, "a", "zarr.json"))
+  root
+}
+
+test_that("conditional: a header bit per codec says which were applied (hand-built chunks)", {
+  codecs <- '[{"name": "bytes", "configuration": {"endian": "little"}},
+              {"name": "conditional", "configuration": {"codecs": [
+                 {"name": "zstd", "configuration": {"level": 3, "checksum": false}},
+                 {"name": "crc32c"}]}}]'
+  root <- reg_codec_array("int32", 6, 3, codecs)
+  dir.create(file.path(root, "a", "c"))
+  body0 <- writeBin(1:3, raw(), size = 4, endian = "little")
+  body1 <- writeBin(4:6, raw(), size = 4, endian = "little")
+  zstd <- zarr_codec_zstd$new(list(level = 3))
+  crc <- zarr_codec_crc32c$new()
+  # chunk 0: both applied (bits 0 and 1), chunk 1: only the checksum (bit 1)
+  writeBin(c(as.raw(0x03), crc$encode(zstd$encode(body0))), file.path(root, "a", "c", "0"))
+  writeBin(c(as.raw(0x02), crc$encode(body1)), file.path(root, "a", "c", "1"))
+  a <- open_zarr(root)[["/a"]]
+  expect_identical(a[], 1:6)
+  # a header naming a codec the list does not have, a damaged checksum
+  writeBin(c(as.raw(0x04), body1), file.path(root, "a", "c", "1"))
+  expect_error(open_zarr(root)[["/a"]][4], class = "zarr_error_corrupt_chunk")
+  bad <- c(as.raw(0x02), crc$encode(body1))
+  bad[3] <- as.raw(0xff)
+  writeBin(bad, file.path(root, "a", "c", "1"))
+  expect_error(open_zarr(root)[["/a"]][4], class = "zarr_error_checksum")
+  # writing: zstd is applied where it makes the chunk smaller, the checksum always
+  root <- reg_codec_array("int32", 200, 100, codecs)
+  a <- open_zarr(root)[["/a"]]
+  a[1:100] <- rep(7L, 100)
+  raw0 <- readBin(file.path(root, "a", "c", "0"), "raw", 1000)
+  expect_identical(raw0[1], as.raw(0x03))
+  expect_identical(zstd$decode(crc$decode(raw0[-1])), writeBin(rep(7L, 100), raw(), size = 4, endian = "little"))
+  set.seed(1)
+  noise <- sample(.Machine$integer.max, 100)
+  a[101:200] <- noise # 400 bytes zstd cannot shrink
+  raw1 <- readBin(file.path(root, "a", "c", "1"), "raw", 1000)
+  expect_identical(raw1[1], as.raw(0x02))
+  expect_identical(crc$decode(raw1[-1]), writeBin(noise, raw(), size = 4, endian = "little"))
+  expect_identical(open_zarr(root)[["/a"]][], c(rep(7L, 100), noise))
+})
+
+test_that("conditional: header_bits, metadata, and what it may hold", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  b <- define_array("float64", 100)
+  b$chunk_shape <- 50
+  b$remove_codec("zstd")
+  b$add_codec("conditional", list(codecs = list(list(name = "numcodecs.shuffle", configuration = list(elementsize = 8L)),
+                                                 list(name = "gzip", configuration = list(level = 5L))),
+                                  header_bits = 16L))
+  a <- z$add_array("/", "x", b)
+  a[] <- c(rep(1, 50), runif(50))
+  expect_identical(a[1:50], rep(1, 50))
+  meta <- jsonlite::fromJSON(file.path(path, "x", "zarr.json"), simplifyVector = FALSE)
+  cond <- meta$codecs[[2]]
+  expect_identical(cond$name, "conditional")
+  expect_identical(cond$configuration$header_bits, 16L)
+  expect_identical(vapply(cond$configuration$codecs, `[[`, "", "name"), c("numcodecs.shuffle", "gzip"))
+  raw0 <- readBin(file.path(path, "x", "c.0"), "raw", 1e4)
+  expect_identical(raw0[1:2], as.raw(c(0x03, 0x00))) # two header bytes; both applied to the constant chunk
+  # inside a shard's inner chunks too
+  b2 <- define_array("int16", c(8, 8))
+  b2$chunk_shape <- c(8, 8)
+  b2$remove_codec("zstd")
+  b2$add_codec("conditional", list(codecs = list(list(name = "zstd", configuration = list(level = 1L)))))
+  b2$add_codec("sharding_indexed", list(chunk_shape = c(4, 4)))
+  s <- z$add_array("/", "s", b2)
+  m <- matrix(1:64, 8)
+  s[] <- m
+  expect_identical(open_zarr(path)[["/s"]][], m)
+  expect_error(zarr:::codec_from_metadata(list(name = "conditional", configuration = list(
+    codecs = list(list(name = "bytes")))), zarr_data_type$new("int8"), 4), class = "zarr_error_codec")
+  expect_error(zarr:::codec_from_metadata(list(name = "conditional", configuration = list(
+    codecs = list(list(name = "gzip")), header_bits = 4)), zarr_data_type$new("int8"), 4), class = "zarr_error_codec")
+})
