@@ -486,3 +486,69 @@ zarr_codec_conditional <- R6::R6Class("zarr_codec_conditional",
   )
 )
 register_codec("conditional", function(config, data_type, chunk_shape) zarr_codec_conditional$new(data_type, config))
+
+# The n5_default codec (a registered Zarr extension): chunks stored as N5
+# blocks in the default mode. Its configuration holds a transpose that
+# reverses the dimensions, a big-endian bytes codec and at most one bytes ->
+# bytes codec; the engine runs the first two, and src/codec_n5.c the block
+# header and the compressor. N5 holds (u)int8-64 and float32/64.
+n5_data_types <- c("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+
+#' @noRd
+zarr_codec_n5_default <- R6::R6Class("zarr_codec_n5_default",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(data_type, chunk_shape, configuration) {
+      super$initialize("n5_default", list())
+      dt <- as_data_type(data_type)
+      if (!dt$data_type %in% n5_data_types)
+        zarr_abort("codec", sprintf("n5_default: N5 has no data type '%s'", dt$data_type))
+      inner <- configuration[["codecs"]]
+      if (!is.list(inner) || !is.null(names(inner)) || length(inner) < 2L || length(inner) > 3L)
+        zarr_abort("codec", "n5_default: 'codecs' must be a transpose, a bytes and at most one more codec")
+      n <- length(chunk_shape)
+      tr <- inner[[1L]]
+      order <- unlist(tr[["configuration"]][["order"]])
+      if (!identical(tr[["name"]], "transpose") || !identical(as.integer(order), rev(seq_len(n) - 1L)))
+        zarr_abort("codec", "n5_default: the first codec must be a transpose reversing the dimensions")
+      by <- inner[[2L]]
+      endian <- by[["configuration"]][["endian"]]
+      if (!identical(by[["name"]], "bytes") || !(identical(endian, "big") || (is.null(endian) && dt$size == 1L)))
+        zarr_abort("codec", "n5_default: the second codec must be bytes, big endian")
+      private$.bb <- if (length(inner) == 3L) codecs_from_metadata(inner[3L], data_type = dt, chunk_shape = chunk_shape)
+      if (length(private$.bb) && (private$.bb[[1L]]$mode != "bytes -> bytes" || codec_is_elementwise(private$.bb[[1L]]) ||
+                                  inherits(private$.bb[[1L]], "zarr_codec_r")))
+        zarr_abort("codec", "n5_default: the third codec must be a bytes -> bytes codec written in C")
+      private$.dt <- dt
+      private$.chunk <- as.numeric(chunk_shape)
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+    copy = function() self,
+    encode = function(data) zarr_abort("codec", "n5_default encodes chunks only, through the array"),
+    decode = function(data) zarr_abort("codec", "n5_default decodes chunks only, through the array")
+  ),
+  private = list(
+    .bb = NULL, .dt = NULL, .chunk = NULL,
+    config_list = function() {
+      n <- length(private$.chunk)
+      list(codecs = c(list(list(name = "transpose", configuration = list(order = json_array(rev(seq_len(n) - 1L)))),
+                           if (private$.dt$size == 1L) list(name = "bytes")
+                           else list(name = "bytes", configuration = list(endian = "big"))),
+                      lapply(private$.bb, function(cd) cd$metadata_fragment())))
+    },
+    c_spec = function() {
+      n <- length(private$.chunk)
+      fill <- fill_bytes(private$.dt$data_type, private$.dt$fill_value) # native order
+      if (.Platform$endian == "little") fill <- rev(fill)
+      list(list(name = "transpose", order = rev(seq_len(n) - 1L)),
+           list(name = "bytes", endian = "big"),
+           list(name = "n5_default", elsize = private$.dt$size, chunk_shape = private$.chunk,
+                fill = paste(as.character(fill), collapse = ""),
+                codecs = c(list(list(name = "bytes", endian = "big")), lapply(private$.bb, codec_c_spec))))
+    }
+  )
+)
+register_codec("n5_default", function(config, data_type, chunk_shape)
+  zarr_codec_n5_default$new(data_type, chunk_shape, config))

@@ -161,7 +161,7 @@ chain_c_spec <- function(codecs) {
     if (length(moved) && identical(cd[["name"]], "transpose"))
       zarr_abort("unsupported", "an element filter before a transpose codec is not supported")
     if (identical(cd[["from"]], "array") && identical(cd[["to"]], "bytes")) {
-      if (length(moved) && cd[["name"]] %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2"))
+      if (length(moved) && cd[["name"]] %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2", "n5_default"))
         zarr_abort("unsupported", sprintf("an element filter before '%s' is not supported", cd[["name"]]))
       big <- identical(cd[["endian"]], "big")
       sp <- codec_c_spec(cd)

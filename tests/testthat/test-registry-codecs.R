@@ -89,3 +89,77 @@ test_that("conditional: header_bits, metadata, and what it may hold", {
   expect_error(zarr:::codec_from_metadata(list(name = "conditional", configuration = list(
     codecs = list(list(name = "gzip")), header_bits = 4)), zarr_data_type$new("int8"), 4), class = "zarr_error_codec")
 })
+
+# An N5 default-mode block: header (mode 0, dimensions, extents; big endian)
+# and the elements in Fortran order, big endian, as the registry's text says.
+n5_block <- function(values, extents, size = 2L) {
+  be16 <- function(x) as.raw(c(x %/% 256, x %% 256))
+  be32 <- function(x) as.raw(c(x %/% 2^24, (x %/% 2^16) %% 256, (x %/% 256) %% 256, x %% 256))
+  c(be16(0), be16(length(extents)), unlist(lapply(extents, be32)),
+    writeBin(as.integer(values), raw(), size = size, endian = "big"))
+}
+
+test_that("n5_default reads N5 blocks, whole and truncated at the edge, and writes whole ones", {
+  codecs <- '[{"name": "n5_default", "configuration": {"codecs": [
+                {"name": "transpose", "configuration": {"order": [1, 0]}},
+                {"name": "bytes", "configuration": {"endian": "big"}},
+                {"name": "gzip", "configuration": {"level": 1}}]}}]'
+  root <- reg_codec_array("int16", c(5, 3), c(4, 2), codecs, fill = 0,
+                          key_encoding = '{"name": "v2", "configuration": {"separator": "/"}}')
+  want <- outer(0:4, 0:2, function(i, j) 10L * i + j)
+  gz <- zarr_codec_gzip$new(list(level = 1L))
+  put <- function(key, block) {
+    f <- file.path(root, "a", key)
+    dir.create(dirname(f), showWarnings = FALSE, recursive = TRUE)
+    head <- block[seq_len(4 + 4 * 2)]
+    writeBin(c(head, gz$encode(block[-seq_len(4 + 4 * 2)])), f)
+  }
+  # the header is outside the compressed data; the elements first dimension fastest
+  put("0/0", n5_block(as.vector(want[1:4, 1:2]), c(4, 2)))
+  put("0/1", n5_block(as.vector(want[1:4, 3]), c(4, 1)))  # truncated (Java writers)
+  put("1/0", n5_block(c(want[5, 1], 0, 0, 0, want[5, 2], 0, 0, 0), c(4, 2))) # padded (zarr-python, tensorstore)
+  put("1/1", n5_block(want[5, 3], c(1, 1)))
+  a <- open_zarr(root)[["/a"]]
+  expect_identical(a[], want)
+  # written here: whole blocks with the chunk's extents
+  a[1:4, 3] <- c(-1L, -2L, -3L, -4L)
+  raw <- readBin(file.path(root, "a", "0", "1"), "raw", 1000)
+  expect_identical(raw[1:12], n5_block(integer(0), c(4, 2))[1:12])
+  body <- gz$decode(raw[-(1:12)])
+  expect_identical(readBin(body, "integer", 8, size = 2, endian = "big"), c(-1L, -2L, -3L, -4L, 0L, 0L, 0L, 0L))
+  want[1:4, 3] <- -(1:4)
+  expect_identical(open_zarr(root)[["/a"]][], want)
+  # damaged headers
+  writeBin(c(as.raw(c(0, 1)), raw[-(1:2)]), file.path(root, "a", "0", "1"))
+  expect_error(open_zarr(root)[["/a"]][1, 3], class = "zarr_error_corrupt_chunk", regexp = "mode")
+  writeBin(n5_block(1:10, c(5, 2)), file.path(root, "a", "0", "1"))
+  expect_error(open_zarr(root)[["/a"]][1, 3], class = "zarr_error_corrupt_chunk")
+})
+
+test_that("n5_default: the registry's example array, and what it refuses", {
+  cfg <- function(order = list(1, 0), endian = "big", more = NULL)
+    list(codecs = c(list(list(name = "transpose", configuration = list(order = order)),
+                         list(name = "bytes", configuration = list(endian = endian))), more))
+  dt <- zarr_data_type$new("float32")
+  cd <- zarr:::codec_from_metadata(list(name = "n5_default", configuration = cfg(more = list(list(name = "zstd",
+    configuration = list(level = 0L, checksum = FALSE))))), dt, c(256, 128))
+  expect_identical(cd$mode, "array -> bytes")
+  expect_error(zarr:::codec_from_metadata(list(name = "n5_default", configuration = cfg(order = list(0, 1))), dt, c(4, 4)),
+               class = "zarr_error_codec")
+  expect_error(zarr:::codec_from_metadata(list(name = "n5_default", configuration = cfg(endian = "little")), dt, c(4, 4)),
+               class = "zarr_error_codec")
+  expect_error(zarr:::codec_from_metadata(list(name = "n5_default", configuration = cfg()), zarr_data_type$new("bool"), c(4, 4)),
+               class = "zarr_error_codec")
+  # the registry's example (codecs/n5_default/examples/zstd_array), written to and read back
+  root <- reg_codec_array("float32", c(256, 128), c(256, 128), '[{"name": "n5_default", "configuration": {"codecs": [
+    {"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes", "configuration": {"endian": "big"}},
+    {"name": "zstd", "configuration": {"level": 0, "checksum": false}}]}}]',
+    key_encoding = '{"name": "v2", "configuration": {"separator": "/"}}')
+  a <- open_zarr(root)[["/a"]]
+  expect_identical(a[1, 1], 0)
+  m <- matrix(as.numeric(seq_len(256 * 128)), 256)
+  a[] <- m
+  expect_identical(open_zarr(root)[["/a"]][], m)
+  raw <- readBin(file.path(root, "a", "0", "0"), "raw", 20)
+  expect_identical(raw[1:12], as.raw(c(0, 0, 0, 2, 0, 0, 1, 0, 0, 0, 0, 128)))
+})

@@ -4,7 +4,8 @@
  * Chains 22-25 are lzma (xz, alone, raw with filters); 26-28 numcodecs' crc32,
  * jenkins_lookup3 (with a prefix) and packbits (bool, most significant bit
  * first); 29 conditional (zstd and crc32c, each applied or not as the
- * header byte says).
+ * header byte says); 30 n5_default (an N5 block header, gzip, int16 chunks of
+ * 4 x 3, truncated blocks padded).
  * Every chain decodes through chain_decode_bytes() (the buffered path) and
  * chain_decode_to() (the zero-copy path); results must stay within the
  * bounds the engine relies on. */
@@ -55,6 +56,37 @@ static zcodec cdx(const char *name, const char *dtype, const char *astype, doubl
 }
 
 static zcodec cd(const char *name) { return cdx(name, "<f4", "<f4", 1); }
+
+/* n5_default: the chunk shape and its nested compressor */
+static zchain n5_nested;
+static int n5_dims(const zcfg *c, const char *key, int64_t *out, int max, zerr *e) {
+  (void)c; (void)key; (void)max; (void)e;
+  out[0] = 4;
+  out[1] = 3;
+  return 2;
+}
+static zchain *n5_sub_chain(const zcfg *c, const char *key, int ndim, const int64_t *shape,
+                            int is_index, zerr *e) {
+  (void)c; (void)key; (void)is_index; (void)e;
+  memset(&n5_nested, 0, sizeof n5_nested);
+  n5_nested.ndim = ndim;
+  for (int d = 0; d < ndim; d++) n5_nested.chunk_shape[d] = shape[d];
+  n5_nested.ab = AB_BYTES;
+  n5_nested.bb[0] = cd("gzip");
+  n5_nested.n_bb = 1;
+  return &n5_nested;
+}
+
+static zcodec n5_default(void) {
+  const zkv kv[] = {{"elsize", NULL, 2}, {"fill", "7fff", 0}, {NULL, NULL, 0}};
+  zcfg cfg = zcfg_kv(kv);
+  cfg.dims = n5_dims;
+  cfg.sub_chain = n5_sub_chain;
+  zcodec c;
+  zerr e = {ZE_OK, ""};
+  if (zcodec_init(&c, "n5_default", &cfg, &e)) abort();
+  return c;
+}
 
 static zcodec conditional(void) {
   memset(&cond_nested, 0, sizeof cond_nested);
@@ -118,11 +150,12 @@ static int config(unsigned k, zchain *ch) {
            bit_order = "little";
            ch->n_bb = 1; break;
   case 29: b[0] = conditional(); ch->n_bb = 1; break;
+  case 30: b[0] = n5_default(); ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 30
+#define NCONF 31
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
