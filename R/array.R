@@ -771,8 +771,16 @@ parse_array_metadata <- function(m, path = NULL) {
                      })
   check_codec_order(codecs, path)
   key_encoding <- array_key_encoding(m)
-  if (!is.null(edges) && any(codecs$names == "sharding_indexed"))
-    zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
+  if (!is.null(edges) && any(codecs$names == "n5_default"))
+    zarr_abort("unsupported", "n5_default is not supported with a rectilinear chunk grid", array = path)
+  if (!is.null(edges) && any(codecs$names == "sharding_indexed")) {
+    # each shard (chunk) of a rectilinear grid must hold whole inner chunks
+    inner <- codec_chain_objects(codecs)[[which(codecs$names == "sharding_indexed")[1L]]]$inner_shape
+    for (d in seq_along(edges))
+      if (any(edges[[d]] %% inner[d] != 0))
+        bad(sprintf("sharding: the inner chunk length %s does not divide every chunk length of dimension %d",
+                    format(inner[d]), d))
+  }
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
        key_encoding = key_encoding)
 }

@@ -770,7 +770,8 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   /* reads (not the merges of a partial write) by parts, where the codec can
    * and no bytes -> bytes codec follows it (its ranges are then not the
    * stored value's: a gzipped shard is read whole) */
-  const zab_engine *ae = g->merged == NULL && !g->pts && g->arr->chain.n_bb == 0
+  const zab_engine *ae = g->merged == NULL && !g->pts && g->arr->chain.n_bb == 0 &&
+                                 !g->arr->rectilinear /* shards of many shapes: read whole */
                              ? chain_engine(&g->arr->chain) : NULL;
   g->part = ae != NULL && ae->plan_first != NULL ? ae : NULL;
   int by_parts = g->part != NULL;

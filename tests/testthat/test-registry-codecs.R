@@ -163,3 +163,37 @@ test_that("n5_default: the registry's example array, and what it refuses", {
   raw <- readBin(file.path(root, "a", "0", "0"), "raw", 20)
   expect_identical(raw[1:12], as.raw(c(0, 0, 0, 2, 0, 0, 1, 0, 0, 0, 0, 128)))
 })
+
+test_that("sharding on a rectilinear chunk grid: shards of several shapes", {
+  path <- local_store_path()
+  z <- create_zarr(path)
+  b <- define_array("int32", c(10, 7))
+  b$chunk_shape <- list(c(4, 2, 4), c(6, 2))
+  b$add_codec("sharding_indexed", list(chunk_shape = c(2, 2)))
+  a <- z$add_array("/", "s", b)
+  m <- matrix(1:70, 10)
+  a[] <- m
+  expect_identical(a[], m)
+  expect_identical(open_zarr(path)[["/s"]][3:9, 2:7], m[3:9, 2:7])
+  meta <- jsonlite::fromJSON(file.path(path, "s", "zarr.json"), simplifyVector = FALSE)
+  expect_identical(meta$chunk_grid$name, "rectilinear")
+  expect_identical(meta$codecs[[1]]$name, "sharding_indexed")
+  # shard (1, 0) is 2 x 6: 1 x 3 inner chunks of 2 x 2, its index 3 x 16 bytes + crc32c at the end
+  f <- file.path(path, "s", "c.1.0")
+  raw <- readBin(f, "raw", 1e5)
+  idx <- raw[(length(raw) - 3 * 16 - 4 + 1):(length(raw) - 4)]
+  expect_identical(zarr_codec_crc32c$new()$encode(idx), raw[(length(raw) - 3 * 16 - 4 + 1):length(raw)])
+  offs <- readBin(idx, "integer", 6, size = 8, endian = "little")
+  expect_identical(offs[1], 0L) # the first inner chunk starts the shard
+  # a partial write into one shard, read back
+  a[5:6, 3:4] <- matrix(-(1:4), 2)
+  m[5:6, 3:4] <- -(1:4)
+  expect_identical(open_zarr(path)[["/s"]][], m)
+  # every chunk length must hold whole inner chunks
+  b2 <- define_array("int32", c(10, 7))
+  b2$chunk_shape <- list(c(4, 3, 3), 7)
+  expect_error({
+    b2$add_codec("sharding_indexed", list(chunk_shape = c(2, 7)))
+    z$add_array("/", "t", b2)
+  }, class = "zarr_error")
+})
