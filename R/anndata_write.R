@@ -319,7 +319,7 @@ adw_column <- function(g, name, v, what) {
   TRUE
 }
 
-adw_name_ok <- function(name) !is.null(tryCatch(check_node_name(name), zarr_error = function(e) NULL))
+adw_name_ok <- function(name) node_name_ok(name)
 
 adw_dict <- function(g, name, l, what) {
   grp <- g$add_group(name)

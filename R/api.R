@@ -95,6 +95,11 @@ create_zarr <- function(location) {
 #' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
 #' v <- open_zarr(fn, read_only = TRUE)
 #' v
+#' # a store written by as_zarr() without `name` holds its array at "/"
+#' fn <- tempfile(fileext = ".zarr")
+#' invisible(as_zarr(matrix(1:6, 2), location = fn))
+#' open_zarr(fn)[["/"]][]
+#' unlink(fn, recursive = TRUE)
 open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, snapshot = NULL) {
   if (!is.character(location) || length(location) != 1L || is.na(location))
     zarr_abort("argument", "location must be a single string")
@@ -214,7 +219,12 @@ r_data_type <- function(x) {
 #' string, Date: datetime64 in days, POSIXct: datetime64 in microseconds,
 #' difftime: timedelta64 in microseconds), chunks of at most 100 elements
 #' along each dimension and zstd compression. `names(dimnames(x))` become the
-#' array's dimension names. A `DelayedArray` (Bioconductor) is written block
+#' array's dimension names. The labels of named dimensions (row and column
+#' names, ...) are kept as xarray keeps them when the array is in a group
+#' (`name` given): a 1-d string coordinate array per dimension, named by it,
+#' beside the array (a name already taken in the group is left as it is);
+#' [zarr_delayed()] reads them back as `dimnames()`. A root array has no
+#' group to hold them: only its dimension names are kept. A `DelayedArray` (Bioconductor) is written block
 #' by block without being held in memory, as by [write_zarr_delayed()].
 #'
 #' Without `name`, the array is the store's root: it lands at the path `"/"`,
@@ -229,8 +239,8 @@ r_data_type <- function(x) {
 #'
 #' @seealso [create_zarr()], [auto_chunk()], [zarr_array] and [array-indexing]
 #'   for reading the values back
-#' A `stars` object, or a data frame of a regular grid, is written as an
-#' xarray dataset instead (see "Datasets" below).
+#' A `stars` object, a `SpatRaster`, or a data frame of a regular grid, is
+#' written as an xarray dataset instead (see "Datasets" below).
 #'
 #' @section Datasets:
 #' `as_zarr()` of a `stars` object (package \pkg{stars}) or of a data frame
@@ -244,19 +254,49 @@ r_data_type <- function(x) {
 #' in a `spatial_ref` variable named by each variable's `grid_mapping`,
 #' and consolidated metadata. A stars object's dimensions are written in
 #' the reverse order (xarray's `time, lat, lon` for stars' `lon, lat,
-#' time`); a data frame's in the order of its columns. Values are encoded
-#' as the attributes say (see `write()` of [zarr_array]). Arguments in `...`:
+#' time`). A data frame's are in the order of its columns, except that
+#' when columns are recognisably x and y (named lon, lat, x, y, ..., see
+#' [zarr-stars-terra]) they are put in xarray's order, time first and x
+#' last: `expand.grid(lon = , lat = , time = )` (the first column varying
+#' fastest) is written as `time, lat, lon`; `dims` chooses another order.
+#' A `SpatRaster` (package \pkg{terra}) gives one `y, x` variable per layer, named after
+#' the layers. When the x and y dimensions are regular, each variable of a
+#' stars object or `SpatRaster` also gets the zarr-conventions `proj:`
+#' (`proj:code` when the CRS has an EPSG code, and `proj:wkt2`) and
+#' `spatial:` attributes (`spatial:dimensions`, `spatial:transform`,
+#' `spatial:shape`, `spatial:bbox`), as GDAL 3.13 writes them, beside the
+#' CF `grid_mapping`; with a CRS, the variables also get GDAL's own `_CRS`
+#' attribute (its WKT), which older GDAL versions read.
+#' Values are encoded as the attributes say (see `write()` of
+#' [zarr_array]).
+#'
+#' A data frame or stars object made by `as.data.frame()` or
+#' `stars::st_as_stars()` of a [zarr_dataset], [zarr_array] or
+#' [zarr_cf_data] remembers where it came from (in its attribute
+#' `"zarr_cf"`, which row subsets keep): `as_zarr()` then writes it back as
+#' xarray wrote it, with the dimension order, the dataset's attributes
+#' (`title`, `Conventions`, ...), the attributes (`units`,
+#' `long_name`, `standard_name`, ...; not those about storage or naming
+#' other variables, such as `coordinates`), the floating-point type and the
+#' packing (`scale_factor`, `add_offset`, `_FillValue`; unless `pack` says
+#' otherwise) of each variable and coordinate, and times in their `units`
+#' and `calendar`. Times of the calendars other than the standard ones,
+#' which reach data frames and stars objects as ISO 8601 strings (such as
+#' "2001-02-30" of "360_day"), are written as the dates they name in that
+#' calendar. Arguments in `...`:
 #' * `pack`: a list named by variable of lists with `scale_factor`,
 #'   `add_offset`, `dtype` (default "int16") and optionally `_FillValue`
 #'   (default the smallest value of `dtype`): stores the variable packed.
-#' * `dims`: for a data frame, the dimension columns (default: the fewest
-#'   first columns that tell the rows apart); grid cells without a row are
-#'   `NA`.
+#' * `dims`: for a data frame, the dimension columns, in the order of the
+#'   Zarr dimensions (default: those of the source, else the fewest first
+#'   columns that tell the rows apart, ordered as said above); grid cells
+#'   without a row are `NA`. Coordinate values are in the order they
+#'   come, sorted when that order is not monotonic.
 #' * `format`: the Zarr format, 2 (default: what xarray with zarr-python 2
 #'   reads) or 3.
 #' * `chunks`: the chunk shape of the variables (default: automatic).
 #' @param x The R vector, matrix or array, a `DelayedArray`, or a `stars`
-#'   object or data frame (see "Datasets").
+#'   object, `SpatRaster` or data frame (see "Datasets").
 #' @param name Optional name of the array. Without it, the array is the root
 #'   of a new single-array store. Not used for datasets.
 #' @param location Optional. A [zarr_group] to add the array to (then `name`
@@ -274,13 +314,34 @@ r_data_type <- function(x) {
 #' z <- as_zarr(x)
 #' z
 #' z[["/"]][1:2, 1:3, 1]
+#' # without `name` the array is the root of the store, at "/", also in a zip file
+#' fn <- tempfile(fileext = ".zip")
+#' z <- as_zarr(x, location = fn)
+#' z[["/"]]$shape
+#' is.null(z[["/x"]]) # no array under another name
+#' open_zarr(fn)$root$shape
+#' unlink(fn)
+#' # with `name`, the root is a group holding the array under that name
+#' z <- as_zarr(x, name = "x")
+#' z[["/x"]]$shape
+#' # a grid as a data frame: written as xarray's (time, lat, lon)
+#' g <- expand.grid(lon = c(5, 7.5), lat = c(40, 45), time = as.Date("2000-01-01") + 0:2)
+#' g$tas <- seq_len(nrow(g)) + 270
+#' ds <- zarr_dataset(as_zarr(g))
+#' ds
+#' # and back: as.data.frame() of a dataset is written as the dataset was
+#' df <- as.data.frame(ds)
+#' zarr_dataset(as_zarr(df[df$lat == 40, ]))
 as_zarr <- function(x, name = NULL, location = NULL, ...) {
-  if (inherits(x, c("stars", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
+  if (inherits(x, c("stars", "SpatRaster", "data.frame"))) return(as_zarr_dataset(x, location = location, ...))
   if (is_delayed_array(x)) return(delayed_realize(x, location, name, NULL, wrap = FALSE)$result)
   if (inherits(x, "POSIXlt")) x <- as.POSIXct(x)
   if (!is.atomic(x) || is.null(x)) zarr_abort("value", "x must be a vector, matrix or array")
   target <- new_array_at(array_def(x, dim(x) %||% length(x), names(dimnames(x))), name, location)
-  zip_written(target$array$store, target$array$write(x))
+  zip_written(target$array$store, {
+    target$array$write(x)
+    write_dim_labels(target$array, dimnames(x))
+  })
   target$result
 }
 
@@ -302,6 +363,45 @@ array_def <- function(x, dims, dn = NULL) {
   def <- define_array(r_data_type(x), dims)
   if (!is.null(dn) && any(nzchar(dn))) def$dimension_names <- ifelse(nzchar(dn), dn, NA)
   def
+}
+
+# The labels of dimnames(x) (row and column names, ...) as xarray keeps
+# them: a 1-d string coordinate array per named dimension, beside the array
+# in its group, as the datasets of as_zarr() write their coordinates. A
+# root array has no group to hold them; a name already taken is left as
+# it is.
+write_dim_labels <- function(arr, dn) {
+  g <- arr$parent
+  if (!inherits(g, "zarr_group") || is.null(dn) || is.null(names(dn))) return(invisible())
+  for (k in seq_along(dn)) {
+    nm <- names(dn)[k]
+    lab <- dn[[k]]
+    if (is.null(lab) || is.na(nm) || !nzchar(nm) || nm == arr$name || !is.null(g$get_node(nm))) next
+    cf_write_variable(g, nm, as.character(lab), nm, list(), chunks = length(lab))
+  }
+  invisible()
+}
+
+# The labels of the named dimensions of `arr` from their coordinate arrays
+# (1-d string arrays of the dimension's length, named by it, in the
+# array's group), as write_dim_labels() writes them: a list of NULLs named
+# by dimension, holding the labels found; NULL without dimension names.
+read_dim_labels <- function(arr) {
+  dn <- arr$dimension_names
+  if (is.null(dn) || all(is.na(dn))) return(NULL)
+  out <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
+  g <- arr$parent
+  if (!inherits(g, "zarr_group")) return(out)
+  for (k in seq_along(dn)) {
+    if (is.na(dn[k]) || dn[k] == arr$name) next
+    co <- tryCatch(g$get_node(dn[k]), zarr_error = function(e) NULL)
+    if (inherits(co, "zarr_array") && length(co$shape) == 1L && co$shape == arr$shape[k] &&
+        identical(co$data_type$Rtype, "character")) {
+      lab <- tryCatch(co$read(), zarr_error = function(e) NULL)
+      if (is.character(lab) && !anyNA(lab)) out[[k]] <- lab
+    }
+  }
+  out
 }
 
 # A new array from `def` where as_zarr() puts it: in a group, or as the root

@@ -8,8 +8,21 @@
 #' them) read decoded, and `sel()` selects by coordinate values: see
 #' [cf-decoding] and [zarr_dataset()].
 #'
-#' @seealso [array-indexing] for `[` and `[<-`, [zarr_group], [cf-decoding],
+#' @seealso [array-indexing] for `[` and `[<-`, [zarr-plot] for `plot()`,
+#'   [zarr_group], [cf-decoding],
 #'   [zarr_map_blocks()], [zarr_chunk_blocks()], [zarr-options]
+#' @aliases sel isel
+#' @examples
+#' z <- as_zarr(matrix(1:20, 4, 5), name = "m")
+#' a <- z[["/m"]]
+#' a
+#' a$shape
+#' a$data_type
+#' a[2:3, ] # R indices: rows 2 and 3 are Zarr rows 1 and 2
+#' a[1, 1] <- 100L
+#' a$read(list(1, 1:2))
+#' a$set_attribute("units", "counts")
+#' a$attributes
 #' @export
 zarr_array <- R6::R6Class("zarr_array",
   inherit = zarr_node,
@@ -80,8 +93,10 @@ zarr_array <- R6::R6Class("zarr_array",
 
     #' @description Print a summary of the array (through cli when it is
     #'   installed and `zarr_options("zarr_theme")` is set; see
-    #'   [zarr_options()]), then the details a descendant class adds
-    #'   (`print_details()`) and the attributes (`display_attributes()`).
+    #'   [zarr_options()]; for arrays with CF attributes, "Reads as" says
+    #'   what decoded reads return: see [cf-decoding]), then the details a
+    #'   descendant class adds (`print_details()`) and the attributes
+    #'   (`display_attributes()`).
     print = function() {
       lab <- character()
       val <- character()
@@ -96,6 +111,11 @@ zarr_array <- R6::R6Class("zarr_array",
       if (!is.null(self$dimension_names) && !all(is.na(self$dimension_names)))
         add("Dimensions", paste(ifelse(is.na(self$dimension_names), "-", self$dimension_names), collapse = ", "))
       add("Data type", c(self$data_type$data_type, sprintf("(R: %s)", self$data_type$Rtype)))
+      # what read() returns, when decoding changes the stored values
+      if (!isFALSE(getOption("zarr.decode_cf", TRUE))) {
+        dec <- cf_read_summary(self$attributes, self$data_type, self$path)
+        if (!is.null(dec)) add("Reads as", dec)
+      }
       add("Fill value", format_fill(self$data_type$fill_value))
       cg <- private$.grid
       add("Chunks", c(if (inherits(cg, "chunk_grid_rectilinear")) "rectilinear, at most", paste(format_dims(cg$chunk_shape), collapse = " x "),
@@ -235,8 +255,10 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   read whole.
     #' @param method `NULL` (exact match of single values) or `"nearest"`.
     #' @param decode Whether to decode the values (see `read()`).
+    #' @param drop Whether to drop the dimensions of one element (as `[`
+    #'   does; see [zarr_cf_data]); `FALSE` (default) keeps every dimension.
     #' @return A [zarr_cf_data] object: values with their coordinates.
-    sel = function(..., method = NULL, decode = getOption("zarr.decode_cf", TRUE)) {
+    sel = function(..., method = NULL, decode = getOption("zarr.decode_cf", TRUE), drop = FALSE) {
       private$check_usable()
       args <- list(...)
       dims <- cf_check_dim_args(self, args, "sel")
@@ -245,20 +267,22 @@ zarr_array <- R6::R6Class("zarr_array",
         v <- if (nzchar(dims[d])) args[[dims[d]]]
         if (is.null(v)) zarr_range(0, private$.shape[d]) else cf_sel_index(coords[[d]], v, method, dims[d], self$path)
       })
-      new_cf_data(self, sel, coords, decode)
+      cf_drop(new_cf_data(self, sel, coords, decode), drop)
     },
 
     #' @description Select by 1-based indices, as xarray's `isel()`.
     #' @param ... One argument per dimension to select along, named by the
     #'   dimension: indices as for `read()` (two numbers are a range).
     #' @param decode Whether to decode the values (see `read()`).
+    #' @param drop Whether to drop the dimensions of one element (see
+    #'   `sel()`).
     #' @return A [zarr_cf_data] object: values with their coordinates.
-    isel = function(..., decode = getOption("zarr.decode_cf", TRUE)) {
+    isel = function(..., decode = getOption("zarr.decode_cf", TRUE), drop = FALSE) {
       private$check_usable()
       args <- list(...)
       dims <- cf_check_dim_args(self, args, "isel")
       sel <- private$normalize_selection(lapply(dims, function(d) if (nzchar(d)) args[[d]]))
-      new_cf_data(self, sel, self$coords(), decode)
+      cf_drop(new_cf_data(self, sel, self$coords(), decode), drop)
     },
 
     #' @description Write data into the array.

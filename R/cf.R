@@ -59,6 +59,27 @@ cf_encoding <- function(attrs, dt, path = NULL, valid_range = FALSE) {
 cf_attribute_names <- c("scale_factor", "add_offset", "_FillValue", "missing_value", "valid_min", "valid_max",
                         "valid_range", "_Unsigned", "units")
 
+# What a decoded read of an array returns, for print(): the R type and what
+# decoding does, such as "double: int16 * 0.01 + 285, -32767 -> NA; units
+# K", or NULL when reads return the stored values.
+cf_read_summary <- function(attrs, dt, path = NULL) {
+  enc <- tryCatch(cf_encoding(attrs, dt, path), error = function(e) NULL)
+  if (is.null(enc)) return(NULL)
+  num <- function(v) format(v, digits = 15)
+  packed <- !is.null(enc$scale) || !is.null(enc$offset)
+  unsigned <- (isTRUE(enc$unsigned) && enc$kind == "i") || (identical(enc$unsigned, FALSE) && enc$kind == "u")
+  markers <- unique(c(enc$fill, enc$missing))
+  type <- if (!is.null(enc$time)) {
+    if (cf_calendar_kind(enc$calendar) %in% c("standard", "gregorian")) "Date or POSIXct" else "CFTime or ISO 8601 strings"
+  } else if (packed || unsigned) "double" else dt$Rtype
+  how <- c(if (unsigned) sprintf("%s as %s", dt$data_type, if (enc$kind == "i") "unsigned" else "signed"),
+           if (packed) sprintf("stored * %s + %s", num(enc$scale %||% 1), num(enc$offset %||% 0)),
+           if (length(markers)) sprintf("%s -> NA", paste(num(markers), collapse = ", ")),
+           if (!is.null(enc$time)) sprintf("%s, calendar %s", enc$units, enc$calendar)
+           else if (!is.null(enc$units)) sprintf("units %s", enc$units))
+  paste0(type, if (length(how)) paste0(" (", paste(how, collapse = "; "), ")"))
+}
+
 # Decode raw values read from an array (any shape; dim kept).
 cf_decode <- function(x, enc) {
   d <- dim(x)
@@ -423,8 +444,41 @@ new_cf_data <- function(x, sel, coords, decode) {
   structure(list(name = x$name, values = values, dims = dims, coords = cs, index = stats::setNames(idx, dims),
                  units = x$attributes[["units"]], calendar = if (!is.null(enc$time)) enc$calendar,
                  attributes = x$attributes, path = x$path,
-                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm),
+                 axes = cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes)), grid_mapping = gm,
+                 geo = geo_node_props(x),
+                 # stored values are not what as_zarr() writes back as the source
+                 sources = if (!isFALSE(decode)) cf_sources_of(x, ca)),
             class = "zarr_cf_data")
+}
+
+# drop = TRUE of sel() and isel(): the dimensions of one element leave
+# values, dims, coords, index and axes; their coordinate (or index) goes to
+# `dropped`, as xarray keeps a scalar coordinate.
+cf_drop <- function(x, drop) {
+  if (!is_flag(drop)) zarr_abort("argument", "drop must be TRUE or FALSE", array = x$path)
+  one <- lengths(x$index) == 1L
+  if (!drop || !any(one) || inherits(x$values, "CFTime")) return(x)
+  keep <- !one
+  x$dropped <- stats::setNames(lapply(which(one), function(d) cf_dim_values(x, d)),
+                               ifelse(nzchar(x$dims[one]), x$dims[one], paste0("dim", which(one))))
+  v <- x$values
+  dim(v) <- if (sum(keep)) unname(lengths(x$index)[keep])
+  x$values <- v
+  x$dims <- x$dims[keep]
+  x$coords <- x$coords[keep]
+  x$index <- x$index[keep]
+  if (!is.null(x$axes)) x$axes <- x$axes[keep]
+  x
+}
+
+# What as_zarr() needs of the array, its coordinate arrays and its group
+# (see cf_sources())
+cf_sources_of <- function(x, ca) {
+  ca <- ca[!vapply(ca, is.null, TRUE)]
+  vars <- lapply(ca, cf_source_of)
+  vars[[cf_value_name(x)]] <- cf_source_of(x)
+  group <- if (inherits(x$parent, "zarr_group")) tryCatch(x$parent$attributes, error = function(e) NULL)
+  list(variables = vars, group = group)
 }
 
 #' Decoded values with their coordinates
@@ -438,18 +492,32 @@ new_cf_data <- function(x, sel, coords, decode) {
 #' values of the selected elements, `NULL` for a dimension without a
 #' coordinate variable), `index` (the 1-based indices selected along each
 #' dimension), `units`, `calendar` (for times) and `attributes` (all
-#' attributes of the array).
+#' attributes of the array). With `drop = TRUE`, the dimensions selected at
+#' a single element are left out of `values`, `dims`, `coords` and `index`
+#' (a single dimension left stays a 1-d array), and `dropped` holds their
+#' coordinate values (or indices), named by dimension.
 #'
 #' `as.data.frame()` gives one row per element: a column per dimension (its
 #' coordinate values, or the index where there are none) and one with the
 #' values, named after the array. `as.array()` gives the values with the
 #' coordinates as dimnames.
+#'
+#' The data frame remembers the arrays it came from (in its attribute
+#' `"zarr_cf"`): [as_zarr()] writes it back as they were (see "Datasets"
+#' there).
 #' @param x A `zarr_cf_data` object.
 #' @param row.names,optional Ignored.
 #' @param ... Ignored.
 #' @return `as.data.frame()`: a data frame; `as.array()`: an array.
+#' @examples
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' v <- z[["/elevation"]]$isel(x = 1:3, y = 1:2)
+#' v
+#' v$coords
+#' head(as.data.frame(v))
 #' @name zarr_cf_data
-#' @seealso [zarr_array], [zarr_dataset]
+#' @seealso [zarr_array], [zarr_dataset], [zarr-plot] (`plot()` of a
+#'   selection)
 NULL
 
 cf_coord_column <- function(cv, idx) {
@@ -465,7 +533,7 @@ as.data.frame.zarr_cf_data <- function(x, row.names = NULL, optional = FALSE, ..
   names(cols) <- ifelse(nzchar(x$dims), x$dims, paste0("dim", seq_along(x$dims)))
   df <- expand.grid(cols, KEEP.OUT.ATTRS = FALSE, stringsAsFactors = FALSE)
   df[[cf_value_name(x)]] <- cf_value_column(x$values)
-  df
+  cf_set_sources(df, list(x))
 }
 
 cf_value_name <- function(x) if (nzchar(x$name)) x$name else "value"
@@ -498,6 +566,8 @@ print.zarr_cf_data <- function(x, ...) {
     txt <- if (inherits(cv, "CFTime")) cv$as_timestamp() else format(cv)
     cat(sprintf("  %s: %s\n", x$dims[d], if (length(txt) > 4L) paste(txt[1L], "...", txt[length(txt)]) else paste(txt, collapse = ", ")))
   }
+  if (length(x$dropped))
+    cat("Dropped:", paste(names(x$dropped), "=", vapply(x$dropped, function(v) format(v)[1L], ""), collapse = ", "), "\n")
   v <- x$values
   cat("Values: ")
   if (inherits(v, "CFTime")) utils::str(v$as_timestamp(), give.head = FALSE) else utils::str(v, give.head = FALSE)
@@ -554,6 +624,13 @@ zarr_dataset <- function(x) {
 #' The R6 class of the objects [zarr_dataset()] makes: use that function to
 #' make one.
 #' @seealso [zarr_dataset()]
+#' @examples
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' ds <- zarr_dataset(z)
+#' ds
+#' names(ds)
+#' s <- ds$sel(x = c(100, 200), y = c(100, 150))
+#' dim(s$elevation$values)
 #' @keywords internal
 zarr_dataset_class <- R6::R6Class("zarr_dataset",
   cloneable = FALSE,
@@ -578,13 +655,15 @@ zarr_dataset_class <- R6::R6Class("zarr_dataset",
     #' @param ... Values per dimension, named by it.
     #' @param method `NULL` or `"nearest"`.
     #' @param vars The variables (default: the data variables).
+    #' @param drop Whether to drop the dimensions of one element (see
+    #'   [zarr_cf_data]); `FALSE` (default) keeps them.
     #' @return A list of [zarr_cf_data] objects named by variable.
-    sel = function(..., method = NULL, vars = self$data_vars) {
+    sel = function(..., method = NULL, vars = self$data_vars, drop = FALSE) {
       args <- list(...)
       out <- lapply(vars, function(v) {
         a <- self[[v]]
         dn <- a$dimension_names
-        do.call(a$sel, c(args[names(args) %in% dn], list(method = method)))
+        do.call(a$sel, c(args[names(args) %in% dn], list(method = method, drop = drop)))
       })
       structure(stats::setNames(out, vars), class = "zarr_cf_dataset")
     },
@@ -594,8 +673,11 @@ zarr_dataset_class <- R6::R6Class("zarr_dataset",
       line <- function(n) {
         a <- arrs[[n]]
         u <- a$attributes[["units"]]
-        sprintf("  %-12s (%s) %s%s", n, paste(a$dimension_names %||% "", collapse = ", "), a$data_type$data_type,
-                if (is.character(u)) paste0(" [", u, "]") else "")
+        # packed variables: the type of the decoded values too
+        dec <- cf_read_summary(a$attributes, a$data_type)
+        dec <- if (!is.null(dec) && startsWith(dec, "double")) " -> double" else ""
+        sprintf("  %-12s (%s) %s%s%s", n, paste(a$dimension_names %||% "", collapse = ", "), a$data_type$data_type,
+                dec, if (is.character(u)) paste0(" [", u, "]") else "")
       }
       cat("<Zarr dataset>", self$group$path, "\n")
       cat("Coordinates:\n"); cat(vapply(self$coord_names, line, ""), sep = "\n")
@@ -649,12 +731,14 @@ names.zarr_dataset <- function(x) x$variables
 #'   longitudes, or a scalar coordinate: repeated on every row), then one
 #'   per variable, as xarray's `to_dataframe()` followed by
 #'   `reset_index()`; its rows are in R's order (the first dimension
-#'   varies fastest).
+#'   varies fastest). The data frame remembers the dataset's dimensions
+#'   and variables: [as_zarr()] writes it back as the dataset was (see
+#'   "Datasets" there).
 #' @export
 as.data.frame.zarr_dataset <- function(x, row.names = NULL, optional = FALSE, ..., vars = NULL) {
   parts <- x$sel(..., vars = vars %||% cf_default_vars(x))
   df <- as.data.frame(parts)
-  cf_add_aux_coords(x, parts[[1L]], df)
+  cf_set_sources(cf_add_aux_coords(x, parts[[1L]], df), unclass(parts))
 }
 
 # The auxiliary coordinates of a dataset whose dimensions are all among those
@@ -692,7 +776,7 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
     zarr_abort("value", "variables with different dimensions cannot share the rows of one data frame")
   df <- as.data.frame(x[[1L]])
   for (v in x[-1L]) df[[cf_value_name(v)]] <- cf_value_column(v$values)
-  df
+  cf_set_sources(df, unclass(x))
 }
 
 #' CF decoding of Zarr arrays

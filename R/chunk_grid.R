@@ -8,6 +8,9 @@
 #'
 #' @seealso [chunk_grid_rectilinear], [array_builder] (`chunk_shape`),
 #'   [zarr_array] (`chunking`)
+#' @examples
+#' a <- as_zarr(matrix(0, 100, 60), name = "m")[["/m"]]
+#' a$chunking
 #' @export
 chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   inherit = zarr_extension,

@@ -138,6 +138,10 @@ cfg_int <- function(config, name, default, lo = -Inf, hi = Inf, codec = "") {
 #' @seealso [array_builder] (`add_codec()`), [register_zarr_codec()],
 #'   [zarr_codec_bytes], [zarr_codec_transpose], [zarr_codec_gzip],
 #'   [zarr_codec_zstd], [zarr_codec_blosc], [zarr_codec_crc32c]
+#' @examples
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' a <- z[["/elevation"]]
+#' a$codecs
 #' @export
 zarr_codec <- R6::R6Class("zarr_codec",
   inherit = zarr_extension,

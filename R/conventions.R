@@ -353,5 +353,14 @@ known_conventions <- list(
              spec = "https://github.com/R-CF/zarr_convention_ref/blob/v2.0.0/README.md"),
   uom = list(name = "uom", uuid = "3bbe438d-df37-49fe-8e2b-739296d46dfb",
              schema = "https://raw.githubusercontent.com/clbarnes/zarr-convention-uom/refs/tags/v1/schema.json",
-             spec = "https://github.com/clbarnes/zarr-convention-uom/blob/v1/README.md")
+             spec = "https://github.com/clbarnes/zarr-convention-uom/blob/v1/README.md"),
+  proj = list(name = "proj:", uuid = "f17cb550-5864-4468-aeb7-f3180cfb622f",
+              schema = "https://raw.githubusercontent.com/zarr-experimental/geo-proj/refs/tags/v1/schema.json",
+              spec = "https://github.com/zarr-experimental/geo-proj/blob/v1/README.md"),
+  spatial = list(name = "spatial:", uuid = "689b58e2-cf7b-45e0-9fff-9cfc0883d6b4",
+                 schema = "https://raw.githubusercontent.com/zarr-conventions/spatial/refs/tags/v1/schema.json",
+                 spec = "https://github.com/zarr-conventions/spatial/blob/v1/README.md"),
+  multiscales = list(name = "multiscales", uuid = "d35379db-88df-4056-af3a-620245f8e347",
+                     schema = "https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json",
+                     spec = "https://github.com/zarr-conventions/multiscales/blob/v1/README.md")
 )

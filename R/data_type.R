@@ -259,6 +259,11 @@ fill_json <- function(name, value) {
 #' casts to a coarser unit: 18:00 is still that day in an array of days.
 #'
 #' @seealso [array_builder] (`data_type`), [zarr_register_data_type()]
+#' @examples
+#' z <- open_zarr(system.file("extdata", "volcano.zarr", package = "zarr"), read_only = TRUE)
+#' a <- z[["/elevation"]]
+#' dt <- a$data_type
+#' dt
 #' @export
 zarr_data_type <- R6::R6Class("zarr_data_type",
   inherit = zarr_extension,

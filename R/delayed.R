@@ -29,7 +29,9 @@
 #' workers) only, and stay in memory for the session once wrapped.
 #'
 #' `dim()`, `dimnames()` (the dimension names of the array, as the names of
-#' a list of `NULL`s), `type()`, `chunkdim()` (the chunk shape, or the inner
+#' a list; a dimension whose coordinate array, a 1-d string array named by
+#' the dimension beside the array as [as_zarr()] writes it, has one label
+#' per index gets those labels, the others `NULL`), `type()`, `chunkdim()` (the chunk shape, or the inner
 #' chunk shape of sharded arrays, so that block processing decodes each
 #' chunk once), `path()` (the location, its secrets shown as `***`) and
 #' `is_sparse()` (`FALSE`) work on the seed and on the `ZarrRArray`. Values are as `$read()` returns them (see
@@ -40,7 +42,14 @@
 #' DelayedArray can read blocks from, such as a matrix) into a new Zarr array
 #' block by block, through a `ZarrRRealizationSink`, so that the whole array
 #' is never in memory; each block covers whole chunks of the new array.
-#' [as_zarr()] does the same for a `DelayedArray`.
+#' [as_zarr()] does the same for a `DelayedArray`. As with [as_zarr()],
+#' `names(dimnames(x))` become the array's dimension names
+#' (`dimension_names` in Zarr v3, `_ARRAY_DIMENSIONS` in v2) and, for an
+#' array in a group (`name` given), the labels of the named dimensions
+#' become 1-d coordinate arrays beside it, as xarray writes them;
+#' `dimnames()` of the result and of `zarr_delayed()` give both back. The new
+#' store is Zarr v3; for readers that only know Zarr v2, set
+#' `options(zarr.format = 2)` first.
 #'
 #' @param x For `zarr_delayed()` and `ZarrRArraySeed()`: a [zarr_array]; a
 #'   [zarr] object or a [zarr_group] with `name`; or a location (anything
@@ -185,10 +194,11 @@ new_zarr_seed <- function(arr, register = TRUE) {
   key <- if (spec$kind == "memory") memory_array_key(arr) else
     paste(spec$kind, spec$location, arr$path, json_write(spec$options %||% named_list(), pretty = FALSE), sep = "|")
   if (register) assign(handle_key(key), arr, envir = delayed_state$handles)
-  dn <- arr$dimension_names
   # (empty slots stand for NULL)
-  dimnames <- if (!is.null(dn) && !all(is.na(dn)))
-    stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn)) else list()
+  dimnames <- if (register) read_dim_labels(arr) %||% list() else {
+    dn <- arr$dimension_names
+    if (!is.null(dn) && !all(is.na(dn))) stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn)) else list()
+  }
   methods::new("ZarrRArraySeed", location = spec$location, array_path = arr$path, store_kind = spec$kind,
                store_options = spec$options %||% list(), dim = shape, dimnames = dimnames,
                chunkdim = delayed_chunkdim(arr) %||% integer(),
@@ -271,6 +281,7 @@ delayed_realize <- function(x, location, name, chunk_shape, verbose = NA, wrap =
   sink <- methods::new("ZarrRRealizationSink", seed = new_zarr_seed(target$array, register = FALSE),
                        handle = handle)
   delayed_da("BLOCK_write_to_sink")(sink, x, verbose = verbose)
+  write_dim_labels(target$array, dimnames(x))
   list(result = target$result, delayed = if (wrap) delayed_da("DelayedArray")(new_zarr_seed(target$array)))
 }
 

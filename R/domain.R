@@ -82,6 +82,7 @@ zarr_register_domain <- function(domain, first = FALSE) {
     zarr_abort("argument", sprintf("a domain named '%s' is already registered", domain$name))
   entry <- stats::setNames(list(domain), domain$name)
   domain_registry$domains <- if (isTRUE(first)) c(entry, domain_registry$domains) else c(domain_registry$domains, entry)
+  domains_update_hierarchy()
   invisible(NULL)
 }
 
@@ -93,6 +94,7 @@ zarr_register_domain <- function(domain, first = FALSE) {
 zarr_unregister_domain <- function(domain) {
   if (inherits(domain, "zarr_domain")) domain <- domain$name
   domain_registry$domains[[domain]] <- NULL
+  domains_update_hierarchy()
   invisible(NULL)
 }
 
@@ -129,21 +131,29 @@ build_node <- function(name, metadata, parent, store, owner = NULL, post_open = 
   metadata <- node_metadata(metadata)
   node_build$depth <- node_build$depth + 1L
   on.exit(node_build$depth <- node_build$depth - 1L)
-  for (d in domain_registry$domains) {
-    wanted <- domain_build_args(d)
-    args <- list(name = name, metadata = metadata,
-                 parent = if (is.null(parent) && !"store" %in% wanted) owner else parent,
-                 store = store)
-    node <- tryCatch(do.call(d$build, unname(args[wanted])), error = function(e) {
-      class(e) <- unique(c("zarr_domain_error", class(e)))
-      stop(e)
-    })
-    if (inherits(node, "zarr_node")) {
-      node_build$depth <- node_build$depth - 1L
-      on.exit()
-      if (isTRUE(post_open)) node$post_open()
-      return(node)
+  domains <- domain_registry$domains
+  # one condition handler for all the domains asked: an error of any of
+  # their build() methods is a domain's error
+  node <- if (length(domains)) tryCatch({
+    claimed <- NULL
+    for (d in domains) {
+      wanted <- domain_build_args(d)
+      args <- list(name = name, metadata = metadata,
+                   parent = if (is.null(parent) && !"store" %in% wanted) owner else parent,
+                   store = store)
+      claimed <- do.call(d$build, unname(args[wanted]))
+      if (inherits(claimed, "zarr_node")) break
     }
+    claimed
+  }, error = function(e) {
+    class(e) <- unique(c("zarr_domain_error", class(e)))
+    stop(e)
+  })
+  if (inherits(node, "zarr_node")) {
+    node_build$depth <- node_build$depth - 1L
+    on.exit()
+    if (isTRUE(post_open)) node$post_open()
+    return(node)
   }
   if (is.null(parent) && !is.null(owner)) parent <- owner
   nt <- metadata[["node_type"]]
@@ -175,7 +185,11 @@ node_build$eager <- FALSE
 # Whether opening a store builds the whole hierarchy and then calls
 # post_open() on every node, as zarr 1.0.0 does: when a registered domain
 # asks for it (its `open_hierarchy` field, TRUE unless the domain says not).
-domains_want_hierarchy <- function() {
-  for (d in domain_registry$domains) if (!isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE))) return(TRUE)
-  FALSE
+domains_want_hierarchy <- function() isTRUE(domain_registry$want_hierarchy)
+
+# Asked once per (un)registration, not per open: the field is read-only, and
+# a domain's own active binding may fail (then it asks).
+domains_update_hierarchy <- function() {
+  domain_registry$want_hierarchy <- any(vapply(domain_registry$domains, function(d)
+    !isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE)), TRUE))
 }

@@ -6,6 +6,13 @@
 #'
 #' @seealso [zarr_array], [zarr] (the whole hierarchy), [define_array()],
 #'   [zarr_node]
+#' @examples
+#' z <- create_zarr()
+#' g <- z$root$add_group("obs")
+#' g$add_array("age", define_array("int32", 10))
+#' g
+#' names(g$children)
+#' z[["/obs/age"]]$shape
 #' @export
 zarr_group <- R6::R6Class("zarr_group",
   inherit = zarr_node,
@@ -86,7 +93,12 @@ zarr_group <- R6::R6Class("zarr_group",
       kids <- self$children
       n_g <- sum(vapply(kids, inherits, TRUE, "zarr_group"))
       lab <- c(if (nzchar(private$.domain)) "Domain", "Children")
-      val <- c(if (nzchar(private$.domain)) private$.domain, sprintf("%d group(s), %d array(s)", n_g, length(kids) - n_g))
+      # a store that cannot list (HTTP without consolidated metadata) knows only
+      # the children opened by path: say so rather than count them as all
+      listed <- private$.store$supports_listing || !is.null(consolidated_map(self))
+      n <- sprintf("%d group(s), %d array(s)", n_g, length(kids) - n_g)
+      if (!listed) n <- sprintf("unknown (the store cannot list keys; %s opened by path)", n)
+      val <- c(if (nzchar(private$.domain)) private$.domain, n)
       if (use_cli()) print_lines(paste("<Zarr group>", self$path), lab, val)
       else {
         cat("<Zarr group>", self$path, "\n")
@@ -148,7 +160,7 @@ zarr_group <- R6::R6Class("zarr_group",
         map <- consolidated_map(self)
         if (private$.built || name %in% c(".", "..", node_documents) ||
             (!is.null(map) && is.null(consolidated_metadata_of(self, name))) ||
-            is.null(tryCatch(check_node_name(name), zarr_error = function(e) NULL)))
+            !node_name_ok(name))
           return(NULL)
         kid <- private$child_from_store(name)
       } else {

@@ -4,6 +4,12 @@
 #' hierarchy with a parent, a store, a metadata document and attributes.
 #'
 #' @seealso [zarr_group], [zarr_array], [zarr_object]
+#' @examples
+#' z <- as_zarr(1:3, name = "v")
+#' n <- z[["/v"]]
+#' n$name
+#' n$path
+#' n$parent
 #' @export
 zarr_node <- R6::R6Class("zarr_node",
   inherit = zarr_object,

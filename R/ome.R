@@ -19,8 +19,9 @@
 #' coordinates: each argument is named by an axis and is a range `c(from,
 #' to)` (the pixels whose centres lie in it, both ends included) or a single
 #' coordinate (the nearest pixel). Pixel `i` (counted from 0) of a level lies
-#' at `translation + i * scale`. Channel axes take channel numbers (from 1)
-#' or channel labels instead. Axes not named are read whole. Only the chunks
+#' at `translation + i * scale`. Channel axes take channel numbers (from 1,
+#' the rows of `$channels`) or channel labels instead, and their
+#' `"coordinates"` in the result are those channel numbers. Axes not named are read whole. Only the chunks
 #' under the region are read. `$region_index()` gives the index ranges
 #' without reading.
 #'
@@ -28,9 +29,12 @@
 #' An image (`zarr_ome_image`, a [zarr_group]) has:
 #' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
 #' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
-#' * `$levels`: a data frame with `level` (1 is the full resolution),
-#'   `path`, and list columns `shape`, `scale` and `translation` (named by
-#'   axis).
+#' * `$levels`: a data frame (class `zarr_levels`) with `level` (1 is
+#'   the full resolution), `path`, and list columns `shape`, `scale` and
+#'   `translation` (named by axis); it prints one line per level.
+#'   Levels are numbered from 1 (the full resolution) wherever they are
+#'   taken or shown; the `path` is the dataset's key in the store (often
+#'   "0", "1", ...).
 #' * `$level(level)`: the array of a level, by number or by path.
 #' * `$channels`: a data frame with `label`, `color` ("#RRGGBB"),
 #'   `window_start`, `window_end`, `window_min`, `window_max`, `active`;
@@ -38,10 +42,11 @@
 #' * `$labels`: the label images under `labels/`, a named list of images.
 #' * `$label_colors`: for a label image, a data frame with `label_value`,
 #'   `red`, `green`, `blue`, `alpha`.
-#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na)`:
-#'   see above; the region comes with its axes as the names of its
-#'   dimnames and the physical coordinates of its pixels in the attribute
-#'   `"coordinates"`.
+#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na,
+#'   drop = FALSE)`: see above; the region comes with its axes as the names
+#'   of its dimnames and the physical coordinates of its pixels in the
+#'   attribute `"coordinates"`. `drop = TRUE` drops the axes of one pixel
+#'   (a single channel, time or plane), so that a plane is a matrix.
 #'
 #' A level (`zarr_ome_level`, a [zarr_array]) adds `$scale`,
 #' `$translation` and `$units`, named by axis.
@@ -51,10 +56,11 @@
 #' raise errors of class `zarr_error_metadata`; opening the store and
 #' printing still work.
 #'
-#' @seealso [write_ome_ngff()], [zarr_domain], the vignette "Bioconductor and
+#' @seealso [write_ome_ngff()], [zarr_domain], [zarr-plot] (`plot(img,
+#'   channel = )`), the vignette "Bioconductor and
 #'   images"
 #' @name zarr-ome
-#' @aliases zarr_ome_image zarr_ome_level
+#' @aliases zarr_ome_image zarr_ome_level read_region
 #' @examples
 #' path <- tempfile(fileext = ".zarr")
 #' img <- write_ome_ngff(array(1:(2 * 64 * 48), c(2, 64, 48)), path, levels = 3,
@@ -63,6 +69,9 @@
 #' img$levels
 #' # y from 10 to 20 and x from 0 to 5 (micrometres) of channel 2, full resolution
 #' dim(img$read_region(1, y = c(10, 20), x = c(0, 5), c = 2))
+#' # the same as a matrix, without the channel axis
+#' dim(img$read_region(1, y = c(10, 20), x = c(0, 5), c = 2, drop = TRUE))
+#' plot(img, channel = 2)
 #' unlink(path, recursive = TRUE)
 NULL
 
@@ -234,7 +243,8 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       stats::setNames(sel, ax$name)
     },
 
-    read_region = function(level = 1L, ..., fill_as_na = getOption("zarr.fill_as_na", TRUE)) {
+    read_region = function(level = 1L, ..., fill_as_na = getOption("zarr.fill_as_na", TRUE), drop = FALSE) {
+      if (!is_flag(drop)) zarr_abort("argument", "drop must be TRUE or FALSE", array = self$path)
       sel <- self$region_index(level, ...)
       a <- self$level(level)
       l <- private$parsed()$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
@@ -243,8 +253,20 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       dn <- dimnames(out) %||% vector("list", length(sel))
       names(dn) <- names(sel)
       dimnames(out) <- dn
-      attr(out, "coordinates") <- stats::setNames(lapply(seq_along(sel), function(k)
-        l$translation[k] + (seq(sel[[k]][1L], sel[[k]][2L]) - 1) * l$scale[k]), names(sel))
+      # channels are numbered from 1, as the arguments number them
+      chan <- private$parsed()$axes$type %in% "channel"
+      attr(out, "coordinates") <- stats::setNames(lapply(seq_along(sel), function(k) {
+        i <- seq(sel[[k]][1L], sel[[k]][2L])
+        if (chan[k]) i else l$translation[k] + (i - 1) * l$scale[k]
+      }), names(sel))
+      if (drop && length(sel) > 1L && any(dim(out) == 1L)) {
+        co <- attr(out, "coordinates")
+        keep <- dim(out) != 1L
+        dn <- dimnames(out)[keep]
+        out <- if (any(keep)) array(as.vector(out), dim(out)[keep]) else as.vector(out)
+        if (any(keep)) dimnames(out) <- dn
+        attr(out, "coordinates") <- co[keep]
+      }
       out
     }
   ),
@@ -261,6 +283,7 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       out$shape <- I(lapply(shapes, function(s) stats::setNames(s, ax)))
       out$scale <- I(lapply(p$levels, function(l) stats::setNames(l$scale, ax)))
       out$translation <- I(lapply(p$levels, function(l) stats::setNames(l$translation, ax)))
+      class(out) <- c("zarr_levels", class(out))
       out
     },
     channels = function(value) {
@@ -346,6 +369,38 @@ ome_summary <- function(img) {
   lines
 }
 
+#' @export
+print.zarr_levels <- function(x, ...) {
+  # zarr_levels() of a multiscales group names its group; $levels do not
+  if (!is.null(attr(x, "group")))
+    cat(sprintf("<Zarr multiscales> %s: %d level%s\n", attr(x, "group"), nrow(x), if (nrow(x) == 1L) "" else "s"))
+  if (nrow(x)) print(format(x, ...), right = FALSE, row.names = FALSE)
+  invisible(x)
+}
+
+# One line per level (of an OME-NGFF image, a Zarr Vectors store or a
+# multiscales group): missing text as blanks; list
+# columns of numbers per axis as "64 x 48", the axis names in the column
+# header, so that the table stays one screen wide; a translation only when
+# some level has one.
+#' @export
+format.zarr_levels <- function(x, ...) {
+  x <- as.data.frame(unclass(x), stringsAsFactors = FALSE, optional = TRUE)
+  num <- function(v) paste(vapply(v, format, "", digits = 4), collapse = " x ")
+  out <- list()
+  for (nm in names(x)) {
+    col <- x[[nm]]
+    if (!is.list(col)) {
+      out[[nm]] <- if (is.character(col)) ifelse(is.na(col), "", col) else col
+      next
+    }
+    if (nm == "translation" && !any(vapply(col, function(t) any(t != 0, na.rm = TRUE), TRUE))) next
+    ax <- if (length(col)) names(col[[1L]]) else NULL
+    out[[if (length(ax)) sprintf("%s [%s]", nm, paste(ax, collapse = " ")) else nm]] <- vapply(col, num, "")
+  }
+  as.data.frame(out, stringsAsFactors = FALSE, check.names = FALSE)
+}
+
 zarr_ome_level <- R6::R6Class("zarr_ome_level",
   inherit = zarr_array,
   cloneable = FALSE,
@@ -388,12 +443,22 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 
 #' Write an OME-NGFF multiscale image
 #'
-#' Writes an R array (or a [zarr_array]) as an OME-NGFF 0.5 image in a new
-#' Zarr v3 store: level 1 is the array, each further level takes every
-#' second pixel of the one before along the space axes (nearest
-#' neighbour, which also suits label images), with the scale doubled.
+#' Writes an R array (or a [zarr_array]) as an OME-NGFF image in a new
+#' store: level 1 is the array, each further level takes every second
+#' pixel of the one before along the axes in `downsample` (nearest
+#' neighbour, which also suits label images), with their scale doubled.
 #'
-#' @param x An R array or a [zarr_array].
+#' The store is Zarr v3 with OME-NGFF 0.5 metadata (the `ome` attribute).
+#' For readers that only know Zarr v2 (zarr-python 2, older viewers), set
+#' `options(zarr.format = 2)` first: the store is then Zarr v2 with
+#' OME-NGFF 0.4 metadata (the `multiscales` and `omero` attributes).
+#'
+#' A level of an image (a `zarr_ome_level`, such as `img$level(2)`) is
+#' written with what its image says of it: its axes, scale, translation and
+#' units, and the image's `omero` channels (labels, colours and windows),
+#' unless other values are given.
+#'
+#' @param x An R array, a [zarr_array] or a level of an OME-NGFF image.
 #' @param location Path of the new store.
 #' @param levels Number of resolution levels.
 #' @param axes Names of the axes, one per dimension; "c" is a channel axis,
@@ -403,11 +468,47 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #'   for space axes.
 #' @param chunk_shape Chunk shape of every level (clamped to its shape).
 #' @param name Name of the multiscale.
-#' @param channels Optional channel labels, for the `omero` metadata.
+#' @param channels Optional channels, for the `omero` metadata: their labels,
+#'   or a data frame as the `$channels` of an image gives (columns `label`
+#'   and optionally `color`, `window_start`, `window_end`, `window_min`,
+#'   `window_max`, `active`), one per channel, in the order of the channel
+#'   axis (channel 1 first).
+#' @param downsample Names of the axes halved from one level to the next:
+#'   by default every space axis. `c("y", "x")` keeps the number of
+#'   z planes at every level. Channel and time axes cannot be halved.
 #' @return The image, a `zarr_ome_image` (see [zarr-ome]).
 #' @export
+#' @examples
+#' path <- tempfile(fileext = ".zarr")
+#' x <- array(runif(2 * 4 * 32 * 32), c(2, 4, 32, 32))
+#' img <- write_ome_ngff(x, path, levels = 2, axes = c("c", "z", "y", "x"),
+#'                       scale = c(1, 2, 0.5, 0.5), channels = c("DAPI", "GFP"),
+#'                       downsample = c("y", "x"))
+#' img$levels
+#' # level 2 as an image of its own keeps its scale and channel labels
+#' path2 <- tempfile(fileext = ".zarr")
+#' img2 <- write_ome_ngff(img$level(2), path2, levels = 1)
+#' img2$levels$scale[[1]]
+#' img2$channels$label
+#' unlink(c(path, path2), recursive = TRUE)
 write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, units = NULL,
-                           chunk_shape = NULL, name = "image", channels = NULL) {
+                           chunk_shape = NULL, name = "image", channels = NULL, downsample = NULL) {
+  translation <- NULL
+  if (inherits(x, "zarr_ome_level")) {
+    # the level's place in its image is kept unless overridden
+    img <- x$parent
+    axes <- axes %||% names(x$scale)
+    scale <- scale %||% unname(x$scale)
+    units <- units %||% unname(x$units)
+    translation <- unname(x$translation)
+    # the image's channels when they match its channel axis (a foreign
+    # image's omero metadata may not)
+    ch <- img$ome$omero$channels
+    n_ch <- x$shape[match("channel", img$axes$type)]
+    if (is.null(channels) && is.list(ch) && all(vapply(ch, is.list, TRUE)) && length(ch) %in% n_ch) channels <- ch
+    nm <- ome_parse(img)$name
+    if (missing(name) && is.character(nm) && length(nm) == 1L && !is.na(nm)) name <- nm
+  }
   if (inherits(x, "zarr_array")) x <- x$read()
   if (is.null(dim(x))) dim(x) <- length(x)
   d <- dim(x)
@@ -418,7 +519,16 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
   if (length(scale) != n) zarr_abort("argument", "give one scale per dimension")
   type <- ifelse(axes == "c", "channel", ifelse(axes == "t", "time", "space"))
   units <- units %||% ifelse(type == "space", "micrometer", NA_character_)
+  if (length(units) != n) zarr_abort("argument", "give one unit per dimension")
+  downsample <- downsample %||% axes[type == "space"]
+  if (!is.character(downsample) || !all(downsample %in% axes[type == "space"]))
+    zarr_abort("argument", sprintf("downsample takes names of space axes: %s",
+                                   paste(axes[type == "space"], collapse = ", ")))
+  halve <- axes %in% downsample
   levels <- as.integer(levels)
+  if (length(levels) != 1L || is.na(levels) || levels < 1L) zarr_abort("argument", "levels must be a count of at least 1")
+  omero <- ome_channels_metadata(channels, if (any(type == "channel")) d[type == "channel"][1L])
+  v2 <- zarr_default_format() == 2L
   z <- create_zarr(location)
   chunk_shape <- chunk_shape %||% pmin(d, ifelse(type == "space", 256L, 1L))
   r_type <- r_data_type(x)
@@ -427,24 +537,64 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
   for (k in seq_len(levels)) {
     def <- define_array(r_type, dim(x))
     def$chunk_shape <- pmin(chunk_shape, dim(x))
+    # the axis names also as dimension names (Zarr v3), as 0.5 readers expect
+    if (!v2) def$dimension_names <- axes
     a <- z$add_array("/", as.character(k - 1L), def)
     a$write(x)
-    datasets[[k]] <- list(path = as.character(k - 1L),
-                          coordinateTransformations = list(list(type = "scale", scale = as.list(sc))))
+    ct <- list(list(type = "scale", scale = as.list(sc)))
+    # every second pixel from the first: the first pixel's centre stays where it was
+    if (!is.null(translation) && any(translation != 0))
+      ct[[2L]] <- list(type = "translation", translation = as.list(translation))
+    datasets[[k]] <- list(path = as.character(k - 1L), coordinateTransformations = ct)
     if (k < levels) {
-      idx <- lapply(seq_len(n), function(j) if (type[j] == "space") seq(1L, dim(x)[j], by = 2L) else seq_len(dim(x)[j]))
+      idx <- lapply(seq_len(n), function(j) if (halve[j]) seq(1L, dim(x)[j], by = 2L) else seq_len(dim(x)[j]))
       x <- do.call(`[`, c(list(x), idx, list(drop = FALSE)))
-      sc <- ifelse(type == "space", sc * 2, sc)
+      sc <- ifelse(halve, sc * 2, sc)
     }
   }
   ax <- lapply(seq_len(n), function(j) Filter(Negate(is.null), list(name = axes[j], type = type[j],
                                                                      unit = if (!is.na(units[j])) units[j])))
-  ome <- list(version = "0.5", multiscales = list(list(name = name, axes = ax, datasets = datasets)))
-  if (!is.null(channels))
-    ome$omero <- list(channels = lapply(channels, function(l) list(label = l, active = TRUE)))
-  z$root$set_attribute("ome", ome)
+  ms <- list(name = name, axes = ax, datasets = datasets)
+  if (v2) {
+    # OME-NGFF 0.4: the version in each multiscale, the attributes at the top
+    z$root$set_attributes(c(list(multiscales = list(c(list(version = "0.4"), ms))),
+                            if (!is.null(omero)) list(omero = omero)))
+  } else {
+    ome <- list(version = "0.5", multiscales = list(ms))
+    if (!is.null(omero)) ome$omero <- omero
+    z$root$set_attribute("ome", ome)
+  }
   # reopened, so that the domain builds the image and its levels
   img <- open_zarr(location)$root
   if (!inherits(img, "zarr_ome_image")) zarr_abort("argument", "the OME-NGFF domain is not registered")
   img
+}
+
+# The omero metadata of `channels`: labels, a data frame like $channels, or
+# the omero channel entries of an image (kept as they are); NULL for none.
+ome_channels_metadata <- function(channels, n_channels) {
+  if (is.null(channels)) return(NULL)
+  if (is.character(channels)) {
+    ch <- lapply(channels, function(l) list(label = l, active = TRUE))
+  } else if (is.data.frame(channels)) {
+    if (!"label" %in% names(channels)) zarr_abort("argument", "a data frame of channels needs a 'label' column")
+    ch <- lapply(seq_len(nrow(channels)), function(i) {
+      r <- as.list(channels[i, , drop = FALSE])
+      w <- Filter(Negate(is.na), list(start = r$window_start, end = r$window_end, min = r$window_min,
+                                      max = r$window_max))
+      col <- r$color
+      Filter(Negate(is.null), list(
+        label = as.character(r$label),
+        color = if (!is.null(col) && !is.na(col)) sub("^#", "", as.character(col)),
+        window = if (length(w)) w,
+        active = if (is.null(r$active) || is.na(r$active)) TRUE else isTRUE(r$active)))
+    })
+  } else if (is.list(channels) && all(vapply(channels, is.list, TRUE))) {
+    ch <- channels
+  } else {
+    zarr_abort("argument", "channels must be labels, a data frame of channels or omero channel entries")
+  }
+  if (!is.null(n_channels) && length(ch) != n_channels)
+    zarr_abort("argument", sprintf("give %d channels, one per channel of the image (%d given)", n_channels, length(ch)))
+  list(channels = ch)
 }

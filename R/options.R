@@ -53,8 +53,14 @@
 #'   the valid range as `NA`, as netCDF readers do (for one call:
 #'   `decode = list(valid_range = TRUE)`).
 #' * `zarr.format`: The Zarr format of new stores made by
-#'   [create_zarr()] and [as_zarr()]: 3 (default) or 2, for readers that only
-#'   know Zarr v2. Groups and arrays follow the format of their store.
+#'   [create_zarr()], [as_zarr()], [write_zarr_delayed()] and
+#'   [write_ome_ngff()] (then OME-NGFF 0.4): 3 (default) or 2, for readers
+#'   that only know Zarr v2 (zarr-python 2, older tools). Groups and arrays
+#'   follow the format of their store. An existing store is copied to
+#'   another format by `z$save_to(path, format = 2)`. [write_anndata()]
+#'   and the datasets of [as_zarr()] take a `format` argument instead
+#'   (default 2); Zarr Vectors stores ([write_zarr_vectors()]) are always
+#'   Zarr v3.
 #' * `zarr.dimnames`: `FALSE` (default): values read from an array
 #'   carry no dimnames. `TRUE`: values read from an array of two or more
 #'   dimensions whose metadata names its dimensions (`dimension_names` in
@@ -62,7 +68,8 @@
 #'   `dimension_names` field of [zarr_array]) come with those names as
 #'   `names(dimnames(x))` (each dimension's own dimnames stay `NULL`);
 #'   values from `[` that drops dimensions carry none. [as_zarr()] stores
-#'   the names of `dimnames(x)` either way.
+#'   the names of `dimnames(x)` either way (and, in a group, their labels
+#'   as coordinate arrays, which [zarr_delayed()] reads back).
 #' * `zarr.int64`: How 64-bit integers are returned: `"integer64"`
 #'   (default when the \pkg{bit64} package is installed) or `"double"`
 #'   (with a warning when a value cannot be represented exactly).
@@ -153,6 +160,13 @@
 #' [zarr_options()] lists and sets these options, and [save_options()] keeps
 #' them for later sessions.
 #' @seealso [zarr_options()], [save_options()], [reset_options()]
+#' @examples
+#' names(zarr_options())
+#' getOption("zarr.format")
+#' old <- options(zarr.format = 2) # write Zarr v2 for older readers
+#' z <- as_zarr(1:5)
+#' z$version
+#' options(old)
 #' @name zarr-options
 NULL
 
@@ -420,6 +434,10 @@ load_saved_options <- function(file = options_file()) {
 
 .onLoad <- function(libname, pkgname) {
   load_saved_options()
+  # a cheaper $new() for the classes every open and create makes
+  # (R/r6_fast.R); it lays objects out as R6 2.x does, so another major
+  # version of R6 keeps R6's own constructor
+  if (utils::packageVersion("R6") < "3.0.0") for (g in r6_fast_classes()) r6_use_fast_new(g)
   # the DelayedArray backend (R/delayed.R), without loading DelayedArray
   if (isNamespaceLoaded("DelayedArray")) register_delayed()
   else setHook(packageEvent("DelayedArray", "onLoad"), function(...) register_delayed())

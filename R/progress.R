@@ -28,6 +28,10 @@ progress_on <- function() {
   progress_wanted() && !progress_state$active && requireNamespace("cli", quietly = TRUE)
 }
 
+# The engine counts chunks (a write: the partly covered ones it reads, then
+# every one it writes), so the bar shows them, not a bare percentage.
+progress_format <- "{cli::pb_name}{cli::pb_bar} {cli::pb_current}/{cli::pb_total} | ETA: {cli::pb_eta}"
+
 # Evaluate `expr` (an engine call) with a progress bar when it moves at least
 # `bytes` bytes and progress is on.
 with_progress <- function(expr, bytes, label) {
@@ -37,7 +41,7 @@ with_progress <- function(expr, bytes, label) {
   report <- function(done, total) {
     progress_state$reports <- progress_state$reports + 1
     if (is.null(bar))
-      bar <<- cli::cli_progress_bar(redact(label), total = total, clear = TRUE, .envir = frame)
+      bar <<- cli::cli_progress_bar(redact(label), total = total, clear = TRUE, format = progress_format, .envir = frame)
     cli::cli_progress_update(id = bar, set = min(done, total), total = total, force = TRUE, .envir = frame)
   }
   progress_state$active <- TRUE

@@ -19,17 +19,66 @@ check_key <- function(key, array = NULL) {
 
 # Node names: the rules of the Zarr v3 specification.
 check_node_name <- function(name) {
-  ok <- is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
+  if (!node_name_ok(name))
+    zarr_abort("node_name", sprintf(
+      "invalid node name '%s': names must be non-empty, must not contain '/', must not consist of dots only, must not start with '__' and must not be a metadata document's name (zarr.json, .zarray, .zgroup, .zattrs, .zmetadata)",
+      paste(name, collapse = " ")))
+  name
+}
+
+# Metadata documents already parsed and checked, by their bytes: a store
+# opened again (a Shiny app per request, a block loop reopening its array)
+# reads the same documents, and parsing and checking them cost more than
+# reading them. The value depends on the bytes only (keys and paths are only
+# in error messages, and errors are not kept); it is a plain list, copied on
+# change. Small documents only (a consolidated one is parsed where it is
+# read), at most meta_doc_max of them.
+meta_doc_cache <- new.env(parent = emptyenv())
+meta_doc_cache$keys <- character()
+meta_doc_cache$values <- list()
+meta_doc_max <- 512L
+
+# The key of a kind of documents ("v3": zarr.json; "v2": .zarray, .zgroup,
+# .zattrs) from their bytes (NULL: not kept: a byte 0, which no valid JSON
+# text holds, or large documents). Parts are separated by a control byte,
+# which valid JSON does not hold either, so documents that would not parse
+# never find the entry of others.
+meta_doc_key <- function(kind, ...) {
+  docs <- list(...)
+  n <- 0
+  for (d in docs) if (!is.null(d)) {
+    n <- n + length(d)
+    if (n > 65536 || any(d == as.raw(0L))) return(NULL)
+  }
+  paste(c(kind, vapply(docs, function(d) if (is.null(d)) "\001" else rawToChar(d), "")), collapse = "\002")
+}
+
+meta_doc_get <- function(key) {
+  if (is.null(key)) return(NULL)
+  i <- match(key, meta_doc_cache$keys)
+  if (is.na(i)) NULL else meta_doc_cache$values[[i]]
+}
+
+meta_doc_put <- function(key, value) {
+  if (is.null(key)) return(invisible())
+  if (length(meta_doc_cache$keys) >= meta_doc_max) {
+    meta_doc_cache$keys <- character()
+    meta_doc_cache$values <- list()
+  }
+  meta_doc_cache$keys <- c(meta_doc_cache$keys, key)
+  meta_doc_cache$values[[length(meta_doc_cache$keys)]] <- value
+  invisible()
+}
+
+# Whether a node name is valid (check_node_name() without the error, for the
+# paths that only ask: no condition handler).
+node_name_ok <- function(name) {
+  is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
     !grepl("/", name, fixed = TRUE) && !name %in% c(".", "..") && !startsWith(name, "__") &&
     !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name) &&
     # a node of a document's name would share its parent's keys: deleting it
     # erased the parent's document
     !name %in% node_documents
-  if (!ok)
-    zarr_abort("node_name", sprintf(
-      "invalid node name '%s': names must be non-empty, must not contain '/', must not consist of dots only, must not start with '__' and must not be a metadata document's name (zarr.json, .zarray, .zgroup, .zattrs, .zmetadata)",
-      paste(name, collapse = " ")))
-  name
 }
 
 #' Zarr stores
@@ -42,6 +91,15 @@ check_node_name <- function(name) {
 #'
 #' @seealso [zarr_localstore], [zarr_memorystore], [zarr_zipstore],
 #'   [zarr_httpstore], [zarr_s3store], [zarr_refstore], [open_zarr()]
+#' @examples
+#' loc <- tempfile(fileext = ".zarr")
+#' z <- as_zarr(1:10, location = loc)
+#' s <- z$store
+#' s
+#' s$list()
+#' s$exists("zarr.json")
+#' s$read_only
+#' unlink(loc, recursive = TRUE)
 #' @export
 zarr_store <- R6::R6Class("zarr_store",
   cloneable = FALSE,
@@ -187,8 +245,13 @@ zarr_store <- R6::R6Class("zarr_store",
       key <- paste0(prefix, "zarr.json")
       raw <- self$get(key)
       if (!is.null(raw)) {
-        meta <- json_parse(raw, "zarr.json", key = key)
-        check_node_document(meta, key)
+        doc <- meta_doc_key("v3", raw)
+        meta <- meta_doc_get(doc)
+        if (is.null(meta)) {
+          meta <- json_parse(raw, "zarr.json", key = key)
+          check_node_document(meta, key)
+          meta_doc_put(doc, meta)
+        }
         # its consolidated entries are kept byte for byte (R/consolidated.R)
         if (!nzchar(prefix) && !is.null(meta[["consolidated_metadata"]])) remember_root_document(meta, raw)
         return(meta)

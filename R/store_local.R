@@ -15,6 +15,12 @@
 #' error of class `zarr_error_key` (erasing the link itself removes the link).
 #'
 #' @seealso [zarr_store], [open_zarr()], [zarr_zipstore]
+#' @examples
+#' loc <- tempfile(fileext = ".zarr")
+#' z <- as_zarr(volcano, location = loc)
+#' z$store
+#' list.files(loc, recursive = TRUE)
+#' unlink(loc, recursive = TRUE)
 #' @export
 zarr_localstore <- R6::R6Class("zarr_localstore",
   inherit = zarr_store,

@@ -5,6 +5,11 @@
 #' collected.
 #'
 #' @seealso [zarr_store], [create_zarr()]
+#' @examples
+#' z <- create_zarr() # no location: a memory store
+#' z$store
+#' z$root$add_array("v", define_array("float64", 3))
+#' z$store$list()
 #' @export
 zarr_memorystore <- R6::R6Class("zarr_memorystore",
   inherit = zarr_store,

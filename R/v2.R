@@ -90,6 +90,16 @@ v2_get_metadata <- function(store, prefix) {
   zgroup <- if (is.null(zarray)) store$get(paste0(prefix, ".zgroup")) else NULL
   if (is.null(zarray) && is.null(zgroup)) return(NULL)
   attrs_raw <- store$get(paste0(prefix, ".zattrs"))
+  doc <- meta_doc_key("v2", zarray, zgroup, attrs_raw)
+  hit <- meta_doc_get(doc)
+  if (!is.null(hit)) return(hit)
+  meta <- v2_parse_documents(prefix, zarray, zgroup, attrs_raw)
+  meta_doc_put(doc, meta)
+  meta
+}
+
+# The v3 form of a node's v2 documents (raw; zarray or zgroup NULL).
+v2_parse_documents <- function(prefix, zarray, zgroup, attrs_raw) {
   attrs <- if (is.null(attrs_raw)) named_list() else json_parse(attrs_raw, ".zattrs", key = paste0(prefix, ".zattrs"))
   if (!is_json_object(attrs)) zarr_abort("metadata", ".zattrs is not a JSON object", key = paste0(prefix, ".zattrs"))
   if (!is.null(zgroup)) {

@@ -213,6 +213,5 @@ blosc_shuffle_name <- function(x, typesize = 1L) {
 #' is_valid_node_name(c("temperature", "", "..", "__meta", "a/b"))
 is_valid_node_name <- function(name) {
   if (!is.character(name)) return(rep(FALSE, length(name)))
-  vapply(name, function(n) !is.null(tryCatch(check_node_name(n), zarr_error = function(e) NULL)),
-         TRUE, USE.NAMES = FALSE)
+  vapply(name, node_name_ok, TRUE, USE.NAMES = FALSE)
 }

@@ -8,6 +8,10 @@
 #'
 #' @seealso The vignettes: `vignette("zarr", package = "zarr")` to start,
 #'   `vignette("remote", package = "zarr")` for HTTP, S3 and references.
+#' @examples
+#' z <- as_zarr(volcano, name = "volcano")
+#' z
+#' z[["/volcano"]][1:2, 1:4]
 #' @name zarr-package
 #' @aliases zarr-package
 #' @docType package

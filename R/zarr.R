@@ -5,6 +5,13 @@
 #'
 #' @seealso [open_zarr()], [create_zarr()], [zarr_group], [zarr_array],
 #'   [zarr_store], [zarr_consolidate()], [zarr-options]
+#' @examples
+#' fn <- system.file("extdata", "volcano.zarr", package = "zarr")
+#' z <- open_zarr(fn, read_only = TRUE)
+#' z
+#' z$arrays
+#' z$root
+#' z[["/elevation"]][1:3, 1:3]
 #' @export
 zarr <- R6::R6Class("zarr",
   cloneable = TRUE,

@@ -93,7 +93,7 @@ zarr_object <- R6::R6Class("zarr_object",
 
 object_name_ok <- function(name) {
   is.character(name) && length(name) == 1L && !is.na(name) &&
-    (!nzchar(name) || !is.null(tryCatch(check_node_name(name), zarr_error = function(e) NULL)))
+    (!nzchar(name) || node_name_ok(name))
 }
 
 # ---- attribute paths: "a/b/2/c"; numeric segments index JSON arrays

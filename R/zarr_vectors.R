@@ -20,8 +20,16 @@
 #'
 #' @section Reading:
 #' * `$info`: the `zarr_vectors` attribute of the root; `$levels`: a data
-#'   frame of the levels (path, vertex count, bin shape, scale);
+#'   frame (class `zarr_levels`, printed one line per level) of the levels,
+#'   one row each: `level`, `path`, `vertex_count`,
+#'   and the list columns `bin_shape` and `scale` (named by axis; `NA`
+#'   where the store does not give them);
 #'   `$level_metadata(level)`: the `zarr_vectors_level` attribute.
+#' * Levels are numbered as the ZV specification numbers them: from 0, the
+#'   full resolution, then 1 for the coarser level (bins twice as large).
+#'   The `level` argument of every method takes that number (the level
+#'   group's name in the store); this differs from OME-NGFF images
+#'   ([zarr-ome]), whose levels count from 1 as R does.
 #' * `$chunks(level = 0)`: the occupied chunks, a matrix of chunk coordinates
 #'   with the chunk keys as row names.
 #' * `$read_chunk(chunk, level = 0)`, `$read_box(lower, upper, level = 0)`,
@@ -314,7 +322,11 @@ zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list()
 #' object, the centroid of the vertices in each bin of twice the base bin
 #' shape (with the mean of the numeric attributes), and the links between
 #' them: each link's ends moved to their centroids, without the links that
-#' collapse to one vertex and without repeats.
+#' collapse to one vertex and without repeats. Levels are numbered from 0
+#' (see `$levels` in [zarr-vectors]).
+#'
+#' The store is always Zarr v3, whatever `options(zarr.format)` says: the
+#' ZV specification is defined on Zarr v3 only.
 #'
 #' @param location A directory path (or a store) for the new store.
 #' @param vertices A numeric matrix, one row per vertex and one column per
@@ -335,7 +347,14 @@ zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list()
 #' @param geometry The geometry type: "point_cloud", "graph" or "mesh";
 #'   by default from the width of `links`.
 #' @param axes Names of the dimensions.
-#' @param dtype Element type of the positions: "float32" or "float64".
+#' @param dtype Element type of the positions: "float32" (default, half the
+#'   size, what the reference implementation writes) or "float64". float32
+#'   keeps about 7 significant digits, so positions far from the origin
+#'   compared to their chunk size lose detail: georeferenced coordinates
+#'   such as 4500000.37 m are stored to the nearest 0.5 m. When rounding
+#'   to float32 moves a position by more than 1e-5 of its chunk size, a
+#'   warning of class `zarr_warning_precision` says so; give "float64"
+#'   (or subtract an offset from the positions) to keep the detail.
 #' @param bin_shape The base bin shape (of level 0) in each dimension;
 #'   level 1 uses bins twice as large. `NULL` (default) for a quarter of the
 #'   chunk shape.
@@ -366,6 +385,7 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   if (length(chunk_shape) != d || any(!is.finite(chunk_shape) | chunk_shape <= 0))
     zarr_abort("argument", "chunk_shape needs one positive size per column of vertices")
   if (!dtype %in% c("float32", "float64")) zarr_abort("argument", "dtype must be \"float32\" or \"float64\"")
+  if (dtype == "float32") zv_check_float32(vertices, chunk_shape)
   axes <- axes %||% c("x", "y", "z", "t")[seq_len(d)] %||% paste0("dim", seq_len(d))
   if (length(axes) != d || anyNA(axes)) axes <- paste0("dim", seq_len(d))
   attributes <- zv_columns(attributes, "attributes")
@@ -399,6 +419,9 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   levels <- as.integer(levels)
   if (!levels %in% 1:2) zarr_abort("argument", "levels must be 1 or 2")
 
+  # the ZV specification is defined on Zarr v3 only, whatever zarr.format says
+  old <- options(zarr.format = 3L)
+  on.exit(options(old), add = TRUE)
   z <- create_zarr(location)
   root <- z$root
   lvl <- root$add_group("0")
@@ -438,6 +461,25 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
     reduction_factor = 2L, base_bin_shape = as.list(bin_shape),
     format_capabilities = as.list(c("fragment_index", if (level_links && levels == 2L) "multiscale_links"))))
   open_zarr(location)$root
+}
+
+# float32 keeps about 7 significant digits: positions far from the origin
+# compared to their chunks (georeferenced metres such as 4.5e6) lose their
+# detail (0.25 m there). Warn when rounding moves a position by more than a
+# hundred-thousandth of its chunk, so that the loss is never silent.
+zv_check_float32 <- function(vertices, chunk_shape) {
+  v <- as.vector(vertices)
+  err <- abs(readBin(writeBin(v, raw(), size = 4L), "double", length(v), size = 4L) - v)
+  err <- matrix(err, ncol = ncol(vertices))
+  worst <- apply(err, 2L, max) / chunk_shape
+  if (any(worst > 1e-5)) {
+    j <- which.max(worst)
+    zarr_warn("precision", sprintf(paste0(
+      "float32 positions lose precision: column %d moves by up to %s (%.2g of a chunk); ",
+      "give dtype = \"float64\" to keep it, or subtract an offset from the positions"),
+      j, format(max(err[, j]), digits = 3), worst[j]))
+  }
+  invisible()
 }
 
 zv_arrays_present <- function(lvl) {
@@ -634,14 +676,22 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       i <- self$info
       cat("Zarr Vectors:", paste(unlist(i$geometry_types), collapse = ", "), " version", format(i$zv_version %||% "?"),
           "\nChunk shape :", paste(unlist(i$chunk_shape), collapse = " x "),
-          "\nLevels      :", paste(self$levels$path, collapse = ", "), "\n")
+          "\nLevels      :", paste(private$level_table()$path, collapse = ", "), "\n")
     },
     display_attributes = function() {
       a <- private$.metadata[["attributes"]]
       a[!names(a) %in% c("zarr_vectors", "multiscales")]
     },
+    # the level numbers and paths, from the multiscale or else the level groups
+    level_table = function() {
+      ms <- private$.metadata[["attributes"]][["multiscales"]]
+      ds <- if (is.list(ms) && length(ms)) ms[[1L]]$datasets
+      paths <- if (length(ds)) vapply(ds, function(x) as.character(x$path %||% NA)[1L], "") else
+        sort(grep("^[0-9]+$", private$list_dir(""), value = TRUE))
+      data.frame(level = seq_along(paths) - 1L, path = paths, stringsAsFactors = FALSE)
+    },
     level_path = function(level) {
-      lv <- self$levels
+      lv <- private$level_table()
       p <- as.character(level)
       if (!p %in% lv$path) zv_error(sprintf("there is no level '%s'", p), self$path)
       p
@@ -1036,11 +1086,32 @@ zarr_vectors_store <- R6::R6Class("zarr_vectors_store",
       if (length(ax) != d) paste0("dim", seq_len(d)) else ax
     },
     levels = function(value) {
+      out <- private$level_table()
+      ax <- self$axes
+      d <- length(ax)
+      # numbers from metadata of any shape: NA where a level does not give d of them
+      nums <- function(v) {
+        v <- suppressWarnings(as.numeric(unlist(v)))
+        stats::setNames(if (length(v) == d) v else rep(NA_real_, d), ax)
+      }
+      meta <- lapply(out$path, function(p) {
+        m <- tryCatch(self$get_node(p)$attributes[["zarr_vectors_level"]], zarr_error = function(e) NULL)
+        if (is.list(m)) m else list()
+      })
+      out$vertex_count <- vapply(meta, function(m) {
+        v <- suppressWarnings(as.numeric(unlist(m$vertex_count)))
+        if (length(v) == 1L) v else NA_real_
+      }, 0)
+      out$bin_shape <- I(lapply(meta, function(m) nums(m$bin_shape)))
       ms <- private$.metadata[["attributes"]][["multiscales"]]
-      ds <- if (is.list(ms) && length(ms)) ms[[1L]]$datasets
-      paths <- if (length(ds)) vapply(ds, function(x) as.character(x$path %||% NA)[1L], "") else
-        sort(grep("^[0-9]+$", private$list_dir(""), value = TRUE))
-      data.frame(level = seq_along(paths) - 1L, path = paths, stringsAsFactors = FALSE)
+      ds <- if (is.list(ms) && length(ms) && is.list(ms[[1L]])) ms[[1L]]$datasets
+      out$scale <- I(lapply(out$path, function(p) {
+        hit <- Filter(function(x) is.list(x) && identical(as.character(x$path %||% NA)[1L], p), ds %||% list())
+        ct <- if (length(hit)) Filter(function(t) is.list(t) && identical(t$type, "scale"), hit[[1L]]$coordinateTransformations %||% list())
+        if (length(ct)) nums(ct[[1L]]$scale) else nums(rep(1, d))
+      }))
+      class(out) <- c("zarr_levels", class(out))
+      out
     }
   )
 )

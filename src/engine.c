@@ -1393,9 +1393,11 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* a store whose requests take the time (get_many: remote) starts them at
    * once; its pages fault in while the bytes arrive */
   int remote = g.st->ops->get_many != NULL && !g.st->ops->main_thread;
+  /* the bar's total before the prefault: on a result of several GB touching
+   * the pages takes seconds, and the bar is shown (at 0) meanwhile */
+  progress_total(g.njobs);
   if (!strings && !remote && getenv("ZARR_NO_PREFAULT") == NULL)
     prefault(&g, g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
-  progress_total(g.njobs);
   if (!g.failed) engine_fetch(&g, NULL, g.njobs);
   if (strings && !g.failed) {
     zstr fill;

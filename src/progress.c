@@ -59,6 +59,9 @@ int progress_poll(void) {
   if (t < P.next) return 0;
   P.next = t + 0.2;
   if (t - P.start < P.delay) return 0;
+  /* a bar of total 0 is complete at once (cli closes it, and every later
+   * report fails): nothing until the engine has counted its steps */
+  if (P.total <= 0) return 0;
   SEXP a = PROTECT(ScalarReal((double)__atomic_load_n(&P.done, __ATOMIC_RELAXED)));
   SEXP b = PROTECT(ScalarReal((double)P.total));
   SEXP call = PROTECT(lang3(P.fn, a, b));

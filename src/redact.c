@@ -72,7 +72,7 @@ static void put(emitter *w, const char *p, size_t n) {
 
 size_t redact_text(const char *in, size_t n, char *out, size_t cap) {
   emitter w = {out, cap, 0};
-  size_t i = 0;
+  size_t i = 0, auth_end = 0; /* the end of the last URL authority seen */
   while (i < n) {
     unsigned char c = (unsigned char)in[i];
     if (c == ':' && i > 0 && i + 2 < n && in[i + 1] == '/' && in[i + 2] == '/' &&
@@ -85,6 +85,7 @@ size_t redact_text(const char *in, size_t n, char *out, size_t cap) {
         if (in[e] == '@') at = e;
         e++;
       }
+      auth_end = e;
       if (at < n) {
         put(&w, "***@", 4);
         i = at + 1;
@@ -92,13 +93,16 @@ size_t redact_text(const char *in, size_t n, char *out, size_t cap) {
       continue;
     }
     if (c == '?' || c == '&') {
-      size_t j = i + 1;
+      /* a parameter that starts in an authority ends with it: replacing its
+       * value must not take away the character that ended the authority, or
+       * a second redaction would read another one */
+      size_t lim = i < auth_end ? auth_end : n, j = i + 1;
       while (j < n && name_char((unsigned char)in[j])) j++;
       if (j > i + 1 && j < n && in[j] == '=' && redact_secret_name(in + i + 1, j - i - 1)) {
         put(&w, in + i, j + 1 - i);
         i = j + 1;
         size_t v = i;
-        while (i < n && !value_end((unsigned char)in[i])) i++;
+        while (i < lim && !value_end((unsigned char)in[i])) i++;
         if (i > v) put(&w, "***", 3);
         continue;
       }

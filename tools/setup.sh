@@ -72,13 +72,14 @@ required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev liblzma
 # fsspec + zarr-python + jinja2 (the independent reader of the references);
 # ncdf4 and RNetCDF for bench/references.R; DelayedArray, HDF5Array and
 # BiocParallel (Bioconductor) for the DelayedArray backend tests;
-# SingleCellExperiment (with Matrix, SummarizedExperiment) for as_sce()
+# SingleCellExperiment (with Matrix, SummarizedExperiment) for as_sce(); png reads
+# back the plots of tests/testthat/test-plot.R
 # gcc-mingw-w64-x86-64: tools/check-windows.sh compiles src/ for Windows (CI)
 optional_debs=(qpdf pandoc unzip clang libclang-rt-dev gcc-mingw-w64-x86-64 python3-h5py python3-netcdf4 python3-fsspec
                python3-zarr python3-jinja2 r-cran-ncdf4 r-cran-rnetcdf
                r-bioc-delayedarray r-bioc-hdf5array r-bioc-biocparallel
                r-cran-stars r-cran-terra r-cran-sf r-cran-units r-cran-ncmeta
-               r-bioc-singlecellexperiment)
+               r-bioc-singlecellexperiment r-cran-png)
 r_debs=(r-cran-r6 r-cran-jsonlite r-cran-testthat r-cran-bit64 r-cran-knitr
         r-cran-rmarkdown r-cran-withr r-cran-processx r-cran-cli)
 r_pkgs=(R6 jsonlite testthat bit64 knitr rmarkdown withr processx cli)

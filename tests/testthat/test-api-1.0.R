@@ -251,9 +251,9 @@ test_that("metadata holds simplified vectors; length-1 shapes stay JSON arrays",
   expect_null(dimnames(z[["/v"]]$read()))
 })
 
-test_that("conventions: the list, ref v2.0.0 and uom, in both forms", {
+test_that("conventions: the list (ref, uom and the GeoZarr ones), ref v2.0.0 and uom, in both forms", {
   conv <- zarr_conventions()
-  expect_identical(conv$name, c("ref", "uom"))
+  expect_identical(conv$name, c("ref", "uom", "proj:", "spatial:", "multiscales"))
   expect_true(all(c("name", "schema", "uuid", "spec") %in% names(conv)))
   expect_match(conv$schema[conv$name == "ref"], "v2.0.0")
   expect_identical(zarr_conv_ref, zarr_convention_ref)

@@ -323,3 +323,52 @@ test_that("ZarrRArray and HDF5Array objects are used together", {
   expect_identical(as.matrix(writeHDF5Array(W)), m + 1)
   expect_false(any(c("ZarrArray", "ZarrArraySeed", "writeZarrArray") %in% getNamespaceExports("zarr")))
 })
+
+test_that("write_zarr_delayed() and as_zarr() keep dimnames: names as dimension names, labels as coordinate arrays", {
+  m <- matrix(1:12, 3, dimnames = list(cell = c("c1", "c2", "c3"), gene = c("g1", "g2", "g3", "g4")))
+  fn <- withr::local_tempfile(fileext = ".zarr")
+  W <- write_zarr_delayed(DelayedArray(m) * 2L, location = fn, name = "X")
+  expect_identical(dimnames(W), dimnames(m))
+  z <- open_zarr(fn, read_only = TRUE)
+  expect_setequal(z$arrays, c("/X", "/cell", "/gene"))
+  expect_identical(z[["/X"]]$dimension_names, c("cell", "gene"))
+  expect_identical(z[["/gene"]]$read(), c("g1", "g2", "g3", "g4"))
+  expect_identical(z[["/gene"]]$dimension_names, "gene")
+  # read back in a new seed (and so in another session) with the labels
+  R <- zarr_delayed(fn, "X")
+  expect_identical(dimnames(R), dimnames(m))
+  expect_identical(as.matrix(R), m * 2L)
+  expect_identical(dimnames(R[2:3, "g4", drop = FALSE]), list(cell = c("c2", "c3"), gene = "g4"))
+  # as_zarr() of a matrix writes the same
+  z2 <- as_zarr(m, name = "X")
+  expect_identical(z2[["/cell"]]$read(), c("c1", "c2", "c3"))
+  expect_identical(dimnames(zarr_delayed(z2, "X")), dimnames(m))
+  # a root array has no group for the labels: the dimension names only
+  expect_identical(dimnames(write_zarr_delayed(DelayedArray(m))), list(cell = NULL, gene = NULL))
+  # a name already taken in the group is left as it is
+  g <- create_zarr()
+  g$add_array("/", "gene", define_array("int32", 2))$write(7:8)
+  as_zarr(DelayedArray(m), "X", location = g$root)
+  expect_identical(g[["/gene"]]$read(), 7:8)
+  expect_identical(dimnames(zarr_delayed(g, "X")), list(cell = c("c1", "c2", "c3"), gene = NULL))
+})
+
+test_that("dimnames written as Zarr v2 coordinates are what xarray reads", {
+  m <- matrix(as.numeric(1:6), 2, dimnames = list(cell = c("a", "b"), gene = c("x1", "x2", "x3")))
+  fn <- withr::local_tempfile(fileext = ".zarr")
+  withr::with_options(list(zarr.format = 2), write_zarr_delayed(DelayedArray(m), location = fn, name = "X"))
+  expect_true(file.exists(file.path(fn, "X", ".zarray")))
+  expect_identical(dimnames(zarr_delayed(fn, "X")), dimnames(m))
+  skip_on_cran()
+  skip_without_xarray()
+  got <- run_python('
+import xarray as xr
+ds = xr.open_zarr(sys.argv[1], consolidated=False)
+emit({"dims": list(ds["X"].dims), "cell": [str(v) for v in ds["cell"].values],
+      "gene": [str(v) for v in ds["gene"].values], "x": ds["X"].sel(cell="b", gene="x3").item()})
+', fn)
+  expect_identical(unlist(got$dims), c("cell", "gene"))
+  expect_identical(unlist(got$cell), c("a", "b"))
+  expect_identical(unlist(got$gene), c("x1", "x2", "x3"))
+  expect_identical(got$x, 6)
+})

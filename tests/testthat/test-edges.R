@@ -76,3 +76,39 @@ test_that("set_attributes() sets several attributes at once, checking every name
   expect_error(a$set_attribute(c("a", "b"), 1), class = "zarr_error_argument")
   expect_error(open_zarr(path, read_only = TRUE)[["/a"]]$set_attributes(list(u = 1)), class = "zarr_error_read_only")
 })
+
+test_that("a group of an HTTP store that cannot list prints its children as unknown, not as none", {
+  skip_without_http_server()
+  root <- tempfile("zarr-edges-")
+  dir.create(root)
+  on.exit(unlink(root, recursive = TRUE), add = TRUE)
+  z <- create_zarr(file.path(root, "s.zarr"))
+  g <- z$add_group("/", "g")
+  g$add_array("a", define_array("int32", 4))$write(1:4)
+  srv <- http_server(root)
+  h <- open_zarr(srv$url_of("s.zarr"))
+  out <- capture.output(print(h[["/g"]]))
+  expect_false(any(grepl("0 group\\(s\\), 0 array\\(s\\)$", out)))
+  expect_true(any(grepl("unknown (the store cannot list keys; 0 group(s), 0 array(s) opened by path)", out, fixed = TRUE)))
+  expect_identical(h[["/g/a"]]$read(), 1:4)
+  out <- capture.output(print(h[["/g"]]))
+  expect_true(any(grepl("0 group(s), 1 array(s) opened by path", out, fixed = TRUE)))
+  # a store that lists still counts
+  out <- capture.output(print(z[["/g"]]))
+  expect_true(any(grepl("Children *: *0 group\\(s\\), 1 array\\(s\\)$", out)))
+})
+
+test_that("a node subclass must declare its private fields, as the extending vignette says", {
+  make <- function(priv) R6::R6Class("edge_array", inherit = zarr_array, cloneable = FALSE,
+    private = priv,
+    public = list(remember = function() {
+      private$.cache <- self$shape
+      invisible(self)
+    }))
+  z <- create_zarr()
+  a <- z$add_array("/", "a", define_array("int32", 4))
+  undeclared <- make(list())$new("a", a$metadata, z$root, z$store)
+  expect_error(undeclared$remember(), "locked")
+  declared <- make(list(.cache = NULL))$new("a", a$metadata, z$root, z$store)
+  expect_identical(declared$remember()$.__enclos_env__$private$.cache, 4L)
+})

@@ -47,3 +47,23 @@ test_that("zarr_options() reports whether bars are shown", {
   withr::local_options(zarr.progress = TRUE)
   expect_true(zarr_options("progress"))
 })
+
+test_that("a read's bar counts its chunks from the start, while the result's pages are touched", {
+  skip_if_not_installed("cli")
+  # 9.6 MB of doubles: above the size from which the engine touches the
+  # result's pages before reading (where the bar used to be closed at 0 of 0)
+  z <- create_zarr()
+  d <- define_array("float64", c(1200, 1000))
+  d$chunk_shape <- c(100, 100)
+  a <- z$add_array("/", "x", d)
+  withr::local_options(zarr.progress = FALSE)
+  a[] <- matrix(as.numeric(seq_len(1.2e6)), 1200)
+  withr::local_options(zarr.progress = TRUE, zarr.progress_min_bytes = 0, zarr.progress_after = 0,
+                       zarr.num_threads = 1, cli.dynamic = FALSE, cli.progress_show_after = 0)
+  out <- capture.output(x <- a[], type = "message")
+  expect_identical(x[1200, 1000], 1.2e6)
+  bar <- grep("Reading /x", out, fixed = TRUE, value = TRUE)
+  expect_gte(length(bar), 1L)
+  # 12 x 10 chunks
+  expect_true(all(grepl("[0-9]+/120 ", bar)))
+})

@@ -229,3 +229,113 @@ test_that("an OME-NGFF image on a web server opens by its metadata and a region 
   expect_identical(plain(r), x[2, 17:32, 1:16, drop = FALSE])
   expect_identical(srv$stats()$requests, 1L)
 })
+
+test_that("write_ome_ngff() of a level keeps its axes, scale, translation, units and omero channels", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  x <- array(as.integer(seq_len(2 * 3 * 16 * 12) %% 97), c(2, 3, 16, 12))
+  img <- write_ome_ngff(x, path, levels = 2, axes = c("c", "z", "y", "x"), scale = c(1, 3, 0.5, 0.25),
+                        units = c(NA, "nanometer", "nanometer", "nanometer"), name = "cells",
+                        channels = data.frame(label = c("DAPI", "GFP"), color = c("#0000FF", "#00FF00"),
+                                              window_start = c(0, 10), window_end = c(90, 80)))
+  expect_identical(img$channels$color, c("#0000FF", "#00FF00"))
+  path2 <- withr::local_tempfile(fileext = ".zarr")
+  img2 <- write_ome_ngff(img$level(2), path2, levels = 1)
+  img2 <- open_zarr(path2)$root
+  expect_identical(img2$axes$name, c("c", "z", "y", "x"))
+  expect_identical(img2$axes$unit, c(NA, "nanometer", "nanometer", "nanometer"))
+  expect_equal(img2$levels$scale[[1]], c(c = 1, z = 6, y = 1, x = 0.5))
+  expect_identical(img2$channels$label, c("DAPI", "GFP"))
+  expect_identical(img2$channels$color, c("#0000FF", "#00FF00"))
+  expect_identical(img2$channels$window_end, c(90, 80))
+  expect_identical(img2$ome$multiscales[[1]]$name, "cells")
+  expect_identical(unname(img2$level(1)[]), unname(img$level(2)[]))
+  # a translation is kept too, and given values override the level's
+  lv <- img2$level(1)
+  path3 <- withr::local_tempfile(fileext = ".zarr")
+  img3 <- write_ome_ngff(lv, path3, levels = 1, scale = c(1, 1, 1, 1), channels = c("a", "b"))
+  expect_equal(unname(img3$levels$scale[[1]]), c(1, 1, 1, 1))
+  expect_identical(img3$channels$label, c("a", "b"))
+  expect_error(write_ome_ngff(lv, withr::local_tempfile(fileext = ".zarr"), channels = "one"),
+               class = "zarr_error_argument")
+})
+
+test_that("write_ome_ngff(downsample = c(\"y\", \"x\")) keeps z, c and t at every level", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  x <- array(as.numeric(seq_len(2 * 2 * 4 * 16 * 16)), c(2, 2, 4, 16, 16))
+  img <- write_ome_ngff(x, path, levels = 3, axes = c("t", "c", "z", "y", "x"), scale = c(1, 1, 2, 0.5, 0.5),
+                        downsample = c("y", "x"))
+  lv <- img$levels
+  expect_equal(unname(lv$shape[[3]]), c(2, 2, 4, 4, 4))
+  expect_equal(unname(lv$scale[[3]]), c(1, 1, 2, 2, 2))
+  expect_identical(unname(img$level(3)[]), x[, , , c(1, 5, 9, 13), c(1, 5, 9, 13)])
+  # by default every space axis, z too
+  img <- write_ome_ngff(x, withr::local_tempfile(fileext = ".zarr"), levels = 2, axes = c("t", "c", "z", "y", "x"))
+  expect_equal(unname(img$levels$shape[[2]]), c(2, 2, 2, 8, 8))
+  expect_error(write_ome_ngff(x, withr::local_tempfile(fileext = ".zarr"), axes = c("t", "c", "z", "y", "x"),
+                              downsample = "c"), class = "zarr_error_argument")
+})
+
+test_that("channels are numbered from 1 in arguments and results; $levels prints one line per level", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  x <- array(as.integer(seq_len(3 * 8 * 8)), c(3, 8, 8))
+  img <- write_ome_ngff(x, path, levels = 2, axes = c("c", "y", "x"), channels = c("r", "g", "b"))
+  r <- img$read_region(1, c = c(2, 3), y = 0)
+  expect_identical(attr(r, "coordinates")$c, 2:3)
+  expect_identical(plain(r), x[2:3, 1, , drop = FALSE])
+  r <- img$read_region(1, c = "b")
+  expect_identical(attr(r, "coordinates")$c, 3L)
+  expect_identical(img$channels$label[attr(r, "coordinates")$c], "b")
+  lv <- img$levels
+  expect_s3_class(lv, "data.frame")
+  out <- capture.output(print(lv))
+  expect_length(out, 3L)
+  expect_match(out[1], "shape [c y x]", fixed = TRUE)
+  expect_match(out[3], "3 x 4 x 4", fixed = TRUE)
+})
+
+test_that("with options(zarr.format = 2) the image is OME-NGFF 0.4 in Zarr v2, which zarr-python 2 reads", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  x <- array(as.integer(seq_len(2 * 8 * 6)), c(2, 8, 6))
+  withr::with_options(list(zarr.format = 2), {
+    img <- write_ome_ngff(x, path, levels = 2, axes = c("c", "y", "x"), scale = c(1, 0.5, 0.5),
+                          channels = c("DAPI", "GFP"))
+  })
+  img <- open_zarr(path)$root
+  expect_identical(img$metadata$zarr_format, 2L)
+  expect_identical(img$version, "0.4")
+  expect_setequal(names(img$attributes), c("multiscales", "omero"))
+  expect_identical(img$channels$label, c("DAPI", "GFP"))
+  expect_identical(img$level(2)[], x[, c(1, 3, 5, 7), c(1, 3, 5)])
+  skip_on_cran()
+  skip_without_python_zarr()
+  got <- run_python('
+path = sys.argv[1]
+d = dump(path)
+ms = d["groups"]["/"]["multiscales"][0]
+emit({"version": ms["version"], "axes": [a["name"] for a in ms["axes"]],
+      "paths": [x["path"] for x in ms["datasets"]],
+      "scale1": ms["datasets"][1]["coordinateTransformations"][0]["scale"],
+      "labels": [c["label"] for c in d["groups"]["/"]["omero"]["channels"]],
+      "shape1": d["arrays"]["/1"]["shape"], "data1": d["arrays"]["/1"]["data"]})
+', path)
+  expect_identical(got$version, "0.4")
+  expect_identical(unlist(got$axes), c("c", "y", "x"))
+  expect_identical(unlist(got$paths), c("0", "1"))
+  expect_equal(unlist(got$scale1), c(1, 1, 1))
+  expect_identical(unlist(got$labels), c("DAPI", "GFP"))
+  expect_equal(unlist(got$shape1), c(2, 4, 3))
+  # C order of the R array's level 2
+  expect_identical(as.integer(unlist(got$data1)), as.integer(aperm(x[, c(1, 3, 5, 7), c(1, 3, 5)], 3:1)))
+})
+
+test_that("write_ome_ngff() of a level of an image whose omero channels do not match leaves them out", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  img <- write_ome_ngff(array(1:32, c(2, 4, 4)), path, levels = 1, axes = c("c", "y", "x"), channels = c("a", "b"))
+  o <- img$ome
+  o$omero$channels <- o$omero$channels[1]
+  img$set_attribute("ome", o)
+  img <- open_zarr(path)$root
+  img2 <- write_ome_ngff(img$level(1), withr::local_tempfile(fileext = ".zarr"), levels = 1)
+  expect_null(img2$channels)
+  expect_identical(img2$axes$name, c("c", "y", "x"))
+})

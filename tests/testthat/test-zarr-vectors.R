@@ -261,3 +261,51 @@ test_that("an object index stored as one manifest per variable-length bytes elem
   expect_equal(again$manifests(0:3), m)
   expect_equal(again$read_objects(0:3)$vertices, want)
 })
+
+test_that("$levels has level (from 0), path, vertex_count, bin_shape and scale per level", {
+  set.seed(3)
+  xyz <- matrix(runif(600, 0, 100), ncol = 3)
+  zv <- write_zarr_vectors(zv_tmp(), xyz, chunk_shape = c(50, 50, 50), bin_shape = c(10, 10, 20))
+  lv <- zv$levels
+  expect_named(lv, c("level", "path", "vertex_count", "bin_shape", "scale"))
+  expect_identical(lv$level, 0:1)
+  expect_identical(lv$path, c("0", "1"))
+  expect_identical(lv$vertex_count[1], 200)
+  expect_identical(lv$vertex_count[2], as.numeric(nrow(zv$read_level(1)$vertices)))
+  expect_identical(lv$bin_shape[[2]], c(x = 20, y = 20, z = 40))
+  expect_identical(lv$scale[[1]], c(x = 1, y = 1, z = 1))
+  expect_identical(lv$scale[[2]], c(x = 2, y = 2, z = 2))
+  # the level argument takes the same numbers
+  expect_identical(nrow(zv$read_level(lv$level[1])$vertices), 200L)
+  out <- capture.output(print(lv))
+  expect_length(out, 3L)
+  expect_match(out[1], "bin_shape [x y z]", fixed = TRUE)
+  expect_match(out[3], "20 x 20 x 40", fixed = TRUE)
+})
+
+test_that("float32 positions that lose precision warn (zarr_warning_precision); float64 keeps them", {
+  set.seed(4)
+  # georeferenced metres with centimetre detail
+  geo <- cbind(4.5e6 + round(runif(50, 0, 1000), 2), 5.6e6 + round(runif(50, 0, 1000), 2))
+  expect_warning(zv <- write_zarr_vectors(zv_tmp(), geo, chunk_shape = c(100, 100), levels = 1L),
+                 class = "zarr_warning_precision", regexp = "float64")
+  expect_gt(max(abs(as.matrix(zv$read_level(0)$vertices[, c("x", "y")]) - geo)), 0.01)
+  expect_no_warning(zv <- write_zarr_vectors(zv_tmp(), geo, chunk_shape = c(100, 100), levels = 1L,
+                                             dtype = "float64"))
+  v <- zv$read_level(0)$vertices
+  expect_identical(as.matrix(v[order(v$x), c("x", "y")]), unname(geo[order(geo[, 1]), ]), ignore_attr = TRUE)
+  # positions near the origin compared to their chunks: float32 is enough, no warning
+  expect_no_warning(write_zarr_vectors(zv_tmp(), matrix(runif(300, 0, 100), ncol = 3),
+                                       chunk_shape = c(50, 50, 50), levels = 1L))
+})
+
+test_that("write_zarr_vectors() writes Zarr v3 even under options(zarr.format = 2)", {
+  path <- zv_tmp()
+  withr::with_options(list(zarr.format = 2), {
+    zv <- write_zarr_vectors(path, matrix(c(1, 2, 3, 4, 5, 6), ncol = 3), chunk_shape = c(10, 10, 10), levels = 1L)
+    expect_identical(getOption("zarr.format"), 2)
+  })
+  expect_true(file.exists(file.path(path, "zarr.json")))
+  expect_false(file.exists(file.path(path, ".zgroup")))
+  expect_s3_class(open_zarr(path)$root, "zarr_vectors_store")
+})

@@ -1,0 +1,185 @@
+# A cheaper `$new()` for this package's own R6 classes (issue 27).
+#
+# R6's generator merges the method lists of every level of inheritance and
+# their fields anew for each object it makes (`merge_vectors()`,
+# `duplicated()`, recursive field merges), and this costs 0.1-0.4 ms for
+# the classes behind a plain open (store, zarr object, group, array, chunk
+# grid, data type), a third of `open_zarr(p)[["/x"]][i, j]`. Which
+# definition wins at each level depends on the class alone, so it is worked
+# out once per class here (a "plan"); each object then only gets its own
+# environments and its own copies of the methods bound to them, laid out
+# exactly as R6 lays them out (the public and private environments, one
+# enclosing environment per level with `self`, `private` and `super`, the
+# `super` binding environments, `.__enclos_env__` and `.__active__`, locked
+# method bindings, the class vector, finalizers), so that `super$`, active
+# bindings, `clone()` and `print()` behave as with R6's own constructor.
+#
+# Only generators of this package get it, in .onLoad(); subclasses made by
+# other packages (geozarr's) keep R6's constructor, which reads the same
+# generator fields. A generator changed with `$set()` or put under `$debug()`
+# is noticed (the plans are remade, or R6's constructor is used).
+
+r6_plans <- new.env(parent = emptyenv())
+
+# The generators, leaf first, then its ancestors.
+r6_lineage <- function(gen) {
+  out <- list()
+  while (!is.null(gen)) {
+    out[[length(out) + 1L]] <- gen
+    gen <- gen$get_inherit()
+  }
+  out
+}
+
+# Names of a merge of named lists in which a later definition wins, as R6's
+# merge_vectors(): the position in the concatenation of each kept element.
+r6_merge_index <- function(name_lists) {
+  all <- unlist(name_lists, use.names = FALSE)
+  if (!length(all)) return(integer())
+  which(!duplicated(all, fromLast = TRUE))
+}
+
+r6_make_plan <- function(gen) {
+  lineage <- r6_lineage(gen)
+  root_first <- rev(lineage)
+  n <- length(root_first)
+  own <- function(g, what) {
+    x <- g[[what]]
+    if (is.null(x)) list() else x
+  }
+  pub <- lapply(root_first, own, "public_methods")
+  priv <- lapply(root_first, own, "private_methods")
+  act <- lapply(root_first, own, "active")
+  # for each level k: the indices into the concatenation of levels 1..k
+  idx <- function(lists) lapply(seq_len(n), function(k) r6_merge_index(lapply(lists[seq_len(k)], names)))
+  fields <- function(what) {
+    x <- list()
+    for (g in root_first) if (length(g[[what]])) {
+      x <- c(x, g[[what]])
+      x <- x[!duplicated(names(x), fromLast = TRUE)]
+    }
+    x
+  }
+  list(
+    n = n,
+    parent_envs = lapply(root_first, function(g) g$parent_env),
+    pub = pub, priv = priv, act = act,
+    pub_idx = idx(pub), priv_idx = idx(priv), act_idx = idx(act),
+    has_act = vapply(seq_len(n), function(k) any(lengths(act[seq_len(k)]) > 0L), TRUE),
+    public_fields = fields("public_fields"), private_fields = fields("private_fields"),
+    has_priv = gen$has_private(),
+    lock_objects = isTRUE(gen$lock_objects),
+    classes = if (isTRUE(gen$class)) c(vapply(lineage, function(g) g$classname, ""), "R6")
+  )
+}
+
+r6_plan <- function(gen, key) {
+  plan <- r6_plans[[key]]
+  if (is.null(plan)) {
+    plan <- r6_make_plan(gen)
+    assign(key, plan, envir = r6_plans)
+  }
+  plan
+}
+
+# Methods of one level bound to that level's enclosing environment.
+r6_bind_funs <- function(funs, env) if (length(funs)) .Call(ffi_r6_rebind, funs, env) else funs
+
+# A new object of a plan's class, before initialize().
+r6_fast_build <- function(plan) {
+  n <- plan$n
+  has_priv <- plan$has_priv
+  private_bind_env <- if (has_priv) new.env(parent = emptyenv(), hash = FALSE)
+  public_bind_env <- new.env(parent = emptyenv(), hash = FALSE)
+  pub <- priv <- act <- vector("list", n)
+  super_bind <- NULL
+  for (k in seq_len(n)) {
+    enclos <- new.env(parent = plan$parent_envs[[k]], hash = FALSE)
+    if (k < n) {
+      bind <- new.env(parent = emptyenv(), hash = FALSE)
+      bind$.__enclos_env__ <- enclos
+    }
+    enclos$self <- public_bind_env
+    if (has_priv) enclos$private <- private_bind_env
+    if (!is.null(super_bind)) enclos$super <- super_bind
+    pub[[k]] <- r6_bind_funs(plan$pub[[k]], enclos)
+    priv[[k]] <- r6_bind_funs(plan$priv[[k]], enclos)
+    act[[k]] <- r6_bind_funs(plan$act[[k]], enclos)
+    merged_pub <- unlist(pub[seq_len(k)], recursive = FALSE)[plan$pub_idx[[k]]]
+    merged_priv <- unlist(priv[seq_len(k)], recursive = FALSE)[plan$priv_idx[[k]]]
+    merged_act <- if (plan$has_act[k]) unlist(act[seq_len(k)], recursive = FALSE)[plan$act_idx[[k]]] else list()
+    if (k < n) {
+      # a superclass level: what `super$` reaches from the level above
+      if (length(merged_pub)) .Call(ffi_r6_define, merged_pub, bind, FALSE, FALSE)
+      if (length(merged_priv)) .Call(ffi_r6_define, merged_priv, bind, FALSE, FALSE)
+      if (length(merged_act)) .Call(ffi_r6_define, merged_act, bind, TRUE, FALSE)
+      enclos$.__active__ <- merged_act
+      super_bind <- bind
+    }
+  }
+  # methods are locked, fields not (as R6 does)
+  if (length(merged_pub)) .Call(ffi_r6_define, merged_pub, public_bind_env, FALSE, TRUE)
+  if (length(plan$public_fields)) list2env(plan$public_fields, public_bind_env)
+  if (has_priv) {
+    if (length(merged_priv)) .Call(ffi_r6_define, merged_priv, private_bind_env, FALSE, TRUE)
+    if (length(plan$private_fields)) list2env(plan$private_fields, private_bind_env)
+  }
+  if (length(merged_act)) .Call(ffi_r6_define, merged_act, public_bind_env, TRUE, FALSE)
+  # (R6 keeps the list, empty too, when there is an active binding or a superclass)
+  if (n > 1L || length(plan$act[[n]])) enclos$.__active__ <- merged_act
+  public_bind_env$.__enclos_env__ <- enclos
+  if (plan$lock_objects) {
+    if (has_priv) lockEnvironment(private_bind_env)
+    lockEnvironment(public_bind_env)
+  }
+  class(public_bind_env) <- plan$classes
+  public_bind_env
+}
+
+# The finalizers R6 registers, for an initialised object.
+r6_finalizers <- function(obj) {
+  if (is.function(.subset2(obj, "finalize"))) {
+    fin <- function(e) .subset2(e, "finalize")()
+    environment(fin) <- baseenv()
+    reg.finalizer(obj, fin, onexit = TRUE)
+  }
+  priv <- .subset2(obj, ".__enclos_env__")$private
+  if (is.environment(priv) && is.function(.subset2(priv, "finalize"))) {
+    fin <- function(e) .subset2(e, ".__enclos_env__")$private$finalize()
+    environment(fin) <- baseenv()
+    reg.finalizer(obj, fin, onexit = TRUE)
+  }
+  invisible()
+}
+
+# Give a generator of this package the cheaper constructor (R6's own stays
+# reachable, for a generator under $debug()).
+r6_use_fast_new <- function(gen) {
+  if (!isTRUE(gen$portable) || !is.null(gen$.__r6_new__)) return(invisible())
+  key <- gen$classname
+  r6_new <- gen$new
+  gen$.__r6_new__ <- r6_new
+  # a method or field added with $set() (here or to a superclass) changes
+  # the plans: they are remade
+  r6_set <- gen$set
+  gen$set <- function(...) {
+    rm(list = ls(r6_plans, all.names = TRUE), envir = r6_plans)
+    r6_set(...)
+  }
+  gen$new <- function(...) {
+    if (length(gen$debug_names)) return(r6_new(...))
+    obj <- r6_fast_build(r6_plan(gen, key))
+    init <- .subset2(obj, "initialize")
+    if (is.function(init)) init(...)
+    else if (...length()) stop("Called new() with arguments, but there is no initialize method.")
+    r6_finalizers(obj)
+    obj
+  }
+  invisible()
+}
+
+# The classes made for every open and every array created.
+r6_fast_classes <- function() {
+  list(zarr_store, zarr_localstore, zarr_memorystore, zarr, zarr_object, zarr_node, zarr_group, zarr_array,
+       zarr_extension, zarr_data_type, chunk_grid_regular, chunk_grid_rectilinear, zarr_domain)
+}

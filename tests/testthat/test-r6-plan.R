@@ -1,0 +1,59 @@
+# R/r6_fast.R: this package's classes are built from a per-class plan; the
+# objects must be laid out exactly as R6's own constructor lays them out.
+
+r6_layout <- function(o) {
+  e <- o$.__enclos_env__
+  levels <- list()
+  while (!is.null(e)) {
+    b <- e$super
+    levels[[length(levels) + 1L]] <- list(
+      enclos = sort(ls(e, all.names = TRUE)), active = names(e$.__active__),
+      parent = environmentName(parent.env(e)), bind = if (!is.null(b)) sort(ls(b, all.names = TRUE)))
+    e <- if (is.null(b)) NULL else b$.__enclos_env__
+  }
+  pub <- sort(ls(o, all.names = TRUE))
+  list(class = class(o), public = pub, private = sort(ls(e <- o$.__enclos_env__$private, all.names = TRUE)),
+       locked = environmentIsLocked(o), levels = levels,
+       locked_bindings = vapply(pub, bindingIsLocked, TRUE, env = o),
+       active = vapply(pub, bindingIsActive, TRUE, env = o))
+}
+
+test_that("objects of the plan constructor are laid out as R6's own", {
+  path <- file.path(withr::local_tempdir(), "s.zarr")
+  z0 <- create_zarr(path)
+  z0$add_array("/", "a", define_array("int32", c(4, 3)))$write(matrix(1:12, 4, 3))
+  st1 <- zarr_localstore$new(path)
+  st2 <- zarr_localstore$.__r6_new__(path)
+  expect_identical(r6_layout(st1), r6_layout(st2))
+  z1 <- zarr$new(st1)
+  z2 <- zarr$.__r6_new__(st2)
+  expect_identical(r6_layout(z1), r6_layout(z2))
+  expect_identical(r6_layout(z1$root), r6_layout(z2$root))
+  expect_identical(r6_layout(z1[["/a"]]), r6_layout(z2[["/a"]]))
+  expect_identical(r6_layout(zarr_data_type$new("uint16", 7L)), r6_layout(zarr_data_type$.__r6_new__("uint16", 7L)))
+  expect_identical(r6_layout(chunk_grid_regular$new(c(10, 10), c(5, 5))),
+                   r6_layout(chunk_grid_regular$.__r6_new__(c(10, 10), c(5, 5))))
+  # methods reach their own object, super$ and active bindings work
+  expect_identical(z1[["/a"]][2, 3], 10L)
+  expect_identical(z1[["/a"]]$shape, c(4L, 3L))
+  expect_identical(zarr_data_type$new("uint16", 7L)$fill_value, 7L)
+  # a deep clone is a distinct hierarchy over the same store
+  zc <- z1$clone(deep = TRUE)
+  expect_false(identical(zc$root, z1$root))
+  expect_identical(zc[["/a"]][, ], matrix(1:12, 4, 3))
+  # errors of initialize() are the same
+  expect_error(zarr_data_type$new("no-such-type"), class = "zarr_error")
+  expect_error(zarr_data_type$.__r6_new__("no-such-type"), class = "zarr_error")
+})
+
+test_that("a method added with $set() reaches objects made afterwards", {
+  on.exit({
+    zarr_data_type$public_methods$r6_plan_probe <- NULL
+    rm(list = ls(r6_plans, all.names = TRUE), envir = r6_plans)
+  }, add = TRUE)
+  before <- zarr_data_type$new("int8")
+  zarr_data_type$set("public", "r6_plan_probe", function() paste("probe", self$data_type))
+  after <- zarr_data_type$new("int8")
+  expect_null(before$r6_plan_probe)
+  expect_identical(after$r6_plan_probe(), "probe int8")
+})
