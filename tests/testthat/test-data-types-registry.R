@@ -283,3 +283,29 @@ emit({"v": [list(bytes(x)) for x in z[:]], "d": str(z.dtype)})
   expect_identical(lapply(got$v, function(v) as.raw(unlist(v))), list(charToRaw("abc"), raw(3), charToRaw("xyz")))
   expect_identical(got$d, "|V3")
 })
+
+test_that("packbits stores int4, uint4 and float4_e2m1fn in 4 bits each, low bits first", {
+  # The registry's packbits text: int4, uint4 and float4_e2m1fn take 4 bits,
+  # element i is bits [4i, 4i + 4) of the sequence, byte j is bits
+  # [8j, 8j + 8), and the sequence is padded with zero bits.
+  withr::local_options(zarr.fill_as_na = FALSE)
+  root <- reg_hand_array("int4", c(0x00, 0x00, 0x00), 5, codecs = '[{"name": "packbits"}]')
+  a <- open_zarr(root)[["/a"]]
+  a[] <- c(1L, -1L, 7L, -8L, 3L) # nibbles 0x1, 0xf, 0x7, 0x8, 0x3
+  expect_identical(reg_chunk(root), as.raw(c(0xf1, 0x87, 0x03)))
+  expect_identical(open_zarr(root)[["/a"]][], c(1L, -1L, 7L, -8L, 3L))
+
+  root <- reg_hand_array("uint4", c(0x00, 0x00, 0x00), 5,
+                         codecs = '[{"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}]')
+  a <- open_zarr(root)[["/a"]]
+  a[] <- c(15L, 0L, 9L, 6L, 12L)
+  expect_identical(reg_chunk(root), as.raw(c(0x04, 0x0f, 0x69, 0x0c))) # 4 padding bits
+  expect_identical(open_zarr(root)[["/a"]][], c(15L, 0L, 9L, 6L, 12L))
+
+  # float4_e2m1fn: 1.0 is 0b0010, -6.0 is 0b1111, 0.5 is 0b0001
+  root <- reg_hand_array("float4_e2m1fn", c(0x00, 0x00), 3, codecs = '[{"name": "packbits"}]')
+  a <- open_zarr(root)[["/a"]]
+  a[] <- c(1, -6, 0.5)
+  expect_identical(reg_chunk(root), as.raw(c(0xf2, 0x01)))
+  expect_identical(open_zarr(root)[["/a"]][], c(1, -6, 0.5))
+})
