@@ -795,8 +795,9 @@ parse_array_metadata <- function(m, path = NULL) {
                      })
   check_codec_order(codecs, path)
   key_encoding <- array_key_encoding(m)
-  if (!is.null(edges) && any(codecs$names == "n5_default"))
-    zarr_abort("unsupported", "n5_default is not supported with a rectilinear chunk grid", array = path)
+  for (fixed in intersect(codecs$names, c("n5_default", "zfp"))) # their chunk shape is in the codec
+    if (!is.null(edges))
+      zarr_abort("unsupported", sprintf("%s is not supported with a rectilinear chunk grid", fixed), array = path)
   if (!is.null(edges) && any(codecs$names == "sharding_indexed")) {
     # each shard (chunk) of a rectilinear grid must hold whole inner chunks
     inner <- codec_chain_objects(codecs)[[which(codecs$names == "sharding_indexed")[1L]]]$inner_shape

@@ -552,3 +552,96 @@ zarr_codec_n5_default <- R6::R6Class("zarr_codec_n5_default",
 )
 register_codec("n5_default", function(config, data_type, chunk_shape)
   zarr_codec_n5_default$new(data_type, chunk_shape, config))
+
+# The zfp codec (a registered Zarr extension, zarr-extensions codecs/zarrs.zfp):
+# chunks compressed by the zfp library as one zfp field without a header.
+# src/codec_zfp.c runs after a little-endian bytes step; without libzfp the
+# row refuses with zarr_error_unsupported.
+zfp_data_types <- c("float32", "float64", "int32", "int64")
+zfp_mode_keys <- list(reversible = character(), fixed_rate = "rate", fixed_precision = "precision",
+                      fixed_accuracy = "tolerance", expert = c("minbits", "maxbits", "maxprec", "minexp"))
+
+#' The zfp codec
+#'
+#' An array -> bytes codec (a registered Zarr extension) that compresses each
+#' chunk with the zfp library as one zfp field, without zfp's own header.
+#' `mode` is "reversible" (lossless), "fixed_rate" (`rate` bits per value),
+#' "fixed_precision" (`precision` bit planes), "fixed_accuracy" (absolute
+#' error at most `tolerance`; float32 and float64 only) or "expert"
+#' (`minbits`, `maxbits`, `maxprec`, `minexp`, as zfp defines them). Data types
+#' float32, float64, int32 and int64; chunks of 1 to 4 dimensions (of more,
+#' if at most 4 are longer than 1). Needs the zfp library at install time
+#' (see [zarr_capabilities()]).
+#'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @export
+zarr_codec_zfp <- R6::R6Class("zarr_codec_zfp",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a zfp codec.
+    #' @param data_type The [zarr_data_type] of the array.
+    #' @param chunk_shape The chunk shape (integer vector).
+    #' @param configuration A list with `mode` and the mode's parameters.
+    #' @return An instance of this class.
+    initialize = function(data_type, chunk_shape, configuration = NULL) {
+      super$initialize("zfp", list())
+      dt <- as_data_type(data_type)
+      if (!is.character(dt$data_type) || !dt$data_type %in% zfp_data_types)
+        zarr_abort("codec", sprintf("zfp does not support data type '%s' (float32, float64, int32, int64)",
+                                    paste(format(dt$data_type), collapse = " ")))
+      mode <- configuration[["mode"]]
+      if (!is_json_string(mode) || !mode %in% names(zfp_mode_keys))
+        zarr_abort("codec", sprintf("zfp mode must be one of %s", paste(sprintf("\"%s\"", names(zfp_mode_keys)), collapse = ", ")))
+      extra <- setdiff(names(configuration), c("mode", zfp_mode_keys[[mode]]))
+      if (length(extra)) zarr_abort("codec", sprintf("zfp: unknown key '%s' for mode \"%s\"", extra[1L], mode))
+      if (mode == "fixed_accuracy" && dt$data_type %in% c("int32", "int64"))
+        zarr_abort("codec", "zfp: fixed_accuracy is for float32 and float64 only")
+      cfg <- list(mode = mode)
+      for (key in zfp_mode_keys[[mode]]) {
+        v <- configuration[[key]]
+        if (is.null(v)) zarr_abort("codec", sprintf("zfp mode \"%s\" needs '%s'", mode, key))
+        cfg[[key]] <- switch(key,
+          rate = , tolerance = {
+            v <- json_scalar_num(v, sprintf("zfp %s", key))
+            if (!is.finite(v) || v < 0 || (key == "rate" && v == 0))
+              zarr_abort("codec", sprintf("zfp %s must be a positive number", key))
+            v
+          },
+          precision = cfg_int(configuration, key, 0L, 1, 64, "zfp"),
+          maxprec = cfg_int(configuration, key, 0L, 1, 64, "zfp"),
+          minexp = cfg_int(configuration, key, 0L, -1074, 1100, "zfp"),
+          cfg_int(configuration, key, 0L, 0, 16658, "zfp")) # minbits, maxbits: zfp's ZFP_MAX_BITS
+      }
+      private$.cfg <- cfg
+      private$.dt <- dt
+      private$.chunk <- as.numeric(chunk_shape)
+      if (length(private$.chunk) > 4L && sum(private$.chunk > 1) > 4L)
+        zarr_abort("codec", "zfp: chunks have at most 4 dimensions longer than 1")
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_zfp`.
+    copy = function() zarr_codec_zfp$new(private$.dt, private$.chunk, private$.cfg),
+    #' @description Compress one chunk given as its little-endian element
+    #'   bytes in C order.
+    #' @param data A raw vector.
+    #' @return The zfp stream, a raw vector.
+    encode = function(data) .Call(ffi_codec_encode, private$c_spec()[[2L]], data),
+    #' @description Decompress one chunk into little-endian element bytes.
+    #' @param data A raw vector.
+    #' @return A raw vector.
+    decode = function(data) .Call(ffi_codec_decode, private$c_spec()[[2L]], data, NULL)
+  ),
+  private = list(
+    .cfg = NULL, .dt = NULL, .chunk = NULL,
+    config_list = function() private$.cfg,
+    c_spec = function() {
+      list(list(name = "bytes", endian = "little"),
+           c(list(name = "zfp", dtype = num_spec(private$.dt$data_type, FALSE), chunk_shape = private$.chunk),
+             private$.cfg))
+    }
+  )
+)
+register_codec("zfp", function(config, data_type, chunk_shape) zarr_codec_zfp$new(data_type, chunk_shape, config))

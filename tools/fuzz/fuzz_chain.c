@@ -5,7 +5,9 @@
  * jenkins_lookup3 (with a prefix) and packbits (bool, most significant bit
  * first); 29 conditional (zstd and crc32c, each applied or not as the
  * header byte says); 30 n5_default (an N5 block header, gzip, int16 chunks of
- * 4 x 3, truncated blocks padded).
+ * 4 x 3, truncated blocks padded); 31-35 zfp (reversible, fixed rate,
+ * fixed accuracy, fixed precision, expert; float64, float32, int32, int64;
+ * 1 to 4 dimensions and 6 with 2 longer than 1).
  * Every chain decodes through chain_decode_bytes() (the buffered path) and
  * chain_decode_to() (the zero-copy path); results must stay within the
  * bounds the engine relies on. */
@@ -39,6 +41,29 @@ static zcodec cdy(const char *name, const char *dtype, const char *astype, doubl
   zcodec c;
   zerr e = {ZE_OK, ""};
   if (zcodec_init(&c, name, &cfg, &e)) abort();
+  return c;
+}
+
+/* zfp: a chunk shape and a mode (src/codec_zfp.c) */
+static int64_t zfp_shape[ZARR_MAX_DIMS];
+static int zfp_ndim;
+static int zfp_dims(const zcfg *c, const char *key, int64_t *out, int max, zerr *e) {
+  (void)c; (void)key; (void)max; (void)e;
+  for (int d = 0; d < zfp_ndim; d++) out[d] = zfp_shape[d];
+  return zfp_ndim;
+}
+static zcodec zfp(const char *dtype, const char *mode, int ndim, const int64_t *shape) {
+  zfp_ndim = ndim;
+  for (int d = 0; d < ndim; d++) zfp_shape[d] = shape[d];
+  const zkv kv[] = {{"dtype", dtype, 0},      {"mode", mode, 0},         {"rate", NULL, 8.5},
+                    {"precision", NULL, 20},  {"tolerance", NULL, 1e-3}, {"minbits", NULL, 8},
+                    {"maxbits", NULL, 300},   {"maxprec", NULL, 30},     {"minexp", NULL, -100},
+                    {NULL, NULL, 0}};
+  zcfg cfg = zcfg_kv(kv);
+  cfg.dims = zfp_dims;
+  zcodec c;
+  zerr e = {ZE_OK, ""};
+  if (zcodec_init(&c, "zfp", &cfg, &e)) abort();
   return c;
 }
 
@@ -151,11 +176,16 @@ static int config(unsigned k, zchain *ch) {
            ch->n_bb = 1; break;
   case 29: b[0] = conditional(); ch->n_bb = 1; break;
   case 30: b[0] = n5_default(); ch->n_bb = 1; break;
+  case 31: b[0] = zfp("<f8", "reversible", 2, (const int64_t[]){5, 7}); ch->n_bb = 1; break;
+  case 32: b[0] = zfp("<f4", "fixed_rate", 1, (const int64_t[]){37}); ch->n_bb = 1; break;
+  case 33: b[0] = zfp("<f8", "fixed_accuracy", 3, (const int64_t[]){3, 4, 5}); ch->n_bb = 1; break;
+  case 34: b[0] = zfp("<i4", "fixed_precision", 4, (const int64_t[]){2, 3, 4, 5}); ch->n_bb = 1; break;
+  case 35: b[0] = zfp("<i8", "expert", 6, (const int64_t[]){1, 9, 1, 4, 1, 1}); ch->n_bb = 1; break;
   default: return -1;
   }
   return 0;
 }
-#define NCONF 31
+#define NCONF 36
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 5) return 0;
