@@ -795,7 +795,7 @@ parse_array_metadata <- function(m, path = NULL) {
                      })
   check_codec_order(codecs, path)
   key_encoding <- array_key_encoding(m)
-  for (fixed in intersect(codecs$names, c("n5_default", "zfp"))) # their chunk shape is in the codec
+  for (fixed in intersect(codecs$names, c("n5_default", "zfp", "zarrs.zfp"))) # their chunk shape is in the codec
     if (!is.null(edges))
       zarr_abort("unsupported", sprintf("%s is not supported with a rectilinear chunk grid", fixed), array = path)
   if (!is.null(edges) && any(codecs$names == "sharding_indexed")) {

@@ -553,8 +553,9 @@ zarr_codec_n5_default <- R6::R6Class("zarr_codec_n5_default",
 register_codec("n5_default", function(config, data_type, chunk_shape)
   zarr_codec_n5_default$new(data_type, chunk_shape, config))
 
-# The zfp codec (a registered Zarr extension, zarr-extensions codecs/zarrs.zfp):
-# chunks compressed by the zfp library as one zfp field without a header.
+# The zfp codec (registered Zarr extensions `zfp` and its older name
+# `zarrs.zfp`): chunks compressed by the zfp library as one zfp field
+# without a header.
 # src/codec_zfp.c runs after a little-endian bytes step; without libzfp the
 # row refuses with zarr_error_unsupported.
 zfp_data_types <- c("float32", "float64", "int32", "int64")
@@ -569,9 +570,10 @@ zfp_mode_keys <- list(reversible = character(), fixed_rate = "rate", fixed_preci
 #' "fixed_precision" (`precision` bit planes), "fixed_accuracy" (absolute
 #' error at most `tolerance`; float32 and float64 only) or "expert"
 #' (`minbits`, `maxbits`, `maxprec`, `minexp`, as zfp defines them). Data types
-#' float32, float64, int32 and int64; chunks of 1 to 4 dimensions (of more,
-#' if at most 4 are longer than 1). Needs the zfp library at install time
-#' (see [zarr_capabilities()]).
+#' float32, float64, int32 and int64; chunks of 0 to 4 dimensions. The older
+#' name `zarrs.zfp` (as the zarrs Rust crate writes it) also takes chunks of
+#' more dimensions when at most 4 are longer than 1. Needs the zfp library
+#' at install time (see [zarr_capabilities()]).
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @export
@@ -583,9 +585,10 @@ zarr_codec_zfp <- R6::R6Class("zarr_codec_zfp",
     #' @param data_type The [zarr_data_type] of the array.
     #' @param chunk_shape The chunk shape (integer vector).
     #' @param configuration A list with `mode` and the mode's parameters.
+    #' @param name "zfp" or "zarrs.zfp".
     #' @return An instance of this class.
-    initialize = function(data_type, chunk_shape, configuration = NULL) {
-      super$initialize("zfp", list())
+    initialize = function(data_type, chunk_shape, configuration = NULL, name = "zfp") {
+      super$initialize(match.arg(name, c("zfp", "zarrs.zfp")), list())
       dt <- as_data_type(data_type)
       if (!is.character(dt$data_type) || !dt$data_type %in% zfp_data_types)
         zarr_abort("codec", sprintf("zfp does not support data type '%s' (float32, float64, int32, int64)",
@@ -616,14 +619,16 @@ zarr_codec_zfp <- R6::R6Class("zarr_codec_zfp",
       private$.cfg <- cfg
       private$.dt <- dt
       private$.chunk <- as.numeric(chunk_shape)
-      if (length(private$.chunk) > 4L && sum(private$.chunk > 1) > 4L)
-        zarr_abort("codec", "zfp: chunks have at most 4 dimensions longer than 1")
+      if (length(private$.chunk) > 4L && (self$name == "zfp" || sum(private$.chunk > 1) > 4L))
+        zarr_abort("codec", sprintf("%s: chunks of %d dimensions (at most 4%s)", self$name, length(private$.chunk),
+                                    if (self$name == "zfp") "; 'zarrs.zfp' drops dimensions of length 1"
+                                    else " longer than 1"))
       private$.from <- "array"
       private$.to <- "bytes"
     },
     #' @description An independent copy of this codec.
     #' @return A `zarr_codec_zfp`.
-    copy = function() zarr_codec_zfp$new(private$.dt, private$.chunk, private$.cfg),
+    copy = function() zarr_codec_zfp$new(private$.dt, private$.chunk, private$.cfg, self$name),
     #' @description Compress one chunk given as its little-endian element
     #'   bytes in C order.
     #' @param data A raw vector.
@@ -639,9 +644,12 @@ zarr_codec_zfp <- R6::R6Class("zarr_codec_zfp",
     config_list = function() private$.cfg,
     c_spec = function() {
       list(list(name = "bytes", endian = "little"),
-           c(list(name = "zfp", dtype = num_spec(private$.dt$data_type, FALSE), chunk_shape = private$.chunk),
+           c(list(name = "zfp", dtype = num_spec(private$.dt$data_type, FALSE), chunk_shape = private$.chunk,
+                  squeeze = as.integer(self$name == "zarrs.zfp")),
              private$.cfg))
     }
   )
 )
 register_codec("zfp", function(config, data_type, chunk_shape) zarr_codec_zfp$new(data_type, chunk_shape, config))
+register_codec("zarrs.zfp", function(config, data_type, chunk_shape)
+  zarr_codec_zfp$new(data_type, chunk_shape, config, "zarrs.zfp"))

@@ -1,14 +1,16 @@
-/* zfp (a registered Zarr v3 extension, zarr-extensions codecs/zarrs.zfp): an
- * array -> bytes codec compressing a chunk with the zfp library (system
- * libzfp) as one zfp field, with no zfp header: the codec's configuration
- * says everything a header would. Modes: reversible, fixed_rate,
- * fixed_precision, fixed_accuracy and expert (zfp's own parameters).
+/* zfp (registered Zarr v3 extensions `zfp`, zarr-extensions codecs/zfp, and
+ * its older name `zarrs.zfp`): an array -> bytes codec compressing a chunk
+ * with the zfp library (system libzfp) as one zfp field, with no zfp header:
+ * the codec's configuration says everything a header would. Modes:
+ * reversible, fixed_rate, fixed_precision, fixed_accuracy and expert (zfp's
+ * own parameters).
  *
  * R describes the codec as a little-endian `bytes` step followed by this row,
  * so it sees the chunk's elements as little-endian bytes in C order; zfp's
- * first dimension (nx) varies fastest, so it is the chunk's last. Chunks of
- * more than 4 dimensions are compressed as the field of their dimensions
- * longer than 1 (at most 4), as the registry allows.
+ * first dimension (nx) varies fastest, so it is the chunk's last. A chunk of
+ * no dimensions is a field of one element. Chunks of more than 4 dimensions
+ * are refused by `zfp`; `zarrs.zfp` ("squeeze") compresses them as the field
+ * of their dimensions longer than 1, when at most 4 are.
  *
  * The zfp decoder does not check the end of its input: it reads whole
  * blocks of bits from the stream. A stored chunk is therefore decoded from a
@@ -39,8 +41,10 @@ static int zfp_parse(zcodec *c, const zcfg *cfg, zerr *e) {
   znum t;
   const char *mode;
   int64_t shape[ZARR_MAX_DIMS];
-  int ndim;
-  if (cfg_num_type(cfg, "zfp", "dtype", &t, e) || cfg_str(cfg, "zfp", "mode", &mode, e)) return -1;
+  int ndim, squeeze;
+  if (cfg_num_type(cfg, "zfp", "dtype", &t, e) || cfg_str(cfg, "zfp", "mode", &mode, e) ||
+      cfg_int(cfg, "zfp", "squeeze", 0, 1, &squeeze, e))
+    return -1;
   if (t.big) return zerr_set(e, ZE_CODEC, "codec 'zfp' reads little-endian elements");
   if (t.kind == 'f' && t.size == 4) k->type = zfp_type_float;
   else if (t.kind == 'f' && t.size == 8) k->type = zfp_type_double;
@@ -49,10 +53,13 @@ static int zfp_parse(zcodec *c, const zcfg *cfg, zerr *e) {
   else return zerr_set(e, ZE_CODEC, "codec 'zfp' compresses float32, float64, int32 and int64 only");
   k->elsize = t.size;
   if (cfg->dims == NULL) return zerr_set(e, ZE_CODEC, "codec 'zfp' runs only inside an array's codec chain");
-  if ((ndim = cfg->dims(cfg, "chunk_shape", shape, ZARR_MAX_DIMS, e)) < 1) {
+  if ((ndim = cfg->dims(cfg, "chunk_shape", shape, ZARR_MAX_DIMS, e)) < 0) {
     if (e->kind == ZE_OK) zerr_set(e, ZE_CODEC, "codec 'zfp' needs the chunk shape");
     return -1;
   }
+  if (ndim > 4 && !squeeze)
+    return zerr_set(e, ZE_CODEC, "codec 'zfp': chunks of %d dimensions (at most 4; 'zarrs.zfp' drops "
+                    "dimensions of length 1)", ndim);
   /* zfp's dimensions: the chunk's, last first; beyond 4, those longer than 1 */
   k->zdims = 0;
   for (int d = ndim - 1; d >= 0; d--) {

@@ -10,20 +10,23 @@ skip_without_zfp_cli <- function() {
 }
 
 # A v3 array of one chunk (shape = chunk shape) whose only codec is zfp.
-zfp_array <- function(dtype, shape, config) {
+zfp_array <- function(dtype, shape, config, name = "zfp") {
   root <- tempfile("zfp-")
   dir.create(file.path(root, "a"), recursive = TRUE)
   writeLines('{"zarr_format": 3, "node_type": "group", "attributes": {}}', file.path(root, "zarr.json"))
   meta <- list(zarr_format = 3L, node_type = "array", shape = as.list(shape), data_type = dtype,
                chunk_grid = list(name = "regular", configuration = list(chunk_shape = as.list(shape))),
                chunk_key_encoding = list(name = "default", configuration = list(separator = "/")),
-               fill_value = 0L, codecs = list(list(name = "zfp", configuration = config)),
+               fill_value = 0L, codecs = list(list(name = name, configuration = config)),
                attributes = setNames(list(), character()))
   writeLines(jsonlite::toJSON(meta, auto_unbox = TRUE, digits = NA), file.path(root, "a", "zarr.json"))
   root
 }
 
-zfp_chunk_path <- function(root, shape) do.call(file.path, c(list(root, "a", "c"), as.list(rep("0", length(shape)))))
+zfp_chunk_path <- function(root, shape) {
+  if (!length(shape)) return(file.path(root, "a", "c"))
+  do.call(file.path, c(list(root, "a", "c"), as.list(rep("0", length(shape)))))
+}
 
 # The elements in C order (the chunk's last dimension fastest), as raw bytes.
 zfp_raw <- function(x, dtype) {
@@ -179,21 +182,43 @@ test_that("the zfp command-line tool decodes our chunks and writes chunks we dec
   }
 })
 
-test_that("zfp chunks with more than 4 dimensions drop those of length 1; sharding holds zfp chunks", {
+test_that("zfp refuses chunks of more than 4 dimensions; zarrs.zfp drops those of length 1; 0-d is one element", {
   skip_without_codec("zfp")
   shape <- c(1, 6, 1, 5, 1)
-  root <- zfp_array("float64", shape, list(mode = "reversible"))
-  a <- open_zarr(root)[["/a"]]
   x <- zfp_test_values("float64", shape)
+  expect_error(open_zarr(zfp_array("float64", shape, list(mode = "reversible")))[["/a"]][],
+               class = "zarr_error_codec")
+  root <- zfp_array("float64", shape, list(mode = "reversible"), name = "zarrs.zfp")
+  a <- open_zarr(root)[["/a"]]
   a[] <- x
   expect_identical(open_zarr(root)[["/a"]][], x)
+  expect_identical(a$metadata$codecs[[1]]$name, "zarrs.zfp")
   # the stream is that of the 6 x 5 field
   root2 <- zfp_array("float64", c(6, 5), list(mode = "reversible"))
   b <- open_zarr(root2)[["/a"]]
   b[] <- array(x, c(6, 5))
   expect_identical(readBin(zfp_chunk_path(root, shape), "raw", 1e6), readBin(zfp_chunk_path(root2, c(6, 5)), "raw", 1e6))
-  expect_error(open_zarr(zfp_array("float64", c(2, 2, 2, 2, 2), list(mode = "reversible")))[["/a"]][],
+  # 1-4 dimensions keep their dimensions of length 1, under either name
+  root3 <- zfp_array("float64", c(6, 1, 5), list(mode = "reversible"), name = "zarrs.zfp")
+  d <- open_zarr(root3)[["/a"]]
+  d[] <- array(x, c(6, 1, 5))
+  expect_false(identical(readBin(zfp_chunk_path(root3, c(6, 1, 5)), "raw", 1e6),
+                         readBin(zfp_chunk_path(root2, c(6, 5)), "raw", 1e6)))
+  expect_identical(open_zarr(root3)[["/a"]][], array(x, c(6, 1, 5)))
+  expect_error(open_zarr(zfp_array("float64", c(2, 2, 2, 2, 2), list(mode = "reversible"), name = "zarrs.zfp"))[["/a"]][],
                class = "zarr_error_codec")
+
+  # a zero-dimensional array: a 1-d field of one element
+  root0 <- zfp_array("float64", integer(0), list(mode = "reversible"))
+  s0 <- open_zarr(root0)[["/a"]]
+  s0[] <- 2.75
+  expect_identical(open_zarr(root0)[["/a"]][], 2.75)
+  if (nzchar(Sys.which("zfp")) && !identical(Sys.getenv("NOT_CRAN"), "")) {
+    raw_in <- tempfile(); zf <- tempfile()
+    writeBin(2.75, raw_in, size = 8L, endian = "little")
+    zfp_cli("-i", raw_in, "-z", zf, "-t", "f64", "-1", "1", "-R")
+    expect_identical(readBin(zfp_chunk_path(root0, integer(0)), "raw", 100), readBin(zf, "raw", 100))
+  }
 
   z <- create_zarr()
   def <- define_array("float32", c(20, 12))

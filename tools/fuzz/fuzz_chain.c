@@ -58,7 +58,7 @@ static zcodec zfp(const char *dtype, const char *mode, int ndim, const int64_t *
   const zkv kv[] = {{"dtype", dtype, 0},      {"mode", mode, 0},         {"rate", NULL, 8.5},
                     {"precision", NULL, 20},  {"tolerance", NULL, 1e-3}, {"minbits", NULL, 8},
                     {"maxbits", NULL, 300},   {"maxprec", NULL, 30},     {"minexp", NULL, -100},
-                    {NULL, NULL, 0}};
+                    {"squeeze", NULL, ndim > 4}, {NULL, NULL, 0}};
   zcfg cfg = zcfg_kv(kv);
   cfg.dims = zfp_dims;
   zcodec c;
