@@ -95,7 +95,8 @@
 #' of several channels carry `channel_names` as vertex attributes do (the
 #' reference records no channel count for them).
 #'
-#' @seealso [write_zarr_vectors()], [zarr_domain]
+#' @seealso [write_zarr_vectors()], [zarr_domain], [zarr-vectors-plot] for
+#'   `plot()` of a store
 #' @name zarr-vectors
 #' @aliases zarr_vectors_store
 #' @examples
