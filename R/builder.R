@@ -209,10 +209,12 @@ array_builder <- R6::R6Class("array_builder",
         value <- if (is.null(value[["configuration"]])) value[["data_type"]] else list(name = value[["data_type"]], configuration = value[["configuration"]])
       private$.dt <- zarr_data_type$new(value)
       # variable-length types need their own array -> bytes codec
-      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = "vlen-bytes", "bytes")
-      is_ab <- vapply(private$.codecs, function(cd) cd[["name"]] %in% c("bytes", "vlen-utf8", "vlen-bytes"), TRUE)
+      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = , bytes = "vlen-bytes",
+                   vlen_array = "vlen-array", "bytes")
+      is_ab <- vapply(private$.codecs, function(cd) cd[["name"]] %in% c("bytes", "vlen-utf8", "vlen-bytes", "vlen-array"), TRUE)
       if (any(is_ab) && private$.codecs[[which(is_ab)[1L]]]$name != ab)
-        private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = if (ab == "bytes") list(endian = "little") else named_list())
+        private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = switch(ab, bytes = list(endian = "little"),
+          `vlen-array` = list(dtype = "<f8"), named_list())) # vlen-array: doubles unless reconfigured
     },
     #' @field fill_value The value of elements that were never written. Any
     #'   value but zero (`0`, `FALSE`, `""`, ...) and `NaN` also marks missing
@@ -304,7 +306,7 @@ array_builder <- R6::R6Class("array_builder",
   )
 )
 
-ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2")
+ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2", "vlen-array", "categorize", "n5_default", "zfp", "zarrs.zfp")
 
 #' Define a new Zarr array
 #'

@@ -17,6 +17,8 @@ codec_defaults <- list(
   bz2 = list(level = 1L),
   lzma = list(format = 1L, check = -1L), # preset, filters: none (liblzma's preset 6)
   adler32 = list(location = "start"),
+  crc32 = list(location = "start"),
+  jenkins_lookup3 = list(initval = 0L),
   shuffle = list(elementsize = 4L),
   packbits = list(padding_encoding = "none"),
   scale_offset = list(offset = 0, scale = 1),
@@ -779,19 +781,35 @@ zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",
   inherit = zarr_codec,
   cloneable = FALSE,
   public = list(
-    initialize = function(name) {
-      super$initialize(name, list())
+    initialize = function(name, configuration = named_list()) {
+      super$initialize(name, configuration)
       private$.from <- "array"
       private$.to <- "bytes"
     },
-    copy = function() zarr_codec_vlen$new(self$name),
-    metadata_fragment = function() list(name = self$name, configuration = named_list())
+    copy = function() zarr_codec_vlen$new(self$name, private$.config),
+    metadata_fragment = function() list(name = self$name, configuration = private$.config)
   ),
   private = list(c_spec = function() list(name = self$name))
 )
 register_codec("vlen-utf8", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-utf8"))
 register_codec("vlen-bytes", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-bytes"))
 register_codec("json2", function(config, data_type, chunk_shape) zarr_codec_vlen$new("json2"))
+# numcodecs' vlen-array (v2): the layout of vlen-bytes, each item the bytes
+# of a 1-d array of `dtype` ("<i4"); R converts items (R/v2.R)
+register_codec("vlen-array", function(config, data_type, chunk_shape) {
+  vlen_array_type(config[["dtype"]])
+  zarr_codec_vlen$new("vlen-array", list(dtype = config[["dtype"]]))
+})
+# numcodecs' categorize (v2): strings as the 1-based index of their label
+# (0: none), stored as `astype`; R decodes its chunks, as json2's (R/v2.R)
+register_codec("categorize", function(config, data_type, chunk_shape) {
+  labels <- config[["labels"]]
+  if (!is.list(labels) || !all(vapply(labels, is_json_string, TRUE)))
+    zarr_abort("codec", "categorize: labels must be an array of strings")
+  categorize_type(config[["astype"]] %||% "|u1", length(labels))
+  zarr_codec_vlen$new("categorize", list(labels = labels, dtype = config[["dtype"]] %||% "|O",
+                                         astype = config[["astype"]] %||% "|u1"))
+})
 
 as_data_type <- function(x) {
   if (inherits(x, "zarr_data_type")) return(x)
@@ -805,7 +823,12 @@ as_data_type <- function(x) {
 # (ffi_array_write, in pieces that an interrupt can stop).
 coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is_string_dtype(dtype)) {
-    if (dtype == "variable_length_bytes") {
+    if (dtype == "vlen_array") {
+      if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.numeric(v) || is.logical(v), TRUE)))
+        return(data)
+      zarr_abort("value", "vlen-array values are written from a list of numeric vectors", array = array)
+    }
+    if (dtype %in% c("variable_length_bytes", "bytes")) {
       if (is.raw(data)) data <- list(data)
       if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.raw(v), TRUE))) return(data)
       zarr_abort("value", "variable-length bytes are written from a list of raw vectors", array = array)
@@ -815,6 +838,7 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
     if (is.logical(data) && all(is.na(data))) return(as.character(data))
     zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
   }
+  if (identical(dtype_kind(dtype), "x")) return(raw_bits_values(data, dtype, array))
   if (is.character(data))
     zarr_abort("value", sprintf("character values cannot be stored as %s", dtype), array = array)
   if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
@@ -823,12 +847,13 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
     return(if (widen) as.double(data) else data)
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
+  complex_type <- identical(dtype_kind(dtype), "c")
   if (is.complex(data)) {
-    if (!dtype %in% c("complex64", "complex128"))
+    if (!complex_type)
       zarr_abort("value", sprintf("complex values cannot be stored as %s", dtype), array = array)
     return(data)
   }
-  if (dtype %in% c("complex64", "complex128")) {
+  if (complex_type) {
     if (!is.numeric(data) && !is.logical(data))
       zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
     return(as.complex(data))
@@ -836,6 +861,16 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is.logical(data) || is.integer(data) || is.double(data)) return(data)
   if (is.raw(data) && dtype == "uint8") return(data) # bytes as they are
   zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
+}
+
+# Values of a raw bits type (r8, r16, ...): a list of raw vectors of the
+# type's size.
+raw_bits_values <- function(data, dtype, array = NULL) {
+  size <- raw_bits_size(dtype)
+  if (!is.list(data) || !all(vapply(data, function(v) is.raw(v) && length(v) == size, TRUE)))
+    zarr_abort("value", sprintf("%s values are written from a list of raw vectors of %d bytes", dtype, size),
+               array = array)
+  data
 }
 
 # Set the class of freshly decoded data where R needs one.

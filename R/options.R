@@ -30,6 +30,16 @@
 #'   cannot hold `NA`. In integer and string arrays whose fill value is
 #'   zero or `""`, `NA` is written as that fill value (with a warning of
 #'   class `zarr_warning_na`) and reads back as it.
+#' * `zarr.missing_chunks`: `"fill"` (default): a chunk that the store
+#'   does not hold reads as the fill value, as the Zarr specification says
+#'   (writers leave out chunks that hold only the fill value). `"error"`: a
+#'   read that needs an absent chunk fails with an error of class
+#'   `zarr_error_missing_chunk` naming the array and the chunk's key, as
+#'   zarr-python does with `read_missing_chunks = False`: for stores that
+#'   should be complete, where an absent chunk means a failed upload or a
+#'   lost file. Writes that change part of an absent chunk are not
+#'   affected, and neither are inner chunks that a shard's index marks as
+#'   empty.
 #' * `zarr.decode_cf`: `TRUE` (default): reads of arrays whose
 #'   attributes follow the CF conventions (`scale_factor`, `add_offset`,
 #'   `_FillValue`, `missing_value`, `_Unsigned`, time `units` "<unit> since
@@ -182,7 +192,7 @@ zarr_num_threads <- function() {
 
 # What the engine is told besides the selection.
 engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
-  list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na,
+  list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na, missing_error = zarr_missing_chunks_error(),
        range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
        range_max = zarr_num_option("zarr.range_max", 16777216, 1),
        cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0),
@@ -204,6 +214,14 @@ zarr_num_option <- function(name, default, min = 0) {
 
 zarr_fill_as_na <- function(value = getOption("zarr.fill_as_na", TRUE)) {
   isTRUE(value)
+}
+
+# Whether reading an absent chunk is an error (zarr.missing_chunks = "error").
+zarr_missing_chunks_error <- function() {
+  v <- getOption("zarr.missing_chunks", "fill")
+  if (!is.character(v) || length(v) != 1L || !v %in% c("fill", "error"))
+    zarr_abort("argument", "option zarr.missing_chunks must be \"fill\" or \"error\"")
+  v == "error"
 }
 
 zarr_int64_mode <- function() {
@@ -257,6 +275,7 @@ is_text <- function(v) is.character(v) && length(v) >= 1L && !anyNA(v)
 zarr_option_table <- function() list(
   num_threads          = list(NULL, function(v) is_count(v, 1)),
   fill_as_na           = list(TRUE, is_flag),
+  missing_chunks       = list("fill", function(v) is.character(v) && length(v) == 1L && v %in% c("fill", "error")),
   decode_cf            = list(TRUE, is_flag),
   decode_valid_range   = list(FALSE, is_flag),
   format               = list(3L, function(v) is_count(v) && v %in% c(2, 3)),
