@@ -306,7 +306,7 @@ array_builder <- R6::R6Class("array_builder",
   )
 )
 
-ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2", "vlen-array", "categorize", "n5_default", "zfp", "zarrs.zfp")
+ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2", "vlen-array", "categorize", "n5_default", "packbits", "zfp", "zarrs.zfp")
 
 #' Define a new Zarr array
 #'

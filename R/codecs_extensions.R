@@ -11,10 +11,9 @@
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
 #' @examples
-#' # packbits takes the place of the bytes codec: set it in the metadata of a definition
-#' meta <- define_array("bool", 20)$metadata()
-#' meta$codecs <- list(list(name = "packbits"), list(name = "zstd"))
-#' def <- array_builder$new(meta)
+#' # packbits takes the place of the bytes codec
+#' def <- define_array("bool", 20)
+#' def$add_codec("packbits")
 #' def$codec_info
 #' z <- create_zarr() # in memory
 #' a <- z$add_array("/", "flags", def)
@@ -643,6 +642,19 @@ zfp_mode_keys <- list(reversible = character(), fixed_rate = "rate", fixed_preci
 #' at install time (see [zarr_capabilities()]).
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # zfp replaces the bytes codec: set it in the metadata of a definition
+#' if (!"zfp" %in% names(zarr_capabilities()$missing_codecs)) {
+#'   meta <- define_array("float64", c(16, 16))$metadata()
+#'   meta$codecs <- list(list(name = "zfp",
+#'                            configuration = list(mode = "fixed_accuracy", tolerance = 1e-3)))
+#'   z <- create_zarr() # in memory
+#'   a <- z$add_array("/", "field", array_builder$new(meta))
+#'   x <- outer(1:16, 1:16, function(i, j) sin(i / 3) * cos(j / 4))
+#'   a[] <- x
+#'   max(abs(a[] - x)) # within the tolerance
+#'   a$codecs[[1]]
+#' }
 #' @export
 zarr_codec_zfp <- R6::R6Class("zarr_codec_zfp",
   inherit = zarr_codec,

@@ -377,6 +377,7 @@ zarr_options <- function(key, value) {
 zarr_option_meaning <- c(
   num_threads = "threads that decode chunks",
   fill_as_na = "fill value reads as NA",
+  missing_chunks = "absent chunk: fill or error",
   decode_cf = "decode CF attributes",
   decode_valid_range = "mask values off valid_range",
   format = "Zarr format of new stores",
