@@ -439,7 +439,10 @@ new_array_at <- function(def, name, location) {
   list(result = out, array = arr)
 }
 
-is_zip_path <- function(p) grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p)
+# .ozx is OME-Zarr's single-file form (NGFF RFC-9): a zip file with the root
+# zarr.json at the top of the archive, which the zip store reads like any
+# zip file "zipped from within".
+is_zip_path <- function(p) grepl("[.](zip|ozx)$", p, ignore.case = TRUE) && !dir.exists(p)
 
 # A writable zip store for a zip file that does not exist yet.
 new_zip_store <- function(p) {

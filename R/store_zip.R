@@ -320,10 +320,16 @@ zip_file_seen <- function(p) {
 }
 
 # The files of a staging folder that become members (not a local store's
-# unfinished writes), sorted.
+# unfinished writes): the metadata documents first, the root's first and
+# then by depth (the order OME-Zarr's single-file .ozx, NGFF RFC-9, asks
+# for, so that a reader finds the hierarchy at the start), then the chunks,
+# each part sorted.
 zip_staged_names <- function(staging) {
   names <- sort(list.files(staging, recursive = TRUE, all.files = TRUE, no.. = TRUE))
-  names[!grepl("[.]partial$", names)]
+  names <- names[!grepl("[.]partial$", names)]
+  meta <- grepl("(^|/)(zarr[.]json|[.]zgroup|[.]zarray|[.]zattrs|[.]zmetadata)$", names)
+  depth <- nchar(gsub("[^/]", "", names))
+  c(names[meta][order(depth[meta], names[meta])], names[!meta])
 }
 
 # The copies of an existing zip file's members get one old time stamp (the
