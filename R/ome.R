@@ -2,9 +2,11 @@
 #'
 #' Groups that hold an OME-NGFF (OME-Zarr) multiscale image open as
 #' `zarr_ome_image` objects, and the arrays of its resolution levels as
-#' `zarr_ome_level` arrays. Both versions are read: 0.4 (Zarr v2, the
-#' `multiscales` and `omero` attributes) and 0.5 (Zarr v3, the same under
-#' the `ome` attribute). This is a [zarr_domain] named "OME-NGFF", registered
+#' `zarr_ome_level` arrays. Three versions are read: 0.4 (Zarr v2, the
+#' `multiscales` and `omero` attributes), 0.5 (Zarr v3, the same under the
+#' `ome` attribute) and 0.6 (Zarr v3, `ome`, with named coordinate systems
+#' and transformations between them, see below). A single-file image
+#' (`.ozx`) opens with `open_zarr("image.ozx")`, as a zip file. This is a [zarr_domain] named "OME-NGFF", registered
 #' when the package is loaded; `zarr_unregister_domain("OME-NGFF")` turns it
 #' off for the session.
 #'
@@ -25,9 +27,48 @@
 #' under the region are read. `$region_index()` gives the index ranges
 #' without reading.
 #'
+#' @section OME-NGFF 0.6:
+#' A 0.6 multiscale lists `coordinateSystems` (each a name and axes) and
+#' gives each dataset a transformation from its array into one of them, the
+#' image's intrinsic system (its axes are `$axes`); that transformation
+#' must be a scale, a translation or a sequence of both, which give the
+#' `scale` and `translation` of `$levels` as for 0.4/0.5. The multiscale's
+#' own `coordinateTransformations` lead from one named system to another
+#' (`$transformations` lists them). These types are understood, nested to
+#' at most 16 levels: `identity`, `scale`, `translation`, `affine` (rows of
+#' the matrix, each with its offset last; a homogeneous matrix too),
+#' `rotation`, `sequence`, `mapAxis` (input axis indices from 0, or the
+#' drafts' output-to-input axis names), `byDimension` and `bijection` (its
+#' forward transformation). `displacements` and `coordinates` fields are not
+#' applied: `$transformations` gives the `path` of their array and
+#' `$transformation_data(i)` reads it, by number or name.
+#'
+#' `$read_region(level, ..., coordinate_system = "name")` takes the
+#' coordinates of that system instead, its axes naming the arguments (every
+#' axis, channel axes too, takes coordinates there). The transformations
+#' from the intrinsic system are chained (the shortest chain of affine
+#' ones) and composed with the level's scale and translation. When every
+#' coordinate comes from one pixel axis (scale, translation, mapAxis,
+#' byDimension of those, sequences of them) the region is the pixels whose
+#' centres lie in it, as above. For a general affine transformation (shear,
+#' rotation) the region is not a box in pixels: what is read is the
+#' bounding box, in pixels, of the region's corners mapped back (so it
+#' holds pixels outside the region too), and a transformation that cannot be
+#' inverted (singular, or changing the number of axes) is an error. Axes
+#' not named take what the whole level covers. The result then has the
+#' attribute `"affine"`, a list of a matrix `A` and a vector `b`: the pixel
+#' at position `j` (a vector of indices from 0) of the result lies at the
+#' matrix product of `A` and `j` plus `b` in the system, and, when the map
+#' is axis-aligned, also `"coordinates"` per dimension.
+#'
 #' @section Fields and methods:
 #' An image (`zarr_ome_image`, a [zarr_group]) has:
-#' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
+#' * `$version`: "0.4", "0.5" or "0.6"; `$ome`: the OME attributes as stored.
+#' * `$coordinate_systems` (0.6): a named list of data frames of axes, one
+#'   per coordinate system; `$transformations` (0.6): a data frame with
+#'   `name`, `type`, `input`, `output` and `path` (of a field's array) of
+#'   the multiscale's transformations; `$transformation_data(i)`: the array
+#'   of a `displacements` or `coordinates` transformation. `NULL` for 0.4 and 0.5.
 #' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
 #' * `$levels`: a data frame (class `zarr_levels`) with `level` (1 is
 #'   the full resolution), `path`, and list columns `shape`, `scale` and
@@ -42,7 +83,8 @@
 #' * `$labels`: the label images under `labels/`, a named list of images.
 #' * `$label_colors`: for a label image, a data frame with `label_value`,
 #'   `red`, `green`, `blue`, `alpha`.
-#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na,
+#' * `$region_index(level, ..., coordinate_system = NULL)`,
+#'   `$read_region(level, ..., coordinate_system = NULL, fill_as_na,
 #'   drop = FALSE)`: see above; the region comes with its axes as the names
 #'   of its dimnames and the physical coordinates of its pixels in the
 #'   attribute `"coordinates"`. `drop = TRUE` drops the axes of one pixel
@@ -801,6 +843,11 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' For readers that only know Zarr v2 (zarr-python 2, older viewers), set
 #' `options(zarr.format = 2)` first: the store is then Zarr v2 with
 #' OME-NGFF 0.4 metadata (the `multiscales` and `omero` attributes).
+#' `version = "0.6"` writes OME-NGFF 0.6 (Zarr v3): one coordinate system
+#' named "physical" with the axes, and per level one transformation (a
+#' scale, or a sequence of scale and translation) from the level's array to
+#' it. A `location` ending in ".ozx" (or ".zip") writes a single-file image,
+#' a zip file.
 #'
 #' A level of an image (a `zarr_ome_level`, such as `img$level(2)`) is
 #' written with what its image says of it: its axes, scale, translation and
@@ -808,7 +855,7 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' unless other values are given.
 #'
 #' @param x An R array, a [zarr_array] or a level of an OME-NGFF image.
-#' @param location Path of the new store.
+#' @param location Path of the new store (a ".ozx" or ".zip" path: a zip file).
 #' @param levels Number of resolution levels.
 #' @param axes Names of the axes, one per dimension; "c" is a channel axis,
 #'   "t" a time axis, others are space axes.
@@ -825,6 +872,8 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' @param downsample Names of the axes halved from one level to the next:
 #'   by default every space axis. `c("y", "x")` keeps the number of
 #'   z planes at every level. Channel and time axes cannot be halved.
+#' @param version The OME-NGFF version: "0.4" (Zarr v2), "0.5" or "0.6"
+#'   (Zarr v3); by default 0.5, or 0.4 under `options(zarr.format = 2)`.
 #' @return The image, a `zarr_ome_image` (see [zarr-ome]).
 #' @export
 #' @examples

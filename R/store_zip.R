@@ -26,6 +26,13 @@
 #' `zarr_error_read_only` error. If the zip file is replaced while the store
 #' is open, open it again.
 #'
+#' A single-file OME-Zarr image (`.ozx`, OME-NGFF RFC-9) is such a zip file,
+#' zipped from within: `open_zarr("x.ozx")` and `create_zarr("x.ozx")` use
+#' this store as for ".zip". Written zip files list the metadata documents
+#' first, the root `zarr.json` at the very start and then by depth, as RFC-9
+#' asks; the zip comment RFC-9 suggests (the OME version as JSON) is not
+#' written, and readers do not need it.
+#'
 #' Writing (`read_only = FALSE`, also what `create_zarr("x.zip")` and
 #' `as_zarr(x, location = "x.zip")` use): a zip file cannot be changed in
 #' place safely, so the store keeps its keys in a staging folder next to the
