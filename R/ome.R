@@ -275,7 +275,7 @@ ome_compile <- function(node, t, n_in, n_out = NA_integer_, where, in_axes = NUL
       cols <- if (ty == "affine") n_in + 1L else n_in
       M <- do.call(rbind, lapply(rows, function(r) nums(r, cols, sprintf("rows of %d numbers", cols))))
       # a homogeneous (n+1) x (n+1) matrix drops its last row
-      if (ty == "affine" && nrow(M) == cols && nrow(M) > 1L &&
+      if (ty == "affine" && (is.na(n_out) || n_out == n_in) && nrow(M) == cols && nrow(M) > 1L &&
           all(M[cols, ] == c(rep(0, n_in), 1))) M <- M[-cols, , drop = FALSE]
       if (ty == "affine") aff(M[, seq_len(n_in), drop = FALSE], M[, cols]) else aff(M)
     },
@@ -335,7 +335,8 @@ ome_parse06 <- function(node, o, m) {
   cs <- m$coordinateSystems
   if (!is.list(cs) || !length(cs) || length(cs) > 1024L) ome_error(node, "'coordinateSystems' is not a list of coordinate systems")
   axes_df <- function(axes, where) {
-    if (!is.list(axes) || !length(axes) || !all(vapply(axes, is.list, TRUE)))
+    # 64 axes are far more than an image has, and bound the matrices built
+    if (!is.list(axes) || !length(axes) || length(axes) > 64L || !all(vapply(axes, is.list, TRUE)))
       ome_error(node, sprintf("coordinate system %s has no axes", where))
     ax <- data.frame(
       name = vapply(axes, function(a) as.character(a$name %||% NA_character_)[1L], ""),
@@ -464,6 +465,8 @@ ome_region06 <- function(node, p, l, shape, want, cs) {
     if (nrow(A) != n)
       zarr_abort("argument", sprintf("the map to '%s' changes the number of axes; read_region() needs one it can invert", cs),
                  array = node$path)
+    # the corners of the box: 2^n of them
+    if (n > 16L) zarr_abort("argument", "a general affine region takes at most 16 axes", array = node$path)
     if (abs(det(A)) < 1e-12 * max(1, max(abs(A)))^n)
       ome_error(node, sprintf("the transformation to '%s' is singular and cannot be inverted", cs))
     # the box in cs: given ranges, or what the whole level covers

@@ -107,6 +107,17 @@ test_that("a general affine reads the bounding box of the region mapped back, as
   # u 6..8 with v free: the box of the whole level in v (3..7), mapped back
   # j = (u - i) / 2 spans (6 - 4) / 2 = 1 to 8 / 2 = 4, i all of 0..4
   expect_identical(plain06(img$read_region(1, u = c(6, 8), coordinate_system = "out")), m65[2:5, ])
+  # the same matrix in homogeneous form (its last row 0 0 1) maps the same
+  img <- open_zarr(ome06_store(two_systems('{"type": "affine", "affine": [[2, 1, 0], [0, 1, 3], [0, 0, 1]],
+                                           "input": "in", "output": "out"}'), list(`0` = m65)))$root
+  expect_identical(plain06(img$read_region(1, y = c(0, 4), x = c(3, 5), coordinate_system = "out")), m65[1:3, 1:3])
+  # a rotation by 90 degrees keeps pixels on the axes, mapped exactly:
+  # y = -i, x = j; y -2..-1, x 3..4 is i 1..2, j 3..4
+  img <- open_zarr(ome06_store(two_systems('{"type": "rotation", "rotation": [[0, -1], [1, 0]],
+                                           "input": "in", "output": "out"}'), list(`0` = m65)))$root
+  r <- img$read_region(1, y = c(-2, -1), x = c(3, 4), coordinate_system = "out")
+  expect_identical(plain06(r), m65[4:5, 2:3])
+  expect_identical(attr(r, "coordinates"), list(j = c(3, 4), i = c(-1, -2)))
 })
 
 test_that("sequence, mapAxis and byDimension from the spec's examples map boxes exactly", {
