@@ -28,10 +28,13 @@
 #'
 #' A single-file OME-Zarr image (`.ozx`, OME-NGFF RFC-9) is such a zip file,
 #' zipped from within: `open_zarr("x.ozx")` and `create_zarr("x.ozx")` use
-#' this store as for ".zip". Written zip files list the metadata documents
-#' first, the root `zarr.json` at the very start and then by depth, as RFC-9
-#' asks; the zip comment RFC-9 suggests (the OME version as JSON) is not
-#' written, and readers do not need it.
+#' this store as for ".zip". RFC-9 requires the root `zarr.json` at the top
+#' of the archive, which is how this store writes; it reads an `.ozx` zipped
+#' from its parent folder too. Written zip files list the metadata
+#' documents first, the root `zarr.json` at the very start and then the
+#' others breadth-first, as RFC-9 recommends. The archive comment that RFC-9
+#' reserves for its "recommended variant" (which also asks for ZIP64 and
+#' sharding, not promised here) is not written, as RFC-9 then requires.
 #'
 #' Writing (`read_only = FALSE`, also what `create_zarr("x.zip")` and
 #' `as_zarr(x, location = "x.zip")` use): a zip file cannot be changed in
