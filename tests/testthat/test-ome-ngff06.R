@@ -294,6 +294,22 @@ test_that("a .ozx single-file image writes and opens like a zip store, metadata 
   expect_identical(open_zarr(o2)$root$level(1)[], m65)
 })
 
+test_that("zip files list their zarr.json documents first, breadth-first from the root", {
+  withr::local_options(zarr.format = 3L)
+  o <- withr::local_tempfile(fileext = ".ozx")
+  z <- create_zarr(o)
+  z$add_group("/", "b")
+  z$add_group("/", "a")
+  z$add_group("/a", "c")
+  z$add_array("/a/c", "v", define_array("int32", 4))$write(1:4)
+  z$add_array("/", "w", define_array("int32", 4))$write(5:8)
+  z$store$close()
+  nm <- utils::unzip(o, list = TRUE)$Name
+  expect_identical(nm, c("zarr.json", "a/zarr.json", "b/zarr.json", "w/zarr.json", "a/c/zarr.json",
+                         "a/c/v/zarr.json", "a/c/v/c/0", "w/c/0"))
+  expect_identical(open_zarr(o)$root$get_node("a/c/v")[], 1:4)
+})
+
 test_that("Python's zipfile reads a written .ozx: stored members, zarr.json first", {
   skip_on_cran()
   skip_without_python_zarr()
