@@ -45,7 +45,9 @@
 #'
 #' `$read_region(level, ..., coordinate_system = "name")` takes the
 #' coordinates of that system instead, its axes naming the arguments (every
-#' axis, channel axes too, takes coordinates there). The transformations
+#' axis, channel axes too, takes coordinates there: where the channel axis
+#' has a scale of 1 and no translation, the first channel is at 0, not 1).
+#' The transformations
 #' from the intrinsic system are chained (the shortest chain of affine
 #' ones) and composed with the level's scale and translation. When every
 #' coordinate comes from one pixel axis (scale, translation, mapAxis,

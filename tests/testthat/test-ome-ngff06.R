@@ -86,6 +86,36 @@ test_that("the spec's multiscale with an intrinsic and a physical system reads r
   expect_silent(grDevices::as.raster(img))
 })
 
+test_that("the spec's 5-d multiscale example (t, c, z, y, x in one physical system) reads and plots", {
+  # ngff_spec/examples/multiscales_strict/multiscales_example.json (its
+  # comments left out): three levels, each a scale into "physical"
+  ds <- vapply(0:2, function(k) sprintf('{"path": "%d", "coordinateTransformations": [{"type": "scale",
+    "scale": [0.1, 1.0, %s, %s, %s], "input": "%d", "output": "physical"}]}', k, 0.5 * 2^k, 0.5 * 2^k, 0.5 * 2^k, k), "")
+  ome <- sprintf('{"version": "0.6dev2", "multiscales": [{"name": "physical",
+    "coordinateSystems": [{"name": "physical", "axes": [
+      {"name": "t", "type": "time", "unit": "millisecond"}, {"name": "c", "type": "channel"},
+      {"name": "z", "type": "space", "unit": "micrometer"}, {"name": "y", "type": "space", "unit": "micrometer"},
+      {"name": "x", "type": "space", "unit": "micrometer"}]}],
+    "datasets": [%s], "type": "gaussian", "metadata": {"method": "skimage.transform.pyramid_gaussian"}}]}',
+    paste(ds, collapse = ", "))
+  full <- array(as.numeric(seq_len(2 * 2 * 4 * 8 * 8)), c(2, 2, 4, 8, 8))
+  lv <- list(`0` = full, `1` = full[, , c(1, 3), c(1, 3, 5, 7), c(1, 3, 5, 7), drop = FALSE],
+             `2` = full[, , 1, c(1, 5), c(1, 5), drop = FALSE])
+  img <- open_zarr(ome06_store(ome, lv))$root
+  expect_identical(img$version, "0.6dev2")
+  expect_identical(img$axes$type, c("time", "channel", "space", "space", "space"))
+  expect_identical(img$levels$scale[[3]], c(t = 0.1, c = 1, z = 2, y = 2, x = 2))
+  expect_identical(img$level(2)$units, c(t = "millisecond", c = NA, z = "micrometer", y = "micrometer", x = "micrometer"))
+  # t 0.1 is the second time point; y 1..2 and x 0..0.5 micrometres at level 1
+  r <- img$read_region(1, t = 0.1, c = 2, z = 0, y = c(1, 2), x = c(0, 0.5), drop = TRUE)
+  expect_identical(plain06(r), full[2, 2, 1, 3:5, 1:2])
+  # in a named system the channel axis takes its coordinate: 1 is the second
+  expect_identical(plain06(img$read_region(1, t = 0.1, c = 1, z = 0, y = c(1, 2), x = c(0, 0.5),
+                                           coordinate_system = "physical", drop = TRUE)), plain06(r))
+  expect_identical(zarr_levels(img)$path, c("0", "1", "2"))
+  expect_silent(grDevices::as.raster(img, channel = 2))
+})
+
 test_that("a general affine reads the bounding box of the region mapped back, as a hand computation gives", {
   # u = 2 j + i, v = i + 3 (examples/transformations/affine2d2d.json's form:
   # rows of the matrix with the offset last)
