@@ -57,11 +57,21 @@
 #' @seealso [write_anndata()] to write AnnData stores, [zarr_delayed()]
 #' @name anndata
 #' @examples
-#' \dontrun{
-#' ad <- read_anndata("pbmc.zarr")
+#' # a small AnnData store (3 cells x 2 genes) in a temporary folder
+#' path <- tempfile(fileext = ".zarr")
+#' write_anndata(list(
+#'   X = matrix(c(0, 1.5, 2, 0, 0, 3), 3, 2),
+#'   obs = data.frame(cell_type = c("T", "B", "T"), row.names = c("c1", "c2", "c3")),
+#'   var = data.frame(symbol = c("CD3E", "MS4A1"), row.names = c("g1", "g2"))), path)
+#' ad <- read_anndata(path)
 #' ad
-#' sce <- as_sce(ad)
+#' ad$X
+#' ad$obs
+#' if (interactive() && requireNamespace("SingleCellExperiment", quietly = TRUE)) {
+#'   sce <- as_sce(ad) # genes x cells (loading Bioconductor takes some seconds)
+#'   sce
 #' }
+#' unlink(path, recursive = TRUE)
 NULL
 
 anndata_elements <- c("X", "layers", "obs", "var", "obsm", "varm", "obsp", "varp", "uns")

@@ -1,7 +1,8 @@
 #' Create a Zarr store
 #'
 #' Creates a new Zarr v3 data set with an empty root group, in a directory on
-#' the local file system, in a zip file (a path ending in ".zip", see
+#' the local file system, in a zip file (a path ending in ".zip", or ".ozx"
+#' for OME-Zarr's single-file form, see
 #' [zarr_zipstore]: written when `z$store$close()` is called, or when the
 #' store is garbage collected or R exits), in an S3 bucket
 #' (`s3://bucket/prefix`, see [zarr_s3store]), in an Azure Blob container
@@ -19,7 +20,7 @@
 #'   methods) to build a hierarchy
 #' @param location Path of the new store directory (a "file://" URI works
 #'   too). By convention it ends in ".zarr". The directory must not exist yet
-#'   or be empty. A path ending in ".zip" makes a zip file, which must not
+#'   or be empty. A path ending in ".zip" or ".ozx" makes a zip file, which must not
 #'   exist yet. An `s3://bucket/prefix` location must hold no keys yet.
 #'   Omit it for an in-memory store.
 #' @return A [zarr] object.
@@ -48,7 +49,8 @@ create_zarr <- function(location) {
 #' Open a Zarr store
 #'
 #' Opens an existing Zarr data set (v2 or v3) in a local directory, in a
-#' zip file (a path ending in ".zip", see [zarr_zipstore]; read-only unless
+#' zip file (a path ending in ".zip", or ".ozx" for a single-file OME-Zarr
+#' image, see [zarr_zipstore]; read-only unless
 #' `read_only = FALSE` is given),
 #' on a web server (an `http://` or `https://` URL, see [zarr_httpstore];
 #' always read-only), in an S3 bucket (`s3://bucket/prefix`, see
@@ -448,7 +450,10 @@ new_array_at <- function(def, name, location) {
   list(result = out, array = arr)
 }
 
-is_zip_path <- function(p) grepl("[.]zip$", p, ignore.case = TRUE) && !dir.exists(p)
+# .ozx is OME-Zarr's single-file form (NGFF RFC-9): a zip file with the root
+# zarr.json at the top of the archive, which the zip store reads like any
+# zip file "zipped from within".
+is_zip_path <- function(p) grepl("[.](zip|ozx)$", p, ignore.case = TRUE) && !dir.exists(p)
 
 # A writable zip store for a zip file that does not exist yet.
 new_zip_store <- function(p) {

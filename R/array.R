@@ -569,7 +569,7 @@ zarr_array <- R6::R6Class("zarr_array",
     .cache_bytes = NULL,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
-    is_json2 = function() "json2" %in% private$.codecs$names,
+    is_json2 = function() any(r_object_codecs %in% private$.codecs$names), # chunks R decodes
 
     setup = function(lazy = TRUE) {
       m <- private$.metadata
@@ -740,7 +740,7 @@ str.zarr_array <- function(object, ...) {
 # v2 arrays whose fill value is null read unwritten elements as zero (or "");
 # a zero fill value marks nothing as missing (fill_is_missing_marker()).
 fill_for_null <- function(name) {
-  switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), 0)
+  switch(dtype_kind(name) %|NA|% "", s = "", b = FALSE, c = list(0, 0), x = raw(raw_bits_size(name)), 0)
 }
 
 # Validate array metadata (v3 form) and turn it into the objects an array
@@ -759,7 +759,7 @@ parse_array_metadata <- function(m, path = NULL) {
     zarr_abort("unsupported", "storage transformers are not supported", array = path)
   dtname <- m[["data_type"]]
   if (is.list(dtname)) dtname <- dtname[["name"]]
-  if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)))
+  if (!dtname %in% c(dtype_table$name, "structured") && is.null(r_dtype_get(dtname)) && is.na(raw_bits_size(dtname)))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", dtname), array = path)
   fill <- if (is.null(m[["fill_value"]])) fill_for_null(dtname) else m[["fill_value"]]
   if (dtname %in% c("struct", "structured") && is.character(fill) && is.list(m[["codecs"]]))
@@ -795,8 +795,17 @@ parse_array_metadata <- function(m, path = NULL) {
                      })
   check_codec_order(codecs, path)
   key_encoding <- array_key_encoding(m)
-  if (!is.null(edges) && any(codecs$names == "sharding_indexed"))
-    zarr_abort("unsupported", "sharding is not supported with a rectilinear chunk grid", array = path)
+  for (fixed in intersect(codecs$names, c("n5_default", "zfp", "zarrs.zfp"))) # their chunk shape is in the codec
+    if (!is.null(edges))
+      zarr_abort("unsupported", sprintf("%s is not supported with a rectilinear chunk grid", fixed), array = path)
+  if (!is.null(edges) && any(codecs$names == "sharding_indexed")) {
+    # each shard (chunk) of a rectilinear grid must hold whole inner chunks
+    inner <- codec_chain_objects(codecs)[[which(codecs$names == "sharding_indexed")[1L]]]$inner_shape
+    for (d in seq_along(edges))
+      if (any(edges[[d]] %% inner[d] != 0))
+        bad(sprintf("sharding: the inner chunk length %s does not divide every chunk length of dimension %d",
+                    format(inner[d]), d))
+  }
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
        key_encoding = key_encoding)
 }

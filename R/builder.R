@@ -9,6 +9,23 @@
 #'
 #' @seealso [define_array()], [zarr_codec] and its subclasses,
 #'   [chunk_grid_regular], [chunk_grid_rectilinear], [zarr_data_type]
+#' @examples
+#' def <- array_builder$new()
+#' def$data_type <- "int16"
+#' def$shape <- c(4, 5)
+#' def$chunk_shape <- c(2, 5)
+#' def$dimension_names <- c("y", "x")
+#' def$is_valid()
+#' def$codec_info
+#' z <- create_zarr() # in memory
+#' a <- z$add_array("/", "counts", def)
+#' a[] <- matrix(1:20, 4, 5)
+#' a[2, ]
+#' # another array like it, from its metadata as a template
+#' like <- array_builder$new(a$metadata)
+#' like$shape <- c(8, 5)
+#' b <- z$add_array("/", "more_counts", like)
+#' b$chunking
 #' @export
 array_builder <- R6::R6Class("array_builder",
   cloneable = FALSE,
@@ -192,10 +209,12 @@ array_builder <- R6::R6Class("array_builder",
         value <- if (is.null(value[["configuration"]])) value[["data_type"]] else list(name = value[["data_type"]], configuration = value[["configuration"]])
       private$.dt <- zarr_data_type$new(value)
       # variable-length types need their own array -> bytes codec
-      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = "vlen-bytes", "bytes")
-      is_ab <- vapply(private$.codecs, function(cd) cd[["name"]] %in% c("bytes", "vlen-utf8", "vlen-bytes"), TRUE)
+      ab <- switch(private$.dt$data_type, string = "vlen-utf8", variable_length_bytes = , bytes = "vlen-bytes",
+                   vlen_array = "vlen-array", "bytes")
+      is_ab <- vapply(private$.codecs, function(cd) cd[["name"]] %in% c("bytes", "vlen-utf8", "vlen-bytes", "vlen-array"), TRUE)
       if (any(is_ab) && private$.codecs[[which(is_ab)[1L]]]$name != ab)
-        private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = if (ab == "bytes") list(endian = "little") else named_list())
+        private$.codecs[[which(is_ab)[1L]]] <- list(name = ab, configuration = switch(ab, bytes = list(endian = "little"),
+          `vlen-array` = list(dtype = "<f8"), named_list())) # vlen-array: doubles unless reconfigured
     },
     #' @field fill_value The value of elements that were never written. Any
     #'   value but zero (`0`, `FALSE`, `""`, ...) and `NaN` also marks missing
@@ -287,7 +306,7 @@ array_builder <- R6::R6Class("array_builder",
   )
 )
 
-ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2")
+ab_codec_names <- c("bytes", "vlen-utf8", "vlen-bytes", "json2", "vlen-array", "categorize", "n5_default", "packbits", "zfp", "zarrs.zfp")
 
 #' Define a new Zarr array
 #'

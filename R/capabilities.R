@@ -1,8 +1,8 @@
 #' What this installation of zarr can do
 #'
 #' The C libraries this installation was built with. zstd, zlib, libcurl
-#' and libcrypto are always there; c-blosc, lz4, bzip2, liblzma and libxml2
-#' are optional: when the package was installed on a system without one,
+#' and libcrypto are always there; c-blosc, lz4, bzip2, liblzma, libzfp and
+#' libxml2 are optional: when the package was installed on a system without one,
 #' the codec it provides is left out (reading or writing an array that uses
 #' it fails with an error of class `zarr_error_unsupported` naming the codec
 #' and the library), and without libxml2 the listings of S3 buckets and Azure
@@ -27,7 +27,7 @@ zarr_capabilities <- function() {
   used_for <- c(
     zstd = "the zstd codec", zlib = "the gzip and zlib codecs, zip stores",
     "c-blosc" = "the blosc codec", liblz4 = "the lz4 codec", libbz2 = "the bz2 codec",
-    liblzma = "the lzma codec", libcurl = "HTTP, S3, GCS and Azure stores",
+    liblzma = "the lzma codec", libzfp = "the zfp codec", libcurl = "HTTP, S3, GCS and Azure stores",
     libcrypto = "signed S3 and Azure requests",
     libxml2 = "listing S3 buckets and Azure containers, S3 multipart uploads")
   required <- c("zstd", "zlib", "libcurl", "libcrypto")

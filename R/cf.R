@@ -824,6 +824,25 @@ as.data.frame.zarr_cf_dataset <- function(x, row.names = NULL, optional = FALSE,
 #'
 #' Units such as "days" without "since" stay numbers (xarray makes them
 #' time differences).
+#' @examples
+#' # packed values: stored * scale_factor + add_offset, -1 marks missing values
+#' z <- as_zarr(c(0L, 25L, 50L, -1L), name = "temp") # in memory
+#' a <- z[["/temp"]]
+#' a$set_attributes(list(scale_factor = 0.5, add_offset = 10, `_FillValue` = -1L,
+#'                       units = "degC"))
+#' a[]
+#' a$read(decode = FALSE) # the stored values
+#' a # "Reads as" says what a read returns
+#' # times: numbers since an origin, in a calendar
+#' z <- as_zarr(c(0, 31, 59), name = "time")
+#' tm <- z[["/time"]]
+#' tm$set_attribute("units", "days since 2001-01-01")
+#' tm[] # Date
+#' tm$set_attribute("calendar", "360_day") # 30-day months: 2001-02-30 exists
+#' tm[] # a CFTime object with the CFtime package, else strings
+#' old <- options(zarr.decode_cf = FALSE)
+#' tm[]
+#' options(old)
 #' @name cf-decoding
 #' @seealso [zarr_array] (`read()`, `sel()`, `coords()`, `cf()`),
 #'   [zarr_dataset()], [zarr-options]

@@ -116,6 +116,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (spec$rtype == "raw" && is.null(rtype)) out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
       if (identical(dtype_kind(private$.dt$data_type), "t"))
         return(struct_read_frame(private$.dt, out, private$.codecs, sel_lengths(sel)))
+      if (identical(private$.dt$data_type, "vlen_array")) out <- vlen_array_from_raw(out, private$vlen_array_dtype())
       out <- finish_rtype(out, spec$rtype)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
       if (is.list(sel) && length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
@@ -141,6 +142,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       else if (identical(dtype_kind(private$.dt$data_type), "t"))
         struct_records(private$.dt, data, private$.codecs, private$.path)
       else coerce_for_dtype(data, private$.dt$data_type, array = private$.path, widen = FALSE)
+      if (identical(private$.dt$data_type, "vlen_array")) data <- vlen_array_to_raw(data, private$vlen_array_dtype())
       if (is.character(data) && any(Encoding(data) == "bytes"))
         zarr_abort("value", "strings marked as \"bytes\" cannot be written as text", array = private$.path)
       warn_na_as_fill(data, private$.dt, spec$fill_marks_missing, private$.path)
@@ -219,6 +221,12 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     .shape = NULL, .chunk = NULL, .dt = NULL, .codecs = NULL, .store = NULL,
     .prefix = "", .path = "/", .spec = NULL, .cache_bytes = NULL,
     .encoding = list(name = "default", separator = "/"),
+    vlen_array_dtype = function() {
+      fr <- if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_fragments(private$.codecs)
+        else lapply(private$.codecs, function(cd) cd$metadata_fragment())
+      cd <- Find(function(f) identical(f[["name"]], "vlen-array"), fr)
+      cd[["configuration"]][["dtype"]]
+    },
     check_ready = function() {
       if (is.null(private$.dt) || is.null(private$.codecs) || is.null(private$.store))
         zarr_abort("state", "the chunk grid is not attached to an array")
@@ -345,6 +353,18 @@ machine_memory_read <- function() {
 #'
 #' @seealso [chunk_grid_regular], [array_builder] (`chunk_shape`), [zarr_array]
 #'   (`chunking`)
+#' @examples
+#' # chunks of 2, 3 and 5 rows, and of 3 columns
+#' def <- define_array("float64", c(10, 6))
+#' def$chunk_shape <- list(c(2, 3, 5), 3)
+#' z <- create_zarr() # in memory
+#' a <- z$add_array("/", "r", def)
+#' a[] <- matrix(1:60, 10, 6)
+#' a$chunking
+#' a$chunking$chunk_edges
+#' a[4:6, 2] # rows 4 to 6 lie in the second chunk of rows
+#' # the grid on its own
+#' chunk_grid_rectilinear$new(c(10, 6), list(c(2, 3, 5), 3))
 #' @export
 chunk_grid_rectilinear <- R6::R6Class("chunk_grid_rectilinear",
   inherit = chunk_grid_regular,

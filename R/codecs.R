@@ -17,6 +17,8 @@ codec_defaults <- list(
   bz2 = list(level = 1L),
   lzma = list(format = 1L, check = -1L), # preset, filters: none (liblzma's preset 6)
   adler32 = list(location = "start"),
+  crc32 = list(location = "start"),
+  jenkins_lookup3 = list(initval = 0L),
   shuffle = list(elementsize = 4L),
   packbits = list(padding_encoding = "none"),
   scale_offset = list(offset = 0, scale = 1),
@@ -240,6 +242,21 @@ zarr_codec <- R6::R6Class("zarr_codec",
 #' single strided copy between chunks and the R array.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", c(3, 4))
+#' def$codec_info # arrays defined in R start with a transpose codec
+#' a <- z$add_array("/", "m", def)
+#' a[] <- matrix(1:12, 3, 4)
+#' tr <- a$codecs[[1]]
+#' tr
+#' tr$order # 0-based: dimensions stored reversed, so chunks hold R's column-major bytes
+#' a[2, ]
+#' # the codec on its own permutes an R array into the stored order and back
+#' tr3 <- zarr_codec_transpose$new(3)
+#' x <- array(1:24, c(2, 3, 4))
+#' dim(tr3$encode(x))
+#' identical(tr3$decode(tr3$encode(x)), x)
 #' @export
 zarr_codec_transpose <- R6::R6Class("zarr_codec_transpose",
   inherit = zarr_codec,
@@ -307,6 +324,19 @@ register_codec("transpose", function(config, data_type, chunk_shape)
 #' back. The byte order does not matter for one-byte types.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", 6)
+#' def$add_codec("bytes", list(endian = "big")) # reconfigures the one bytes codec
+#' a <- z$add_array("/", "big_endian", def)
+#' a[] <- 1:6
+#' a[]
+#' a$codecs[[1]]
+#' a$codecs[[1]]$endian
+#' # the codec on its own: R values to bytes and back
+#' b <- zarr_codec_bytes$new("int32", 2, list(endian = "big"))
+#' b$encode(c(1L, 256L))
+#' b$decode(b$encode(c(1L, 256L)))
 #' @export
 zarr_codec_bytes <- R6::R6Class("zarr_codec_bytes",
   inherit = zarr_codec,
@@ -402,6 +432,23 @@ register_codec("bytes", function(config, data_type, chunk_shape)
 #' Compresses chunks with gzip (zlib's deflate with a gzip header).
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(volcano))
+#' def$remove_codec("zstd")
+#' def$add_codec("gzip", list(level = 9))
+#' def$codec_info
+#' a <- z$add_array("/", "volcano", def)
+#' a[] <- volcano
+#' identical(a[], volcano)
+#' gz <- a$codecs[[3]]
+#' gz
+#' gz$level
+#' # the codec on its own compresses raw vectors
+#' bytes <- serialize(volcano, NULL)
+#' packed <- gz$encode(bytes)
+#' c(length(bytes), length(packed))
+#' identical(gz$decode(packed), bytes)
 #' @export
 zarr_codec_gzip <- R6::R6Class("zarr_codec_gzip",
   inherit = zarr_codec,
@@ -447,6 +494,20 @@ register_codec("gzip", function(config, data_type, chunk_shape) zarr_codec_gzip$
 #' Compresses chunks with Zstandard.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(volcano))
+#' def$remove_codec("zstd") # the default one, level 1
+#' def$add_codec("zstd", list(level = 9, checksum = TRUE))
+#' a <- z$add_array("/", "volcano", def)
+#' a[] <- volcano
+#' identical(a[], volcano)
+#' zs <- a$codecs[[3]]
+#' zs
+#' c(level = zs$level, checksum = zs$checksum)
+#' # the codec on its own compresses raw vectors
+#' bytes <- serialize(volcano, NULL)
+#' c(length(bytes), length(zs$encode(bytes)))
 #' @export
 zarr_codec_zstd <- R6::R6Class("zarr_codec_zstd",
   inherit = zarr_codec,
@@ -505,6 +566,17 @@ blosc_shuffles <- c("noshuffle", "shuffle", "bitshuffle")
 #' bytes or bits of the elements first, which helps numeric data compress.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(volcano))
+#' def$remove_codec("zstd")
+#' def$add_codec("blosc", list(cname = "lz4", clevel = 5))
+#' a <- z$add_array("/", "volcano", def)
+#' a[] <- volcano
+#' identical(a[], volcano)
+#' bl <- a$codecs[[3]]
+#' bl # byte shuffle of the 8-byte elements, then lz4
+#' bl$configuration
 #' @export
 zarr_codec_blosc <- R6::R6Class("zarr_codec_blosc",
   inherit = zarr_codec,
@@ -598,6 +670,21 @@ register_codec("blosc", function(config, data_type, chunk_shape)
 #' reading. A mismatch is an error of class `zarr_error_checksum`.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", 10)
+#' def$add_codec("crc32c")
+#' def$codec_info
+#' a <- z$add_array("/", "checked", def)
+#' a[] <- 1:10
+#' a[]
+#' # the codec on its own appends 4 bytes, and checks them when decoding
+#' cr <- a$codecs[[3]]
+#' sealed <- cr$encode(charToRaw("zarr"))
+#' sealed
+#' rawToChar(cr$decode(sealed))
+#' sealed[1] <- as.raw(0) # damage the data
+#' tryCatch(cr$decode(sealed), zarr_error_checksum = function(e) "checksum mismatch")
 #' @export
 zarr_codec_crc32c <- R6::R6Class("zarr_codec_crc32c",
   inherit = zarr_codec,
@@ -694,19 +781,35 @@ zarr_codec_vlen <- R6::R6Class("zarr_codec_vlen",
   inherit = zarr_codec,
   cloneable = FALSE,
   public = list(
-    initialize = function(name) {
-      super$initialize(name, list())
+    initialize = function(name, configuration = named_list()) {
+      super$initialize(name, configuration)
       private$.from <- "array"
       private$.to <- "bytes"
     },
-    copy = function() zarr_codec_vlen$new(self$name),
-    metadata_fragment = function() list(name = self$name, configuration = named_list())
+    copy = function() zarr_codec_vlen$new(self$name, private$.config),
+    metadata_fragment = function() list(name = self$name, configuration = private$.config)
   ),
   private = list(c_spec = function() list(name = self$name))
 )
 register_codec("vlen-utf8", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-utf8"))
 register_codec("vlen-bytes", function(config, data_type, chunk_shape) zarr_codec_vlen$new("vlen-bytes"))
 register_codec("json2", function(config, data_type, chunk_shape) zarr_codec_vlen$new("json2"))
+# numcodecs' vlen-array (v2): the layout of vlen-bytes, each item the bytes
+# of a 1-d array of `dtype` ("<i4"); R converts items (R/v2.R)
+register_codec("vlen-array", function(config, data_type, chunk_shape) {
+  vlen_array_type(config[["dtype"]])
+  zarr_codec_vlen$new("vlen-array", list(dtype = config[["dtype"]]))
+})
+# numcodecs' categorize (v2): strings as the 1-based index of their label
+# (0: none), stored as `astype`; R decodes its chunks, as json2's (R/v2.R)
+register_codec("categorize", function(config, data_type, chunk_shape) {
+  labels <- config[["labels"]]
+  if (!is.list(labels) || !all(vapply(labels, is_json_string, TRUE)))
+    zarr_abort("codec", "categorize: labels must be an array of strings")
+  categorize_type(config[["astype"]] %||% "|u1", length(labels))
+  zarr_codec_vlen$new("categorize", list(labels = labels, dtype = config[["dtype"]] %||% "|O",
+                                         astype = config[["astype"]] %||% "|u1"))
+})
 
 as_data_type <- function(x) {
   if (inherits(x, "zarr_data_type")) return(x)
@@ -720,7 +823,12 @@ as_data_type <- function(x) {
 # (ffi_array_write, in pieces that an interrupt can stop).
 coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is_string_dtype(dtype)) {
-    if (dtype == "variable_length_bytes") {
+    if (dtype == "vlen_array") {
+      if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.numeric(v) || is.logical(v), TRUE)))
+        return(data)
+      zarr_abort("value", "vlen-array values are written from a list of numeric vectors", array = array)
+    }
+    if (dtype %in% c("variable_length_bytes", "bytes")) {
       if (is.raw(data)) data <- list(data)
       if (is.list(data) && all(vapply(data, function(v) is.null(v) || is.raw(v), TRUE))) return(data)
       zarr_abort("value", "variable-length bytes are written from a list of raw vectors", array = array)
@@ -730,6 +838,7 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
     if (is.logical(data) && all(is.na(data))) return(as.character(data))
     zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
   }
+  if (identical(dtype_kind(dtype), "x")) return(raw_bits_values(data, dtype, array))
   if (is.character(data))
     zarr_abort("value", sprintf("character values cannot be stored as %s", dtype), array = array)
   if (dtype %in% c("numpy.datetime64", "numpy.timedelta64")) return(data)
@@ -738,12 +847,13 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
     return(if (widen) as.double(data) else data)
   if (inherits(data, "integer64")) return(data)
   if (is.factor(data)) zarr_abort("value", "factors cannot be written; convert them first", array = array)
+  complex_type <- identical(dtype_kind(dtype), "c")
   if (is.complex(data)) {
-    if (!dtype %in% c("complex64", "complex128"))
+    if (!complex_type)
       zarr_abort("value", sprintf("complex values cannot be stored as %s", dtype), array = array)
     return(data)
   }
-  if (dtype %in% c("complex64", "complex128")) {
+  if (complex_type) {
     if (!is.numeric(data) && !is.logical(data))
       zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
     return(as.complex(data))
@@ -751,6 +861,16 @@ coerce_for_dtype <- function(data, dtype, array = NULL, widen = TRUE) {
   if (is.logical(data) || is.integer(data) || is.double(data)) return(data)
   if (is.raw(data) && dtype == "uint8") return(data) # bytes as they are
   zarr_abort("value", sprintf("values of type %s cannot be stored as %s", typeof(data), dtype), array = array)
+}
+
+# Values of a raw bits type (r8, r16, ...): a list of raw vectors of the
+# type's size.
+raw_bits_values <- function(data, dtype, array = NULL) {
+  size <- raw_bits_size(dtype)
+  if (!is.list(data) || !all(vapply(data, function(v) is.raw(v) && length(v) == size, TRUE)))
+    zarr_abort("value", sprintf("%s values are written from a list of raw vectors of %d bytes", dtype, size),
+               array = array)
+  data
 }
 
 # Set the class of freshly decoded data where R needs one.

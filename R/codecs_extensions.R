@@ -10,6 +10,20 @@
 #' Signed integers are sign-extended when read.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # packbits takes the place of the bytes codec
+#' def <- define_array("bool", 20)
+#' def$add_codec("packbits")
+#' def$codec_info
+#' z <- create_zarr() # in memory
+#' a <- z$add_array("/", "flags", def)
+#' x <- rep(c(TRUE, FALSE, FALSE), length.out = 20)
+#' a[] <- x
+#' identical(a[], x)
+#' a$codecs[[1]]
+#' # on its own: nine bool elements (a byte each) become nine bits
+#' pb <- zarr_codec_packbits$new("bool")
+#' pb$encode(as.raw(c(1, 0, 1, 1, 0, 0, 0, 0, 1)))
 #' @export
 zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
   inherit = zarr_codec,
@@ -28,7 +42,8 @@ zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
       if (!is.character(name) || !name %in% c("bool", dtype_table$name[grepl("^(u?int|float)", dtype_table$name)]))
         zarr_abort("codec", sprintf("packbits does not support data type '%s'", paste(format(name), collapse = " ")))
       private$.dt <- dt
-      private$.bits <- if (name == "bool") 1L else as.integer(dt$size * 8L)
+      # the value bits: 1 for bool, 2 for int2, 4 for int4 and float4, 6 for float6
+      private$.bits <- if (name == "bool") 1L else dtype_table$bits[match(name, dtype_table$name)]
       pad <- configuration[["padding_encoding"]] %||% codec_default("packbits", "padding_encoding")
       if (!is_json_string(pad) || !pad %in% c("none", "first_byte", "last_byte"))
         zarr_abort("codec", "packbits padding_encoding must be \"none\", \"first_byte\" or \"last_byte\"")
@@ -64,7 +79,7 @@ zarr_codec_packbits <- R6::R6Class("zarr_codec_packbits",
       list(list(name = "bytes", endian = "little"),
            list(name = "packbits", dtype = sprintf("<%s%d", if (signed) "i" else "u", private$.dt$size),
                 bits = private$.bits, first_bit = private$.first, last_bit = private$.last,
-                padding = private$.pad))
+                padding = private$.pad, bit_order = "little"))
     }
   )
 )
@@ -125,6 +140,16 @@ json_scalar_num <- function(v, what) {
 #' integers. The rounding is lossy; it makes data compress better.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", 5)
+#' def$add_codec("bitround", list(keepbits = 4), .position = 1)
+#' def$codec_info
+#' a <- z$add_array("/", "rounded", def)
+#' a[] <- c(pi, exp(1), 1 / 3, 100.3, -2.71)
+#' a[] # 4 bits of each mantissa kept
+#' a$codecs[[1]]
+#' a$codecs[[1]]$configuration
 #' @export
 zarr_codec_bitround <- R6::R6Class("zarr_codec_bitround",
   inherit = zarr_codec_elementwise,
@@ -160,6 +185,18 @@ register_codec("bitround", function(config, data_type, chunk_shape) zarr_codec_b
 #' point data as small integers.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", 4)
+#' def$add_codec("scale_offset", list(offset = 280, scale = 100), .position = 1)
+#' a <- z$add_array("/", "t", def)
+#' a[] <- c(281.25, 279.5, 280, 283.75)
+#' a[] # reads undo the codec
+#' so <- a$codecs[[1]]
+#' so
+#' # what is stored: (x - 280) * 100; the codec takes and gives little-endian elements
+#' stored <- so$encode(writeBin(c(281.25, 279.5), raw(), endian = "little"))
+#' readBin(stored, "double", 2, endian = "little")
 #' @export
 zarr_codec_scale_offset <- R6::R6Class("zarr_codec_scale_offset",
   inherit = zarr_codec_elementwise,
@@ -204,6 +241,23 @@ cast_roundings <- c("nearest-even", "towards-zero", "towards-positive", "towards
 #' maps chosen values (such as NaN) explicitly.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # heights to a tenth of a metre, stored as 16-bit integers: (x - 100) * 10
+#' x <- volcano + 0.25
+#' z <- create_zarr() # in memory
+#' def <- define_array("float64", dim(x))
+#' def$add_codec("scale_offset", list(offset = 100, scale = 10), .position = 2)
+#' # the fill value, NaN, has no int16 value: the scalar map stores it as -32768
+#' def$add_codec("cast_value", list(data_type = "int16", scalar_map = list(
+#'   encode = list(list("NaN", -32768)), decode = list(list(-32768, "NaN")))), .position = 3)
+#' def$codec_info
+#' a <- z$add_array("/", "heights", def)
+#' a[] <- x
+#' max(abs(a[] - x)) # rounded to tenths (to the even tenth at a tie)
+#' cv <- a$codecs[[3]]
+#' c(cv$name, cv$mode)
+#' cv$data_type
+#' cv$configuration$rounding
 #' @export
 zarr_codec_cast_value <- R6::R6Class("zarr_codec_cast_value",
   inherit = zarr_codec_elementwise,
@@ -358,6 +412,19 @@ zarr_codec_r <- R6::R6Class("zarr_codec_r",
 #' is not supported.
 #'
 #' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # chunks of 3 x 4 elements stored as runs of 12 (the bytes are the same)
+#' z <- create_zarr() # in memory
+#' def <- define_array("int32", c(6, 4))
+#' def$chunk_shape <- c(3, 4)
+#' def$add_codec("reshape", list(shape = list(list(0, 1))), .position = 2)
+#' def$codec_info
+#' a <- z$add_array("/", "m", def)
+#' a[] <- matrix(1:24, 6, 4)
+#' a[4:6, ]
+#' rs <- a$codecs[[2]]
+#' rs
+#' rs$output_shape
 #' @export
 zarr_codec_reshape <- R6::R6Class("zarr_codec_reshape",
   inherit = zarr_codec,
@@ -440,3 +507,228 @@ zarr_codec_reshape <- R6::R6Class("zarr_codec_reshape",
   )
 )
 register_codec("reshape", function(config, data_type, chunk_shape) zarr_codec_reshape$new(chunk_shape, config))
+
+# The conditional codec (a registered Zarr extension): a bytes -> bytes codec
+# holding bytes -> bytes codecs of its own, each applied to a chunk or not, as
+# a header before the chunk's bytes says (src/codec_conditional.c). Writing
+# applies a codec unless it makes the chunk larger (checksums always).
+#' @noRd
+zarr_codec_conditional <- R6::R6Class("zarr_codec_conditional",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(data_type, configuration) {
+      super$initialize("conditional", list())
+      inner <- configuration[["codecs"]]
+      if (!is.list(inner) || !is.null(names(inner)))
+        zarr_abort("codec", "conditional: 'codecs' must be an array of codecs")
+      private$.codecs <- codecs_from_metadata(inner, data_type = data_type, chunk_shape = 1)
+      for (cd in private$.codecs)
+        if (cd$mode != "bytes -> bytes" || codec_is_elementwise(cd) || inherits(cd, "zarr_codec_r"))
+          zarr_abort("codec", sprintf("conditional holds bytes -> bytes codecs written in C, not '%s'", cd$name))
+      n <- length(private$.codecs)
+      bits <- configuration[["header_bits"]]
+      private$.bits_given <- !is.null(bits)
+      bits <- if (is.null(bits)) 8L * max(1L, ceiling(n / 8)) else cfg_int(configuration, "header_bits", 8L, 8, 64, "conditional")
+      if (bits %% 8L != 0L || bits < n)
+        zarr_abort("codec", sprintf("conditional: header_bits must be a multiple of 8 of at least %d", n))
+      private$.bits <- bits
+    },
+    copy = function() self,
+    encode = function(data) zarr_abort("codec", "conditional encodes chunks only, through the array"),
+    decode = function(data) zarr_abort("codec", "conditional decodes chunks only, through the array")
+  ),
+  active = list(codecs = function(value) private$.codecs),
+  private = list(
+    .codecs = NULL, .bits = 8L, .bits_given = FALSE,
+    config_list = function() {
+      c(list(codecs = lapply(private$.codecs, function(cd) cd$metadata_fragment())),
+        if (private$.bits_given) list(header_bits = private$.bits))
+    },
+    c_spec = function() {
+      list(name = "conditional", header_bytes = private$.bits %/% 8L,
+           codecs = c(list(list(name = "bytes", endian = "little")), lapply(private$.codecs, codec_c_spec)))
+    }
+  )
+)
+register_codec("conditional", function(config, data_type, chunk_shape) zarr_codec_conditional$new(data_type, config))
+
+# The n5_default codec (a registered Zarr extension): chunks stored as N5
+# blocks in the default mode. Its configuration holds a transpose that
+# reverses the dimensions, a big-endian bytes codec and at most one bytes ->
+# bytes codec; the engine runs the first two, and src/codec_n5.c the block
+# header and the compressor. N5 holds (u)int8-64 and float32/64.
+n5_data_types <- c("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+
+#' @noRd
+zarr_codec_n5_default <- R6::R6Class("zarr_codec_n5_default",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    initialize = function(data_type, chunk_shape, configuration) {
+      super$initialize("n5_default", list())
+      dt <- as_data_type(data_type)
+      if (!dt$data_type %in% n5_data_types)
+        zarr_abort("codec", sprintf("n5_default: N5 has no data type '%s'", dt$data_type))
+      inner <- configuration[["codecs"]]
+      if (!is.list(inner) || !is.null(names(inner)) || length(inner) < 2L || length(inner) > 3L)
+        zarr_abort("codec", "n5_default: 'codecs' must be a transpose, a bytes and at most one more codec")
+      n <- length(chunk_shape)
+      tr <- inner[[1L]]
+      order <- unlist(tr[["configuration"]][["order"]])
+      if (!identical(tr[["name"]], "transpose") || !identical(as.integer(order), rev(seq_len(n) - 1L)))
+        zarr_abort("codec", "n5_default: the first codec must be a transpose reversing the dimensions")
+      by <- inner[[2L]]
+      endian <- by[["configuration"]][["endian"]]
+      if (!identical(by[["name"]], "bytes") || !(identical(endian, "big") || (is.null(endian) && dt$size == 1L)))
+        zarr_abort("codec", "n5_default: the second codec must be bytes, big endian")
+      private$.bb <- if (length(inner) == 3L) codecs_from_metadata(inner[3L], data_type = dt, chunk_shape = chunk_shape)
+      if (length(private$.bb) && (private$.bb[[1L]]$mode != "bytes -> bytes" || codec_is_elementwise(private$.bb[[1L]]) ||
+                                  inherits(private$.bb[[1L]], "zarr_codec_r")))
+        zarr_abort("codec", "n5_default: the third codec must be a bytes -> bytes codec written in C")
+      private$.dt <- dt
+      private$.chunk <- as.numeric(chunk_shape)
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+    copy = function() self,
+    encode = function(data) zarr_abort("codec", "n5_default encodes chunks only, through the array"),
+    decode = function(data) zarr_abort("codec", "n5_default decodes chunks only, through the array")
+  ),
+  private = list(
+    .bb = NULL, .dt = NULL, .chunk = NULL,
+    config_list = function() {
+      n <- length(private$.chunk)
+      list(codecs = c(list(list(name = "transpose", configuration = list(order = json_array(rev(seq_len(n) - 1L)))),
+                           if (private$.dt$size == 1L) list(name = "bytes")
+                           else list(name = "bytes", configuration = list(endian = "big"))),
+                      lapply(private$.bb, function(cd) cd$metadata_fragment())))
+    },
+    c_spec = function() {
+      n <- length(private$.chunk)
+      fill <- fill_bytes(private$.dt$data_type, private$.dt$fill_value) # native order
+      if (.Platform$endian == "little") fill <- rev(fill)
+      list(list(name = "transpose", order = rev(seq_len(n) - 1L)),
+           list(name = "bytes", endian = "big"),
+           list(name = "n5_default", elsize = private$.dt$size, chunk_shape = private$.chunk,
+                fill = paste(as.character(fill), collapse = ""),
+                codecs = c(list(list(name = "bytes", endian = "big")), lapply(private$.bb, codec_c_spec))))
+    }
+  )
+)
+register_codec("n5_default", function(config, data_type, chunk_shape)
+  zarr_codec_n5_default$new(data_type, chunk_shape, config))
+
+# The zfp codec (registered Zarr extensions `zfp` and its older name
+# `zarrs.zfp`): chunks compressed by the zfp library as one zfp field
+# without a header.
+# src/codec_zfp.c runs after a little-endian bytes step; without libzfp the
+# row refuses with zarr_error_unsupported.
+zfp_data_types <- c("float32", "float64", "int32", "int64")
+zfp_mode_keys <- list(reversible = character(), fixed_rate = "rate", fixed_precision = "precision",
+                      fixed_accuracy = "tolerance", expert = c("minbits", "maxbits", "maxprec", "minexp"))
+
+#' The zfp codec
+#'
+#' An array -> bytes codec (a registered Zarr extension) that compresses each
+#' chunk with the zfp library as one zfp field, without zfp's own header.
+#' `mode` is "reversible" (lossless), "fixed_rate" (`rate` bits per value),
+#' "fixed_precision" (`precision` bit planes), "fixed_accuracy" (absolute
+#' error at most `tolerance`; float32 and float64 only) or "expert"
+#' (`minbits`, `maxbits`, `maxprec`, `minexp`, as zfp defines them). Data types
+#' float32, float64, int32 and int64; chunks of 0 to 4 dimensions. The older
+#' name `zarrs.zfp` (as the zarrs Rust crate writes it) also takes chunks of
+#' more dimensions when at most 4 are longer than 1. Needs the zfp library
+#' at install time (see [zarr_capabilities()]).
+#'
+#' @seealso [zarr_codec], [array_builder] (`add_codec()`)
+#' @examples
+#' # zfp replaces the bytes codec: set it in the metadata of a definition
+#' if (!"zfp" %in% names(zarr_capabilities()$missing_codecs)) {
+#'   meta <- define_array("float64", c(16, 16))$metadata()
+#'   meta$codecs <- list(list(name = "zfp",
+#'                            configuration = list(mode = "fixed_accuracy", tolerance = 1e-3)))
+#'   z <- create_zarr() # in memory
+#'   a <- z$add_array("/", "field", array_builder$new(meta))
+#'   x <- outer(1:16, 1:16, function(i, j) sin(i / 3) * cos(j / 4))
+#'   a[] <- x
+#'   max(abs(a[] - x)) # within the tolerance
+#'   a$codecs[[1]]
+#' }
+#' @export
+zarr_codec_zfp <- R6::R6Class("zarr_codec_zfp",
+  inherit = zarr_codec,
+  cloneable = FALSE,
+  public = list(
+    #' @description Create a zfp codec.
+    #' @param data_type The [zarr_data_type] of the array.
+    #' @param chunk_shape The chunk shape (integer vector).
+    #' @param configuration A list with `mode` and the mode's parameters.
+    #' @param name "zfp" or "zarrs.zfp".
+    #' @return An instance of this class.
+    initialize = function(data_type, chunk_shape, configuration = NULL, name = "zfp") {
+      super$initialize(match.arg(name, c("zfp", "zarrs.zfp")), list())
+      dt <- as_data_type(data_type)
+      if (!is.character(dt$data_type) || !dt$data_type %in% zfp_data_types)
+        zarr_abort("codec", sprintf("zfp does not support data type '%s' (float32, float64, int32, int64)",
+                                    paste(format(dt$data_type), collapse = " ")))
+      mode <- configuration[["mode"]]
+      if (!is_json_string(mode) || !mode %in% names(zfp_mode_keys))
+        zarr_abort("codec", sprintf("zfp mode must be one of %s", paste(sprintf("\"%s\"", names(zfp_mode_keys)), collapse = ", ")))
+      extra <- setdiff(names(configuration), c("mode", zfp_mode_keys[[mode]]))
+      if (length(extra)) zarr_abort("codec", sprintf("zfp: unknown key '%s' for mode \"%s\"", extra[1L], mode))
+      if (mode == "fixed_accuracy" && dt$data_type %in% c("int32", "int64"))
+        zarr_abort("codec", "zfp: fixed_accuracy is for float32 and float64 only")
+      cfg <- list(mode = mode)
+      for (key in zfp_mode_keys[[mode]]) {
+        v <- configuration[[key]]
+        if (is.null(v)) zarr_abort("codec", sprintf("zfp mode \"%s\" needs '%s'", mode, key))
+        cfg[[key]] <- switch(key,
+          rate = , tolerance = {
+            v <- json_scalar_num(v, sprintf("zfp %s", key))
+            if (!is.finite(v) || v < 0 || (key == "rate" && v == 0))
+              zarr_abort("codec", sprintf("zfp %s must be a positive number", key))
+            v
+          },
+          precision = cfg_int(configuration, key, 0L, 1, 64, "zfp"),
+          maxprec = cfg_int(configuration, key, 0L, 1, 64, "zfp"),
+          minexp = cfg_int(configuration, key, 0L, -1074, 1100, "zfp"),
+          cfg_int(configuration, key, 0L, 0, 16658, "zfp")) # minbits, maxbits: zfp's ZFP_MAX_BITS
+      }
+      private$.cfg <- cfg
+      private$.dt <- dt
+      private$.chunk <- as.numeric(chunk_shape)
+      if (length(private$.chunk) > 4L && (self$name == "zfp" || sum(private$.chunk > 1) > 4L))
+        zarr_abort("codec", sprintf("%s: chunks of %d dimensions (at most 4%s)", self$name, length(private$.chunk),
+                                    if (self$name == "zfp") "; 'zarrs.zfp' drops dimensions of length 1"
+                                    else " longer than 1"))
+      private$.from <- "array"
+      private$.to <- "bytes"
+    },
+    #' @description An independent copy of this codec.
+    #' @return A `zarr_codec_zfp`.
+    copy = function() zarr_codec_zfp$new(private$.dt, private$.chunk, private$.cfg, self$name),
+    #' @description Compress one chunk given as its little-endian element
+    #'   bytes in C order.
+    #' @param data A raw vector.
+    #' @return The zfp stream, a raw vector.
+    encode = function(data) .Call(ffi_codec_encode, private$c_spec()[[2L]], data),
+    #' @description Decompress one chunk into little-endian element bytes.
+    #' @param data A raw vector.
+    #' @return A raw vector.
+    decode = function(data) .Call(ffi_codec_decode, private$c_spec()[[2L]], data, NULL)
+  ),
+  private = list(
+    .cfg = NULL, .dt = NULL, .chunk = NULL,
+    config_list = function() private$.cfg,
+    c_spec = function() {
+      list(list(name = "bytes", endian = "little"),
+           c(list(name = "zfp", dtype = num_spec(private$.dt$data_type, FALSE), chunk_shape = private$.chunk,
+                  squeeze = as.integer(self$name == "zarrs.zfp")),
+             private$.cfg))
+    }
+  )
+)
+register_codec("zfp", function(config, data_type, chunk_shape) zarr_codec_zfp$new(data_type, chunk_shape, config))
+register_codec("zarrs.zfp", function(config, data_type, chunk_shape)
+  zarr_codec_zfp$new(data_type, chunk_shape, config, "zarrs.zfp"))

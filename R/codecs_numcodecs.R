@@ -6,7 +6,8 @@
 numcodecs_modes <- c(
   zlib = "bytes", gzip = "bytes", zstd = "bytes", blosc = "bytes", lz4 = "bytes", bz2 = "bytes",
   lzma = "bytes",
-  crc32c = "bytes", adler32 = "bytes", fletcher32 = "bytes", shuffle = "bytes",
+  crc32c = "bytes", adler32 = "bytes", fletcher32 = "bytes", crc32 = "bytes", jenkins_lookup3 = "bytes",
+  shuffle = "bytes", packbits = "bytes",
   delta = "array", fixedscaleoffset = "array", bitround = "array", quantize = "array", astype = "array"
 )
 
@@ -71,6 +72,15 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
         out$dtype <- num_spec(dt, big)
         out$astype <- num_spec(cfg[["astype"]] %||% dt, big)
       }
+      if (identical(private$.id, "jenkins_lookup3")) {
+        iv <- cfg[["initval"]]
+        if (!is.numeric(iv) || length(iv) != 1L || is.na(iv) || iv < 0 || iv >= 2^32 || iv != trunc(iv))
+          zarr_abort("codec", "numcodecs.jenkins_lookup3: initval must be a whole number from 0 to 2^32 - 1")
+        out$prefix <- jenkins_prefix_hex(cfg[["prefix"]])
+      }
+      if (identical(private$.id, "packbits")) # numcodecs: bool, one bit each, most significant first
+        out <- list(name = "packbits", dtype = "|u1", bits = 1L, first_bit = 0L, last_bit = 0L,
+                    padding = "first_byte", bit_order = "big")
       if (identical(private$.id, "lzma")) {
         out$preset <- if (is.null(cfg[["preset"]])) -1 else cfg[["preset"]]
         out$filters <- lzma_filters_text(cfg[["filters"]])
@@ -84,6 +94,18 @@ zarr_codec_numcodecs <- R6::R6Class("zarr_codec_numcodecs",
     }
   )
 )
+
+# numcodecs' jenkins_lookup3 prefix (bytes hashed before the data: a list of
+# byte values, or base64 text) as hexadecimal text for src/codec_checksum.c.
+jenkins_prefix_hex <- function(prefix) {
+  if (is.null(prefix)) return("")
+  bytes <- if (is_json_string(prefix)) tryCatch(jsonlite::base64_dec(prefix), error = function(e) NULL)
+    else suppressWarnings(as.numeric(unlist(prefix)))
+  if (is.null(bytes) || (is.numeric(bytes) && (anyNA(bytes) || any(bytes < 0 | bytes > 255 | bytes != trunc(bytes)))) ||
+      length(bytes) > 64L)
+    zarr_abort("codec", "numcodecs.jenkins_lookup3: prefix must be at most 64 bytes (byte values or base64)")
+  paste(sprintf("%02x", as.integer(bytes)), collapse = "")
+}
 
 # lzma's filter list (Python's lzma filter dicts: an "id" and options) as the
 # text src/codec_lzma.c reads: "3,dist=4;33,preset=1". Ids beyond 2^53 (LZMA1,
@@ -139,7 +161,7 @@ chain_c_spec <- function(codecs) {
     if (length(moved) && identical(cd[["name"]], "transpose"))
       zarr_abort("unsupported", "an element filter before a transpose codec is not supported")
     if (identical(cd[["from"]], "array") && identical(cd[["to"]], "bytes")) {
-      if (length(moved) && cd[["name"]] %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2"))
+      if (length(moved) && cd[["name"]] %in% c("sharding_indexed", "vlen-utf8", "vlen-bytes", "json2", "n5_default"))
         zarr_abort("unsupported", sprintf("an element filter before '%s' is not supported", cd[["name"]]))
       big <- identical(cd[["endian"]], "big")
       sp <- codec_c_spec(cd)

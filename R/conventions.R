@@ -14,6 +14,17 @@
 #' registers the convention in a list of attributes and puts the properties
 #' there (the 0.3.0 form). The base class has no properties.
 #'
+#' @examples
+#' # a convention of your own: its name, schema URL and UUID
+#' conv <- zarr_convention$new("example", "https://example.org/example/schema.json",
+#'                             "7c1f5b2e-3a4d-4f6b-9e21-0b8d5c4a7e13")
+#' conv$description <- "An example convention"
+#' conv
+#' # a node that follows it lists it in its zarr_conventions attribute
+#' a <- as_zarr(1:3, name = "x")[["/x"]]
+#' a$set_attributes(conv$register(a$attributes))
+#' str(a$attributes)
+#' conv$register(list(), brief = TRUE)
 #' @export
 zarr_convention <- R6::R6Class("zarr_convention",
   cloneable = FALSE,
@@ -129,6 +140,16 @@ as_single_string <- function(value, what) {
 #' `attribute`, `index`, `name`) still work and `write()` stores them under
 #' the attribute key `ref`. `zarr_conv_ref` is the same class.
 #'
+#' @examples
+#' z <- create_zarr() # in memory
+#' data <- z$add_group("/", "data")
+#' meta <- z$add_group("/", "meta")
+#' ref <- zarr_convention_ref$new()
+#' ref$set("../data", attribute = "/attributes/title")
+#' ref$as_list()
+#' meta$set_attributes(c(ref$register(list()), list(ref = ref$as_list())))
+#' str(meta$attributes$ref)
+#' ref
 #' @export
 zarr_convention_ref <- R6::R6Class("zarr_convention_ref",
   inherit = zarr_convention,
@@ -231,6 +252,11 @@ zarr_convention_ref <- R6::R6Class("zarr_convention_ref",
 #' `zarr_conv_ref` is the class [zarr_convention_ref] and `zarr_conv_uom`
 #' the class [zarr_convention_uom], under the names they had in version
 #' 0.3.0.
+#' @examples
+#' identical(zarr_conv_uom, zarr_convention_uom)
+#' u <- zarr_conv_uom$new()
+#' u$unit <- "m"
+#' u$as_list()$ucum$unit
 #' @name zarr_conv_aliases
 #' @aliases zarr_conv_ref zarr_conv_uom
 #' @rawNamespace export(zarr_conv_ref, zarr_conv_uom)
@@ -259,6 +285,15 @@ json_pointer_tokens <- function(ptr) {
 #' `as_list()` gives the `uom` value (unit "1" and UCUM version "2.2" when
 #' not set). `zarr_conv_uom` is the same class.
 #'
+#' @examples
+#' uom <- zarr_convention_uom$new()
+#' uom$set("K", description = "air temperature")
+#' uom$as_list()
+#' z <- as_zarr(c(280.1, 281.4, 279.9), name = "t2m") # in memory
+#' a <- z[["/t2m"]]
+#' a$set_attributes(uom$write(a$attributes)) # registers the convention and writes "uom"
+#' str(a$attributes$uom)
+#' uom$unit
 #' @export
 zarr_convention_uom <- R6::R6Class("zarr_convention_uom",
   inherit = zarr_convention,

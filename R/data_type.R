@@ -12,9 +12,12 @@
 #   engine   the C engine's row that stores it
 #   v2       the Zarr v2 (numpy) dtype code without byte order, NA: none
 #   strkind  how the engine holds strings (variable length, UTF-32, fixed bytes)
-dtype_row <- function(name, size, kind, rtype, engine = name, v2 = NA, strkind = NA, bits = size * 8L)
+#   nan      whether a floating point (or complex) type has a NaN: the
+#            default fill value is NaN, else 0 (float6 and float4 have none)
+dtype_row <- function(name, size, kind, rtype, engine = name, v2 = NA, strkind = NA, bits = size * 8L,
+                      nan = TRUE)
   data.frame(name = name, size = as.integer(size), kind = kind, bits = as.integer(bits), rtype = rtype,
-             engine = engine, v2 = v2, strkind = strkind, stringsAsFactors = FALSE)
+             engine = engine, v2 = v2, strkind = strkind, nan = nan, stringsAsFactors = FALSE)
 
 dtype_table <- rbind(
   dtype_row("bool", 1, "b", "logical", v2 = "b1"),
@@ -36,8 +39,32 @@ dtype_table <- rbind(
   dtype_row("float8_e5m2", 1, "f", "double"),
   dtype_row("int4", 1, "i", "integer", bits = 4),
   dtype_row("uint4", 1, "u", "integer", bits = 4),
+  # the rest of the registry (zarr-developers/zarr-extensions, data-types/)
+  dtype_row("int2", 1, "i", "integer", bits = 2),
+  dtype_row("uint2", 1, "u", "integer", bits = 2),
+  dtype_row("float8_e3m4", 1, "f", "double"),
+  dtype_row("float8_e4m3fnuz", 1, "f", "double"),
+  dtype_row("float8_e4m3b11fnuz", 1, "f", "double"),
+  dtype_row("float8_e5m2fnuz", 1, "f", "double"),
+  dtype_row("float8_e8m0fnu", 1, "f", "double"),
+  dtype_row("float6_e2m3fn", 1, "f", "double", bits = 6, nan = FALSE),
+  dtype_row("float6_e3m2fn", 1, "f", "double", bits = 6, nan = FALSE),
+  dtype_row("float4_e2m1fn", 1, "f", "double", bits = 4, nan = FALSE),
+  dtype_row("complex_float64", 16, "c", "complex", engine = "complex128"),
+  dtype_row("complex_float32", 8, "c", "complex", engine = "complex64"),
+  dtype_row("complex_float16", 4, "c", "complex"),
+  dtype_row("complex_bfloat16", 4, "c", "complex"),
+  dtype_row(paste0("complex_float8_", c("e3m4", "e4m3", "e4m3b11fnuz", "e4m3fnuz", "e5m2", "e5m2fnuz", "e8m0fnu")),
+            2, "c", "complex"),
+  dtype_row(c("complex_float6_e2m3fn", "complex_float6_e3m2fn"), 2, "c", "complex", bits = 12, nan = FALSE),
+  dtype_row("complex_float4_e2m1fn", 2, "c", "complex", bits = 8, nan = FALSE),
   dtype_row("string", NA, "s", "character", engine = "string", strkind = "vlen-utf8"),
   dtype_row("variable_length_bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
+  # the registered name of variable-length bytes; its fill value is bytes
+  dtype_row("bytes", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
+  # Zarr v2 object arrays of numcodecs' vlen-array: numeric vectors, as
+  # vlen-bytes items the array converts (R/v2.R)
+  dtype_row("vlen_array", NA, "s", "list", engine = "string", strkind = "vlen-bytes"),
   dtype_row("fixed_length_utf32", NA, "s", "character", engine = "string", strkind = "utf32"),
   dtype_row("null_terminated_bytes", NA, "s", "character", engine = "string", strkind = "bytes"),
   dtype_row("numpy.datetime64", 8, "M", "POSIXct", engine = "int64"),
@@ -53,8 +80,19 @@ is_string_dtype <- function(name) name %in% dtype_table$name[dtype_table$kind ==
 # data types implemented in R), NA when unknown.
 dtype_kind <- function(name) {
   i <- match(name, dtype_table$name)
-  if (is.na(i)) return(if (!is.null(r_dtype_get(name))) "r" else NA_character_)
+  if (is.na(i)) return(if (!is.null(r_dtype_get(name))) "r" else if (!is.na(raw_bits_size(name))) "x" else NA_character_)
   dtype_table$kind[i]
+}
+
+# The core raw bits types r8, r16, ... (any multiple of 8 bits): bytes per
+# element, NA when `name` is not one. Their elements are R raw vectors in a
+# list, moved by the engine as fixed-size records (kind "x"); the engine's
+# records hold at most 1023 bytes.
+raw_bits_size <- function(name) {
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !grepl("^r[1-9][0-9]{0,4}$", name))
+    return(NA_integer_)
+  bits <- as.integer(substring(name, 2L))
+  if (bits %% 8L != 0L || bits / 8L > 1023L) NA_integer_ else bits %/% 8L
 }
 
 # Default fill values: a value that rarely occurs in real data, so that `NA`
@@ -68,6 +106,7 @@ dtype_default_fill <- function(name) {
   if (is.na(i)) {
     rd <- r_dtype_get(name)
     if (!is.null(rd)) return(rd$fill)
+    if (!is.na(raw_bits_size(name))) return(raw(raw_bits_size(name)))
     zarr_abort("data_type", sprintf("unknown data type '%s'", name))
   }
   bits <- dtype_table$bits[i]
@@ -75,9 +114,9 @@ dtype_default_fill <- function(name) {
     b = FALSE,
     i = if (bits == 64) "-9223372036854775808" else if (bits == 32) -2^31 else as.integer(-2^(bits - 1)),
     u = if (bits == 64) "18446744073709551615" else if (bits == 32) 2^32 - 1 else as.integer(2^bits - 1),
-    f = NaN,
-    c = list(NaN, NaN),
-    s = if (identical(name, "string")) "NA" else "",
+    f = if (dtype_table$nan[i]) NaN else 0,
+    c = if (dtype_table$nan[i]) list(NaN, NaN) else list(0, 0),
+    s = if (identical(name, "string")) "NA" else if (identical(name, "bytes")) raw(0) else "",
     M = , m = "-9223372036854775808",
     t = list() # set from the fields (struct_fill_normalize())
   )
@@ -88,6 +127,8 @@ dtype_info <- function(name) {
   if (is.na(i)) {
     rd <- r_dtype_get(name)
     if (!is.null(rd)) return(list(name = name, size = rd$size, signed = FALSE, rtype = "r", strkind = NA))
+    n <- raw_bits_size(name)
+    if (!is.na(n)) return(list(name = name, size = n, signed = FALSE, rtype = "list", strkind = "record"))
     zarr_abort("data_type", sprintf("unsupported data type '%s'", name))
   }
   # column by column: indexing a data.frame row is slow on every read
@@ -103,6 +144,14 @@ normalize_fill <- function(name, value) {
   if (inherits(value, "json_literal")) value <- unclass(value) # an integer beyond 2^53, as digits
   kind <- dtype_kind(name)
   if (identical(kind, "r")) return(r_dtype_fill(name, value))
+  if (identical(name, "bytes")) return(bytes_fill(value))
+  if (identical(kind, "x")) { # raw bits: an array of byte values (or raw, from R)
+    v <- if (is.raw(value)) value else bytes_fill(if (is.character(value)) list(NA) else value)
+    if (length(v) != raw_bits_size(name))
+      zarr_abort("fill_value", sprintf("the fill value of %s must be %d byte values", name, raw_bits_size(name)))
+    return(v)
+  }
+  if (kind %in% c("M", "m") && identical(value, "NaT")) return("-9223372036854775808") # NaT is -2^63
   if (identical(kind, "c")) {
     if (is.complex(value)) return(list(Re(value), Im(value)))
     if (is.list(value) && length(value) == 2L) return(value)
@@ -154,12 +203,28 @@ fill_json <- function(name, value) {
 #' A data type of a Zarr array, with the fill value that goes with it. The
 #' supported types are `bool`, `int8`, `int16`, `int32`, `int64`, `uint8`,
 #' `uint16`, `uint32`, `uint64`, `float16`, `float32`, `float64`, `complex64`
-#' and `complex128`, the registered extensions `bfloat16`, `float8_e4m3`,
-#' `float8_e5m2`, `int4` and `uint4`, the string types and the numpy
-#' datetime types. In R they appear as logical, integer (also for `int4` and
-#' `uint4`), double (also for `uint32` and the floating point types),
+#' and `complex128`, the raw bits types `r8`, `r16`, `r24`, ... (any
+#' multiple of 8 bits up to 1023 bytes), the registered extensions
+#' `bfloat16`, `float8_e4m3`, `float8_e5m2`, `float8_e3m4`,
+#' `float8_e4m3fnuz`, `float8_e4m3b11fnuz`, `float8_e5m2fnuz`,
+#' `float8_e8m0fnu`, `float6_e2m3fn`, `float6_e3m2fn`, `float4_e2m1fn`,
+#' `int2`, `uint2`, `int4`, `uint4`, `complex_float32`, `complex_float64`
+#' and the complex types of the small formats (`complex_float16`,
+#' `complex_bfloat16`, `complex_float8_e4m3`, ..., `complex_float4_e2m1fn`),
+#' the string types (`string`, `bytes`, also called
+#' `variable_length_bytes`, and the fixed-length ones) and the numpy
+#' datetime types. In R they appear as logical, integer (also for `int2`
+#' to `uint4`), double (also for `uint32` and the floating point types),
 #' `bit64::integer64` (for the 64-bit integers, when \pkg{bit64} is
-#' installed) and complex. Packages can add data types implemented in R with
+#' installed), complex, and lists of raw vectors (`bytes` and the raw bits
+#' types; the fill value of both is a raw vector, stored as an array of byte
+#' values). The small floating point formats round to the nearest value,
+#' ties to even; those without infinities turn larger values into NaN
+#' (`*fnuz`, `float8_e8m0fnu`, which also has no zero or sign: zero and
+#' negative values become NaN), and those without NaN (`float6_*`,
+#' `float4_e2m1fn`) refuse them, as they refuse NaN; their default fill
+#' value is 0. A datetime fill value of `"NaT"` reads as numpy's NaT.
+#' Packages can add data types implemented in R with
 #' [zarr_register_data_type()].
 #'
 #' Records: the `struct` data type (zarr-extensions, with its legacy name
@@ -180,11 +245,14 @@ fill_json <- function(name, value) {
 #' JSON object and in v2 as the record's bytes in base64, as zarr-python 2
 #' does. Fields of datetime or variable-length types are not supported.
 #'
-#' `NA` in a floating point type (`float16` to `float64`, `bfloat16`, the
-#' `float8` types) is stored as a NaN of its own bit pattern, apart from
-#' `NaN`, and reads back as `NA`; where the fill value stands for `NA` (see
-#' the `zarr.fill_as_na` option in [zarr-options]) it is stored as the fill
-#' value instead. Other readers see a NaN. Values that a double cannot hold
+#' `NA` in a floating point type (`float16` to `float64`, `bfloat16`,
+#' `float8_e4m3`, `float8_e5m2`, `float8_e3m4`) is stored as a NaN of its
+#' own bit pattern, apart from `NaN`, and reads back as `NA`; where the fill
+#' value stands for `NA` (see the `zarr.fill_as_na` option in
+#' [zarr-options]) it is stored as the fill value instead. Other readers see
+#' a NaN. Formats with a single NaN (`*fnuz`, `float8_e8m0fnu`) store `NA`
+#' as that NaN, and formats without one (`float6_*`, `float4_e2m1fn`) as
+#' the fill value. Values that a double cannot hold
 #' exactly (64-bit integers read as double) come with a warning.
 #' `POSIXct` and `Date` values written to `numpy.datetime64` (and `difftime`
 #' to `numpy.timedelta64`) are rounded down to the array's unit, as numpy
@@ -293,8 +361,24 @@ zarr_data_type <- R6::R6Class("zarr_data_type",
   private = list(.fill = NULL, .config = NULL, .layout = NULL)
 )
 
+# The fill value of the registry's `bytes` type: a JSON array of byte values
+# or base64 text (metadata), or a raw vector (R); kept as a raw vector.
+bytes_fill <- function(value) {
+  if (is.raw(value)) return(value)
+  if (is.character(value) && length(value) == 1L && !is.na(value)) {
+    if (!grepl("^[A-Za-z0-9+/]*={0,2}$", value) || nchar(value) %% 4L != 0L)
+      zarr_abort("fill_value", "the fill value of a bytes array must be base64 text or byte values")
+    return(jsonlite::base64_dec(value))
+  }
+  v <- suppressWarnings(as.numeric(unlist(value)))
+  if ((length(value) && !length(v)) || anyNA(v) || any(v < 0 | v > 255 | v != trunc(v)))
+    zarr_abort("fill_value", "the fill value of a bytes array must be byte values from 0 to 255")
+  as.raw(v)
+}
+
 # The fill value as the C engine wants it: native bytes, or UTF-8 text.
 fill_bytes <- function(name, value) {
+  if (is.raw(value) && (is_string_dtype(name) || identical(dtype_kind(name), "x"))) return(value) # bytes
   if (is_string_dtype(name)) return(charToRaw(enc2utf8(as.character(value))))
   .Call(ffi_fill_bytes, engine_dtype(name), value)
 }
@@ -303,6 +387,7 @@ fill_bytes <- function(name, value) {
 engine_dtype <- function(name) {
   i <- match(name, dtype_table$name)
   if (!is.na(i)) return(dtype_table$engine[i])
+  if (!is.na(raw_bits_size(name))) return("string") # records of the engine
   rd <- r_dtype_get(name)
   if (!is.null(rd)) return(paste0("r", rd$size * 8L))
   name
@@ -311,7 +396,7 @@ engine_dtype <- function(name) {
 engine_rtype <- function(dt) {
   kind <- dtype_kind(dt$data_type)
   if (identical(kind, "r")) return("raw")
-  if (identical(kind, "t")) return("list") # records as raw vectors
+  if (identical(kind, "t") || identical(kind, "x")) return("list") # records as raw vectors
   rt <- dt$Rtype
   if (rt %in% c("POSIXct", "Date", "difftime")) "double" else rt
 }
@@ -334,7 +419,7 @@ fill_is_nan <- function(v) {
 fill_is_missing_marker <- function(dt) {
   kind <- dtype_kind(dt$data_type)
   v <- dt$fill_value
-  !is.na(kind) && !kind %in% c("b", "r", "t") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
+  !is.na(kind) && !kind %in% c("b", "r", "t", "x") && !fill_is_nan(v) && !fill_is_zero(dt$data_type, v)
 }
 
 # NA written to a type without an NA of its own (integers, strings, times)

@@ -9,6 +9,31 @@
 #'
 #' @seealso [zarr_register_domain()], [zarr_domains()], [zarr_group],
 #'   [zarr_array]
+#' @examples
+#' # a domain that gives arrays with a "units" attribute a class of their own
+#' unit_array <- R6::R6Class("unit_array", inherit = zarr_array, cloneable = FALSE,
+#'   public = list(unit = function() self$attributes$units))
+#' unit_domain <- R6::R6Class("unit_domain", inherit = zarr_domain, cloneable = FALSE,
+#'   public = list(
+#'     initialize = function() super$initialize("example-units"),
+#'     build = function(name, metadata, parent) {
+#'       if (identical(metadata$node_type, "array") && !is.null(metadata$attributes$units))
+#'         unit_array$new(name, metadata, parent)
+#'       else
+#'         FALSE # not ours: the next domain, and in the end this package, builds it
+#'     }))
+#' zarr_register_domain(unit_domain$new())
+#' path <- tempfile(fileext = ".zarr")
+#' z <- create_zarr(path)
+#' a <- z$add_array("/", "height", define_array("int16", dim(volcano)))
+#' a$set_attribute("units", "m")
+#' plain <- z$add_array("/", "plain", define_array("int32", 3))
+#' z <- open_zarr(path)
+#' class(z[["/height"]])[1]
+#' z[["/height"]]$unit()
+#' class(z[["/plain"]])[1]
+#' zarr_unregister_domain("example-units")
+#' unlink(path, recursive = TRUE)
 #' @export
 zarr_domain <- R6::R6Class("zarr_domain",
   cloneable = FALSE,
@@ -75,6 +100,14 @@ domain_registry$domains <- list()
 #' @param first Whether the domain is offered nodes before the domains
 #'   registered already (`FALSE`: after them).
 #' @return Nothing, invisibly.
+#' @examples
+#' tagged <- R6::R6Class("tagged_domain", inherit = zarr_domain, cloneable = FALSE,
+#'   public = list(initialize = function() super$initialize("example-tagged")))
+#' zarr_register_domain(tagged$new()) # asked after the domains registered already
+#' names(zarr_domains())
+#' try(zarr_register_domain(tagged$new())) # a name is registered once
+#' zarr_unregister_domain("example-tagged")
+#' # see ?zarr_domain for a domain that builds nodes of its own classes
 #' @export
 zarr_register_domain <- function(domain, first = FALSE) {
   if (!inherits(domain, "zarr_domain")) zarr_abort("argument", "domain must be a zarr_domain")
@@ -90,6 +123,13 @@ zarr_register_domain <- function(domain, first = FALSE) {
 #'
 #' @param domain The name of the domain to unregister.
 #' @return Nothing, invisibly.
+#' @examples
+#' tagged <- R6::R6Class("tagged_domain", inherit = zarr_domain, cloneable = FALSE,
+#'   public = list(initialize = function() super$initialize("example-tagged")))
+#' zarr_register_domain(tagged$new())
+#' "example-tagged" %in% names(zarr_domains())
+#' zarr_unregister_domain("example-tagged")
+#' "example-tagged" %in% names(zarr_domains())
 #' @export
 zarr_unregister_domain <- function(domain) {
   if (inherits(domain, "zarr_domain")) domain <- domain$name
@@ -101,6 +141,10 @@ zarr_unregister_domain <- function(domain) {
 #' List the Zarr domains registered in this session
 #'
 #' @return A list of [zarr_domain] objects, named by domain.
+#' @examples
+#' doms <- zarr_domains() # this package registers its OME-NGFF and Zarr Vectors domains
+#' names(doms)
+#' doms[[1]]
 #' @export
 zarr_domains <- function() domain_registry$domains
 

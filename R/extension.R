@@ -7,6 +7,16 @@
 #'
 #' @seealso [zarr_codec], [zarr_data_type], [chunk_grid_regular],
 #'   [chunk_grid_rectilinear]
+#' @examples
+#' # the codecs, data type and chunk grid of an array are extension objects
+#' a <- as_zarr(matrix(1:6, 2, 3), name = "m")[["/m"]]
+#' vapply(a$codecs, function(cd) cd$name, "")
+#' inherits(a$codecs[[1]], "zarr_extension")
+#' str(a$chunking$metadata_fragment())
+#' # the base class holds a name and gives the simplest metadata fragment
+#' e <- zarr_extension$new("example")
+#' e$name
+#' e$metadata_fragment()
 #' @export
 zarr_extension <- R6::R6Class("zarr_extension",
   cloneable = FALSE,

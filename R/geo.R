@@ -251,6 +251,10 @@ zarr_convention_multiscales <- R6::R6Class("zarr_convention_multiscales",
 #' of a level is `group$get_node(asset)`; `stars::st_as_stars()` and
 #' `terra::rast()` of its arrays are georeferenced from the layout entry
 #' and the `proj:` and `spatial:` attributes of the group.
+#'
+#' For an OME-NGFF image (0.4, 0.5 or 0.6, a `zarr_ome_image`) the levels
+#' are the image's own `$levels` (see [zarr-ome]): `level`, `path`,
+#' `shape`, `scale` and `translation` per axis.
 #' @param group A [zarr_group].
 #' @return A data frame of class `zarr_levels` (zero rows when the group
 #'   has no `multiscales` layout).
@@ -272,6 +276,8 @@ zarr_convention_multiscales <- R6::R6Class("zarr_convention_multiscales",
 #' zarr_levels(g)
 zarr_levels <- function(group) {
   if (!inherits(group, "zarr_group")) zarr_abort("argument", "zarr_levels() needs a zarr_group")
+  # an OME-NGFF image (0.4 to 0.6) lists its own levels
+  if (inherits(group, "zarr_ome_image")) return(structure(group$levels, group = group$path))
   layout <- geo_layout(group)
   txt <- function(v) if (is.null(v)) NA_character_ else paste(format(unlist(v)), collapse = " x ")
   rows <- lapply(layout, function(l) {

@@ -2,9 +2,11 @@
 #'
 #' Groups that hold an OME-NGFF (OME-Zarr) multiscale image open as
 #' `zarr_ome_image` objects, and the arrays of its resolution levels as
-#' `zarr_ome_level` arrays. Both versions are read: 0.4 (Zarr v2, the
-#' `multiscales` and `omero` attributes) and 0.5 (Zarr v3, the same under
-#' the `ome` attribute). This is a [zarr_domain] named "OME-NGFF", registered
+#' `zarr_ome_level` arrays. Three versions are read: 0.4 (Zarr v2, the
+#' `multiscales` and `omero` attributes), 0.5 (Zarr v3, the same under the
+#' `ome` attribute) and 0.6 (Zarr v3, `ome`, with named coordinate systems
+#' and transformations between them, see below). A single-file image
+#' (`.ozx`) opens with `open_zarr("image.ozx")`, as a zip file. This is a [zarr_domain] named "OME-NGFF", registered
 #' when the package is loaded; `zarr_unregister_domain("OME-NGFF")` turns it
 #' off for the session.
 #'
@@ -25,9 +27,50 @@
 #' under the region are read. `$region_index()` gives the index ranges
 #' without reading.
 #'
+#' @section OME-NGFF 0.6:
+#' A 0.6 multiscale lists `coordinateSystems` (each a name and axes) and
+#' gives each dataset a transformation from its array into one of them, the
+#' image's intrinsic system (its axes are `$axes`); that transformation
+#' must be a scale, a translation or a sequence of both, which give the
+#' `scale` and `translation` of `$levels` as for 0.4/0.5. The multiscale's
+#' own `coordinateTransformations` lead from one named system to another
+#' (`$transformations` lists them). These types are understood, nested to
+#' at most 16 levels: `identity`, `scale`, `translation`, `affine` (rows of
+#' the matrix, each with its offset last; a homogeneous matrix too),
+#' `rotation`, `sequence`, `mapAxis` (input axis indices from 0, or the
+#' drafts' output-to-input axis names), `byDimension` and `bijection` (its
+#' forward transformation). `displacements` and `coordinates` fields are not
+#' applied: `$transformations` gives the `path` of their array and
+#' `$transformation_data(i)` reads it, by number or name.
+#'
+#' `$read_region(level, ..., coordinate_system = "name")` takes the
+#' coordinates of that system instead, its axes naming the arguments (every
+#' axis, channel axes too, takes coordinates there: where the channel axis
+#' has a scale of 1 and no translation, the first channel is at 0, not 1).
+#' The transformations
+#' from the intrinsic system are chained (the shortest chain of affine
+#' ones) and composed with the level's scale and translation. When every
+#' coordinate comes from one pixel axis (scale, translation, mapAxis,
+#' byDimension of those, sequences of them) the region is the pixels whose
+#' centres lie in it, as above. For a general affine transformation (shear,
+#' rotation) the region is not a box in pixels: what is read is the
+#' bounding box, in pixels, of the region's corners mapped back (so it
+#' holds pixels outside the region too), and a transformation that cannot be
+#' inverted (singular, or changing the number of axes) is an error. Axes
+#' not named take what the whole level covers. The result then has the
+#' attribute `"affine"`, a list of a matrix `A` and a vector `b`: the pixel
+#' at position `j` (a vector of indices from 0) of the result lies at the
+#' matrix product of `A` and `j` plus `b` in the system, and, when the map
+#' is axis-aligned, also `"coordinates"` per dimension.
+#'
 #' @section Fields and methods:
 #' An image (`zarr_ome_image`, a [zarr_group]) has:
-#' * `$version`: "0.4" or "0.5"; `$ome`: the OME attributes as stored.
+#' * `$version`: "0.4", "0.5" or "0.6"; `$ome`: the OME attributes as stored.
+#' * `$coordinate_systems` (0.6): a named list of data frames of axes, one
+#'   per coordinate system; `$transformations` (0.6): a data frame with
+#'   `name`, `type`, `input`, `output` and `path` (of a field's array) of
+#'   the multiscale's transformations; `$transformation_data(i)`: the array
+#'   of a `displacements` or `coordinates` transformation. `NULL` for 0.4 and 0.5.
 #' * `$axes`: a data frame with `name`, `type` and `unit` (`NA` when none).
 #' * `$levels`: a data frame (class `zarr_levels`) with `level` (1 is
 #'   the full resolution), `path`, and list columns `shape`, `scale` and
@@ -42,7 +85,8 @@
 #' * `$labels`: the label images under `labels/`, a named list of images.
 #' * `$label_colors`: for a label image, a data frame with `label_value`,
 #'   `red`, `green`, `blue`, `alpha`.
-#' * `$region_index(level, ...)`, `$read_region(level, ..., fill_as_na,
+#' * `$region_index(level, ..., coordinate_system = NULL)`,
+#'   `$read_region(level, ..., coordinate_system = NULL, fill_as_na,
 #'   drop = FALSE)`: see above; the region comes with its axes as the names
 #'   of its dimnames and the physical coordinates of its pixels in the
 #'   attribute `"coordinates"`. `drop = TRUE` drops the axes of one pixel
@@ -126,6 +170,7 @@ ome_parse <- function(node) {
   ms <- o$multiscales
   if (!is.list(ms) || !length(ms) || !is.list(ms[[1L]])) ome_error(node, "'multiscales' is not a list of multiscales")
   m <- ms[[1L]]
+  if (!is.null(m$coordinateSystems)) return(ome_parse06(node, o, m))
   axes <- m$axes
   if (!is.list(axes) && !is.character(axes)) ome_error(node, "the multiscale has no 'axes'")
   axes <- lapply(axes, function(a) if (is.character(a)) list(name = a) else a)
@@ -167,6 +212,289 @@ ome_parse <- function(node) {
        image_label = o[["image-label"]])
 }
 
+# ---- OME-NGFF 0.6 (RFC-5): coordinate systems and transformations ----
+
+# Nested transformations (sequence, byDimension, bijection) may go this deep
+# and no deeper: the metadata is untrusted and recursion is bounded.
+ome_max_depth <- 16L
+
+# The name a 0.6 transformation gives as its input or output: a string or
+# an object with a name (or only a path, for an array).
+ome_cs_ref <- function(x) {
+  if (is.character(x) && length(x) == 1L) return(x)
+  if (is.list(x)) {
+    v <- x$name %||% x$path
+    if (is.character(v) && length(v) == 1L) return(v)
+  }
+  NA_character_
+}
+
+# Axis indices of mapAxis/byDimension: 0-based integers, or (in drafts of
+# 0.6) axis names looked up in `names`. Returns 1-based positions.
+ome_axis_index <- function(node, v, names, n, what) {
+  v <- unlist(v)
+  if (is.character(v) && length(names)) v <- match(v, names) - 1
+  v <- suppressWarnings(as.numeric(v))
+  if (!length(v) || anyNA(v) || any(v != round(v)) || any(v < 0 | v >= n))
+    ome_error(node, sprintf("%s needs axis indices from 0 to %d", what, n - 1L))
+  as.integer(v) + 1L
+}
+
+# A 0.6 transformation as an affine map x -> A %*% x + b from n_in to n_out
+# dimensions (n_out NA: the transformation decides), or, for displacements
+# and coordinates, the path of the array that holds the field (read as
+# data, not applied). in_axes/out_axes: axis names, for the name forms.
+ome_compile <- function(node, t, n_in, n_out = NA_integer_, where, in_axes = NULL, out_axes = NULL, depth = 1L) {
+  if (depth > ome_max_depth)
+    ome_error(node, sprintf("transformations of %s are nested deeper than %d levels", where, ome_max_depth))
+  if (!is.list(t) || !is.character(t$type) || length(t$type) != 1L)
+    ome_error(node, sprintf("a transformation of %s has no type", where))
+  ty <- t$type
+  nums <- function(v, len, what) {
+    v <- suppressWarnings(as.numeric(unlist(v)))
+    if (!length(v) || anyNA(v) || !all(is.finite(v)) || (!is.na(len) && length(v) != len))
+      ome_error(node, sprintf("a '%s' transformation of %s needs %s", ty, where, what))
+    v
+  }
+  aff <- function(A, b = rep(0, nrow(A))) list(type = ty, A = A, b = b)
+  switch(ty,
+    identity = aff(diag(1, n_in)),
+    scale = aff(diag(nums(t$scale, n_in, sprintf("%d numbers, one per axis", n_in)), n_in)),
+    translation = aff(diag(1, n_in), nums(t$translation, n_in, sprintf("%d numbers, one per axis", n_in))),
+    mapAxis = {
+      m <- t$mapAxis
+      # drafts wrote {"output axis": "input axis"}; 0.6 a list of input indices
+      if (is.list(m) && !is.null(names(m)) && length(out_axes)) m <- unlist(m)[out_axes]
+      k <- ome_axis_index(node, m, in_axes, n_in, sprintf("a 'mapAxis' transformation of %s", where))
+      A <- matrix(0, length(k), n_in)
+      A[cbind(seq_along(k), k)] <- 1
+      aff(A)
+    },
+    affine = , rotation = {
+      rows <- t[[ty]]
+      if (!is.list(rows) || !length(rows) || length(rows) > 1024L)
+        ome_error(node, sprintf("a '%s' transformation of %s needs a matrix (a list of rows)", ty, where))
+      cols <- if (ty == "affine") n_in + 1L else n_in
+      M <- do.call(rbind, lapply(rows, function(r) nums(r, cols, sprintf("rows of %d numbers", cols))))
+      # a homogeneous (n+1) x (n+1) matrix drops its last row
+      if (ty == "affine" && (is.na(n_out) || n_out == n_in) && nrow(M) == cols && nrow(M) > 1L &&
+          all(M[cols, ] == c(rep(0, n_in), 1))) M <- M[-cols, , drop = FALSE]
+      if (ty == "affine") aff(M[, seq_len(n_in), drop = FALSE], M[, cols]) else aff(M)
+    },
+    sequence = {
+      ts <- t$transformations
+      if (!is.list(ts) || !length(ts) || length(ts) > 1024L)
+        ome_error(node, sprintf("a 'sequence' transformation of %s needs a list of transformations", where))
+      out <- aff(diag(1, n_in))
+      for (s in ts) {
+        r <- ome_compile(node, s, nrow(out$A), NA_integer_, where, depth = depth + 1L)
+        if (!is.null(r$path)) ome_error(node, sprintf("a '%s' field cannot be part of a sequence here (%s)", r$type, where))
+        out <- aff(r$A %*% out$A, drop(r$A %*% out$b) + r$b)
+      }
+      out$type <- ty
+      out
+    },
+    byDimension = {
+      ts <- t$transformations
+      if (!is.list(ts) || !length(ts) || length(ts) > 1024L)
+        ome_error(node, sprintf("a 'byDimension' transformation of %s needs a list of transformations", where))
+      no <- if (is.na(n_out)) n_in else n_out
+      A <- matrix(0, no, n_in)
+      b <- rep(0, no)
+      done <- rep(FALSE, no)
+      for (s in ts) {
+        if (!is.list(s)) ome_error(node, sprintf("a 'byDimension' entry of %s is not an object", where))
+        what <- sprintf("a 'byDimension' entry of %s", where)
+        ia <- ome_axis_index(node, s$input_axes, in_axes, n_in, what)
+        oa <- ome_axis_index(node, s$output_axes, out_axes, no, what)
+        r <- ome_compile(node, s$transformation, length(ia), length(oa), where, depth = depth + 1L)
+        if (!is.null(r$path) || nrow(r$A) != length(oa) || any(done[oa]))
+          ome_error(node, sprintf("%s does not map its input axes onto output axes of their own", what))
+        A[oa, ia] <- r$A
+        b[oa] <- r$b
+        done[oa] <- TRUE
+      }
+      aff(A, b)
+    },
+    bijection = {
+      r <- ome_compile(node, t$forward, n_in, n_out, where, in_axes, out_axes, depth + 1L)
+      r$type <- ty
+      r
+    },
+    displacements = , coordinates = {
+      p <- t$path
+      if (!is.character(p) || length(p) != 1L || !nzchar(p))
+        ome_error(node, sprintf("a '%s' transformation of %s needs the path of its array", ty, where))
+      list(type = ty, path = p)
+    },
+    ome_error(node, sprintf("unknown transformation type '%s' in %s", ty, where)))
+}
+
+# The 0.6 multiscale `m`: the coordinate systems, the intrinsic one (where
+# the datasets' transformations lead), the levels and the transformations
+# between coordinate systems.
+ome_parse06 <- function(node, o, m) {
+  cs <- m$coordinateSystems
+  if (!is.list(cs) || !length(cs) || length(cs) > 1024L) ome_error(node, "'coordinateSystems' is not a list of coordinate systems")
+  axes_df <- function(axes, where) {
+    # 64 axes are far more than an image has, and bound the matrices built
+    if (!is.list(axes) || !length(axes) || length(axes) > 64L || !all(vapply(axes, is.list, TRUE)))
+      ome_error(node, sprintf("coordinate system %s has no axes", where))
+    ax <- data.frame(
+      name = vapply(axes, function(a) as.character(a$name %||% NA_character_)[1L], ""),
+      type = vapply(axes, function(a) as.character(a$type %||% NA_character_)[1L], ""),
+      unit = vapply(axes, function(a) as.character(a$unit %||% NA_character_)[1L], ""),
+      stringsAsFactors = FALSE)
+    if (anyNA(ax$name) || anyDuplicated(ax$name)) ome_error(node, sprintf("every axis of coordinate system %s needs a name of its own", where))
+    ax
+  }
+  systems <- lapply(seq_along(cs), function(i) {
+    nm <- cs[[i]]$name
+    if (!is.character(nm) || length(nm) != 1L) ome_error(node, sprintf("coordinate system %d has no name", i))
+    axes_df(cs[[i]]$axes, sprintf("'%s'", nm))
+  })
+  names(systems) <- vapply(cs, function(x) x$name, "")
+  if (anyDuplicated(names(systems))) ome_error(node, "two coordinate systems have the same name")
+  ds <- m$datasets
+  if (!is.list(ds) || !length(ds)) ome_error(node, "the multiscale has no 'datasets'")
+  outputs <- unique(unlist(lapply(ds, function(d) {
+    ct <- d$coordinateTransformations
+    if (is.list(ct) && length(ct) && is.list(ct[[length(ct)]])) ome_cs_ref(ct[[length(ct)]]$output)
+  })))
+  outputs <- outputs[!is.na(outputs)]
+  if (length(outputs) > 1L) ome_error(node, "the datasets lead to different coordinate systems")
+  # without outputs, the last coordinate system (the spec's examples list
+  # the datasets' own last)
+  intrinsic <- if (length(outputs)) outputs else names(systems)[length(systems)]
+  if (!intrinsic %in% names(systems)) ome_error(node, sprintf("the datasets lead to '%s', which is not a coordinate system", intrinsic))
+  ax <- systems[[intrinsic]]
+  n <- nrow(ax)
+  lv <- lapply(seq_along(ds), function(i) {
+    p <- ds[[i]]$path
+    if (!is.character(p) || length(p) != 1L || !nzchar(p)) ome_error(node, sprintf("dataset %d has no path", i))
+    ct <- ds[[i]]$coordinateTransformations
+    where <- sprintf("dataset '%s'", p)
+    if (!is.list(ct) || !length(ct)) ome_error(node, sprintf("%s has no coordinateTransformations", where))
+    r <- ome_compile(node, list(type = "sequence", transformations = ct), n, n, where)
+    # a level is a grid of pixels along the image's axes: scale and translation only
+    if (!identical(dim(r$A), c(n, n)) || any(r$A[row(r$A) != col(r$A)] != 0))
+      ome_error(node, sprintf("%s must map its pixels by scale and translation", where))
+    list(path = p, scale = diag(r$A), translation = r$b)
+  })
+  tr <- m$coordinateTransformations %||% list()
+  if (!is.list(tr) || length(tr) > 1024L) ome_error(node, "the multiscale's 'coordinateTransformations' is not a list")
+  edges <- lapply(seq_along(tr), function(i) {
+    t <- tr[[i]]
+    from <- ome_cs_ref(t$input %||% intrinsic)
+    to <- ome_cs_ref(t$output)
+    if (is.na(from) || is.na(to) || !from %in% names(systems) || !to %in% names(systems))
+      ome_error(node, sprintf("transformation %d of the multiscale needs an input and an output among its coordinate systems", i))
+    r <- ome_compile(node, t, nrow(systems[[from]]), nrow(systems[[to]]), sprintf("transformation %d of the multiscale", i),
+                     systems[[from]]$name, systems[[to]]$name)
+    if (is.null(r$path) && nrow(r$A) != nrow(systems[[to]]))
+      ome_error(node, sprintf("transformation %d of the multiscale gives %d coordinates but '%s' has %d axes",
+                              i, nrow(r$A), to, nrow(systems[[to]])))
+    c(list(name = as.character(t$name %||% NA_character_)[1L], input = from, output = to), r)
+  })
+  list(version = o$version, name = m$name %||% NA_character_, axes = ax, levels = lv, omero = o$omero,
+       image_label = o[["image-label"]], systems = systems, intrinsic = intrinsic, edges = edges)
+}
+
+# The affine map from the intrinsic coordinate system to `cs`, following
+# the multiscale's transformations forwards (the shortest chain).
+ome_path_to <- function(node, p, cs) {
+  if (!cs %in% names(p$systems))
+    zarr_abort("argument", sprintf("no coordinate system '%s' (the image has %s)", cs,
+                                   paste(names(p$systems), collapse = ", ")), array = node$path)
+  n <- nrow(p$axes)
+  best <- list()
+  best[[p$intrinsic]] <- list(A = diag(1, n), b = rep(0, n))
+  frontier <- p$intrinsic
+  # breadth-first: each round adds one transformation, at most one per system
+  for (round in seq_len(length(p$systems))) {
+    if (!is.null(best[[cs]]) || !length(frontier)) break
+    nxt <- character()
+    for (e in p$edges) {
+      if (!e$input %in% frontier || !is.null(best[[e$output]])) next
+      if (!is.null(e$path)) next
+      f <- best[[e$input]]
+      best[[e$output]] <- list(A = e$A %*% f$A, b = drop(e$A %*% f$b) + e$b)
+      nxt <- c(nxt, e$output)
+    }
+    frontier <- nxt
+  }
+  if (is.null(best[[cs]]))
+    zarr_abort("argument", sprintf("no chain of affine transformations leads from '%s' to '%s'", p$intrinsic, cs),
+               array = node$path)
+  best[[cs]]
+}
+
+# Index ranges (1-based, per dimension of the level) of the region given in
+# coordinate system `cs`. An axis-aligned map (each coordinate from one
+# index) is inverted exactly; a general affine one through the bounding box
+# of the region mapped back.
+ome_region06 <- function(node, p, l, shape, want, cs) {
+  f <- ome_path_to(node, p, cs)
+  # pixel index (from 0) -> coordinates in cs
+  A <- f$A %*% diag(l$scale, length(l$scale))
+  b <- drop(f$A %*% l$translation) + f$b
+  out_ax <- p$systems[[cs]]$name
+  if (length(want) && (is.null(names(want)) || !all(names(want) %in% out_ax)))
+    zarr_abort("argument", sprintf("name each coordinate by an axis of '%s': %s", cs, paste(out_ax, collapse = ", ")),
+               array = node$path)
+  n <- length(shape)
+  for (nm in names(want)) {
+    v <- want[[nm]]
+    if (!is.numeric(v) || !length(v) || length(v) > 2L || anyNA(v))
+      zarr_abort("argument", sprintf("axis '%s' takes a coordinate or a range c(from, to)", nm), array = node$path)
+  }
+  nz <- A != 0
+  aligned <- nrow(A) == n && all(rowSums(nz) == 1L) && all(colSums(nz) == 1L)
+  lo <- rep(0, n)
+  hi <- shape - 1
+  if (aligned) {
+    for (nm in names(want)) {
+      r <- match(nm, out_ax)
+      k <- which(nz[r, ])
+      v <- (want[[nm]] - b[r]) / A[r, k]
+      if (length(v) == 1L) lo[k] <- hi[k] <- round(v) else {
+        v <- sort(v)
+        lo[k] <- ceiling(v[1L] - 1e-9)
+        hi[k] <- floor(v[2L] + 1e-9)
+      }
+    }
+  } else {
+    if (nrow(A) != n)
+      zarr_abort("argument", sprintf("the map to '%s' changes the number of axes; read_region() needs one it can invert", cs),
+                 array = node$path)
+    # the corners of the box: 2^n of them
+    if (n > 16L) zarr_abort("argument", "a general affine region takes at most 16 axes", array = node$path)
+    if (abs(det(A)) < 1e-12 * max(1, max(abs(A)))^n)
+      ome_error(node, sprintf("the transformation to '%s' is singular and cannot be inverted", cs))
+    # the box in cs: given ranges, or what the whole level covers
+    corners <- as.matrix(expand.grid(lapply(seq_len(n), function(k) c(0, shape[k] - 1))))
+    full <- A %*% t(corners) + b
+    box <- lapply(seq_len(n), function(r) {
+      v <- want[[out_ax[r]]]
+      if (is.null(v)) range(full[r, ]) else range(v)
+    })
+    bc <- as.matrix(expand.grid(box))
+    back <- solve(A, t(bc) - b)
+    mn <- apply(back, 1L, min)
+    mx <- apply(back, 1L, max)
+    lo <- ceiling(mn - 1e-9)
+    hi <- floor(mx + 1e-9)
+    pt <- lo > hi
+    lo[pt] <- hi[pt] <- round((mn[pt] + mx[pt]) / 2)
+  }
+  if (any(hi < 0 | lo > shape - 1 | lo > hi))
+    zarr_abort("argument", sprintf("the region holds no pixel of the level in '%s'", cs), array = node$path)
+  lo <- pmax(lo, 0)
+  hi <- pmin(hi, shape - 1)
+  list(sel = stats::setNames(lapply(seq_len(n), function(k) c(lo[k], hi[k]) + 1), p$axes$name),
+       A = A, b = drop(b + A %*% lo), aligned = aligned, out_axes = out_ax)
+}
+
 ome_rgb <- function(hex) {
   hex <- as.character(hex)
   ifelse(is.na(hex) | !nzchar(hex), NA_character_, paste0("#", toupper(hex)))
@@ -201,11 +529,19 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       a
     },
 
-    region_index = function(level = 1L, ...) {
+    region_index = function(level = 1L, ..., coordinate_system = NULL) {
       a <- self$level(level)
       p <- private$parsed()
       l <- p$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
       want <- list(...)
+      if (!is.null(coordinate_system)) {
+        if (!is.character(coordinate_system) || length(coordinate_system) != 1L || is.na(coordinate_system))
+          zarr_abort("argument", "coordinate_system must be the name of a coordinate system", array = self$path)
+        if (is.null(p$systems))
+          zarr_abort("argument", sprintf("the image is OME-NGFF %s, which has no named coordinate systems", p$version),
+                     array = self$path)
+        return(ome_region06(self, p, l, a$shape, want, coordinate_system)$sel)
+      }
       ax <- p$axes
       if (length(want) && (is.null(names(want)) || !all(names(want) %in% ax$name)))
         zarr_abort("argument", sprintf("name each coordinate by an axis of the image: %s",
@@ -243,8 +579,10 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
       stats::setNames(sel, ax$name)
     },
 
-    read_region = function(level = 1L, ..., fill_as_na = getOption("zarr.fill_as_na", TRUE), drop = FALSE) {
+    read_region = function(level = 1L, ..., coordinate_system = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE),
+                           drop = FALSE) {
       if (!is_flag(drop)) zarr_abort("argument", "drop must be TRUE or FALSE", array = self$path)
+      if (!is.null(coordinate_system)) return(private$read_region06(level, list(...), coordinate_system, fill_as_na, drop))
       sel <- self$region_index(level, ...)
       a <- self$level(level)
       l <- private$parsed()$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
@@ -259,19 +597,34 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
         i <- seq(sel[[k]][1L], sel[[k]][2L])
         if (chan[k]) i else l$translation[k] + (i - 1) * l$scale[k]
       }), names(sel))
-      if (drop && length(sel) > 1L && any(dim(out) == 1L)) {
-        co <- attr(out, "coordinates")
-        keep <- dim(out) != 1L
-        dn <- dimnames(out)[keep]
-        out <- if (any(keep)) array(as.vector(out), dim(out)[keep]) else as.vector(out)
-        if (any(keep)) dimnames(out) <- dn
-        attr(out, "coordinates") <- co[keep]
-      }
+      if (drop) out <- ome_drop(out)
       out
+    },
+
+    transformation_data = function(i) {
+      e <- private$parsed()$edges
+      if (length(i) != 1L || (is.numeric(i) && (is.na(i) || i < 1 || i > length(e))))
+        zarr_abort("argument", sprintf("the image has transformations 1 to %d", length(e)), array = self$path)
+      if (is.character(i)) i <- match(i, vapply(e, function(x) x$name, ""))
+      if (is.na(i)) zarr_abort("argument", "no transformation of that name", array = self$path)
+      p <- e[[i]]$path
+      if (is.null(p)) zarr_abort("argument", sprintf("transformation %d ('%s') has no array of its own", i, e[[i]]$type),
+                                 array = self$path)
+      a <- self$get_node(p)
+      if (!inherits(a, "zarr_array")) ome_error(self, sprintf("the '%s' field '%s' is not an array", e[[i]]$type, p))
+      a$read()
     }
   ),
   active = list(
     ome = function(value) ome_attributes(self$attributes),
+    coordinate_systems = function(value) private$parsed()$systems,
+    transformations = function(value) {
+      e <- private$parsed()$edges
+      if (is.null(e)) return(NULL)
+      chr <- function(f) vapply(e, function(x) as.character(x[[f]] %||% NA_character_)[1L], "")
+      data.frame(name = chr("name"), type = chr("type"), input = chr("input"), output = chr("output"),
+                 path = chr("path"), stringsAsFactors = FALSE)
+    },
     version = function(value) private$parsed()$version,
     axes = function(value) private$parsed()$axes,
     levels = function(value) {
@@ -325,6 +678,31 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
                                     error = function(e) ome_error(self, conditionMessage(e)))
       private$.parsed
     },
+    read_region06 = function(level, want, cs, fill_as_na, drop) {
+      a <- self$level(level)
+      p <- private$parsed()
+      if (is.null(p$systems))
+        zarr_abort("argument", sprintf("the image is OME-NGFF %s, which has no named coordinate systems", p$version),
+                   array = self$path)
+      l <- p$levels[[if (is.character(level)) match(level, self$dataset_paths()) else level]]
+      r <- ome_region06(self, p, l, a$shape, want, cs)
+      out <- a$read(unname(r$sel), fill_as_na = fill_as_na)
+      if (is.null(dim(out)) && length(r$sel) == 1L) dim(out) <- length(out)
+      dn <- dimnames(out) %||% vector("list", length(r$sel))
+      names(dn) <- names(r$sel)
+      dimnames(out) <- dn
+      # pixel j (from 0) of the result lies at A %*% j + b in the system
+      attr(out, "affine") <- list(A = r$A, b = stats::setNames(r$b, r$out_axes))
+      if (r$aligned) {
+        nz <- r$A != 0
+        attr(out, "coordinates") <- stats::setNames(lapply(seq_along(r$sel), function(k) {
+          o <- which(nz[, k])
+          r$b[o] + (seq_len(diff(r$sel[[k]]) + 1L) - 1) * r$A[o, k]
+        }), names(r$sel))
+      }
+      if (drop) out <- ome_drop(out)
+      out
+    },
     metadata_changed = function() {
       private$.parsed <- NULL
       invisible(NULL)
@@ -339,6 +717,20 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
     }
   )
 )
+
+# A region without its axes of one pixel (a plane as a matrix), keeping the
+# coordinates of the others.
+ome_drop <- function(out) {
+  if (length(dim(out)) < 2L || !any(dim(out) == 1L)) return(out)
+  co <- attr(out, "coordinates")
+  keep <- dim(out) != 1L
+  dn <- dimnames(out)[keep]
+  out2 <- if (any(keep)) array(as.vector(out), dim(out)[keep]) else as.vector(out)
+  if (any(keep)) dimnames(out2) <- dn
+  if (!is.null(co)) attr(out2, "coordinates") <- co[keep]
+  if (!is.null(attr(out, "affine"))) attr(out2, "affine") <- attr(out, "affine")
+  out2
+}
 
 # The lines print() adds for an image: levels x shape x scale, axes with
 # units, channels, labels.
@@ -356,6 +748,10 @@ ome_summary <- function(img) {
              sprintf("  %d %-6s %-22s scale %s", lv$level, paste0("\"", lv$path, "\""),
                      vapply(lv$shape, function(s) paste(s, collapse = " x "), ""),
                      vapply(lv$scale, num, "")))
+  if (!is.null(p$systems))
+    lines <- c(lines, sprintf("Coordinates: %s (intrinsic: %s)%s", paste(names(p$systems), collapse = ", "), p$intrinsic,
+                              if (length(p$edges)) sprintf(", %d transformation%s", length(p$edges),
+                                                           if (length(p$edges) == 1L) "" else "s") else ""))
   ch <- img$channels
   if (!is.null(ch))
     lines <- c(lines, sprintf("Channels   : %s", paste(trimws(paste0(
@@ -452,6 +848,11 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' For readers that only know Zarr v2 (zarr-python 2, older viewers), set
 #' `options(zarr.format = 2)` first: the store is then Zarr v2 with
 #' OME-NGFF 0.4 metadata (the `multiscales` and `omero` attributes).
+#' `version = "0.6"` writes OME-NGFF 0.6 (Zarr v3): one coordinate system
+#' named "physical" with the axes, and per level one transformation (a
+#' scale, or a sequence of scale and translation) from the level's array to
+#' it. A `location` ending in ".ozx" (or ".zip") writes a single-file image,
+#' a zip file.
 #'
 #' A level of an image (a `zarr_ome_level`, such as `img$level(2)`) is
 #' written with what its image says of it: its axes, scale, translation and
@@ -459,7 +860,7 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' unless other values are given.
 #'
 #' @param x An R array, a [zarr_array] or a level of an OME-NGFF image.
-#' @param location Path of the new store.
+#' @param location Path of the new store (a ".ozx" or ".zip" path: a zip file).
 #' @param levels Number of resolution levels.
 #' @param axes Names of the axes, one per dimension; "c" is a channel axis,
 #'   "t" a time axis, others are space axes.
@@ -476,6 +877,8 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' @param downsample Names of the axes halved from one level to the next:
 #'   by default every space axis. `c("y", "x")` keeps the number of
 #'   z planes at every level. Channel and time axes cannot be halved.
+#' @param version The OME-NGFF version: "0.4" (Zarr v2), "0.5" or "0.6"
+#'   (Zarr v3); by default 0.5, or 0.4 under `options(zarr.format = 2)`.
 #' @return The image, a `zarr_ome_image` (see [zarr-ome]).
 #' @export
 #' @examples
@@ -492,8 +895,15 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' img2$channels$label
 #' unlink(c(path, path2), recursive = TRUE)
 write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, units = NULL,
-                           chunk_shape = NULL, name = "image", channels = NULL, downsample = NULL) {
+                           chunk_shape = NULL, name = "image", channels = NULL, downsample = NULL, version = NULL) {
   translation <- NULL
+  v2 <- zarr_default_format() == 2L
+  version <- version %||% if (v2) "0.4" else "0.5"
+  if (!is.character(version) || length(version) != 1L || !version %in% c("0.4", "0.5", "0.6"))
+    zarr_abort("argument", "version must be \"0.4\", \"0.5\" or \"0.6\"")
+  if (v2 != (version == "0.4"))
+    zarr_abort("argument", sprintf("OME-NGFF %s is Zarr v%d: set options(zarr.format = %d) for it", version,
+                                   if (version == "0.4") 2L else 3L, if (version == "0.4") 2L else 3L))
   if (inherits(x, "zarr_ome_level")) {
     # the level's place in its image is kept unless overridden
     img <- x$parent
@@ -528,7 +938,6 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
   levels <- as.integer(levels)
   if (length(levels) != 1L || is.na(levels) || levels < 1L) zarr_abort("argument", "levels must be a count of at least 1")
   omero <- ome_channels_metadata(channels, if (any(type == "channel")) d[type == "channel"][1L])
-  v2 <- zarr_default_format() == 2L
   z <- create_zarr(location)
   chunk_shape <- chunk_shape %||% pmin(d, ifelse(type == "space", 256L, 1L))
   r_type <- r_data_type(x)
@@ -545,7 +954,13 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
     # every second pixel from the first: the first pixel's centre stays where it was
     if (!is.null(translation) && any(translation != 0))
       ct[[2L]] <- list(type = "translation", translation = as.list(translation))
-    datasets[[k]] <- list(path = as.character(k - 1L), coordinateTransformations = ct)
+    path <- as.character(k - 1L)
+    # 0.6: one transformation per dataset, from the array to the image's
+    # coordinate system, both named
+    if (version == "0.6")
+      ct <- list(c(if (length(ct) == 1L) ct[[1L]] else list(type = "sequence", transformations = ct),
+                   list(input = path, output = "physical")))
+    datasets[[k]] <- list(path = path, coordinateTransformations = ct)
     if (k < levels) {
       idx <- lapply(seq_len(n), function(j) if (halve[j]) seq(1L, dim(x)[j], by = 2L) else seq_len(dim(x)[j]))
       x <- do.call(`[`, c(list(x), idx, list(drop = FALSE)))
@@ -554,16 +969,19 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
   }
   ax <- lapply(seq_len(n), function(j) Filter(Negate(is.null), list(name = axes[j], type = type[j],
                                                                      unit = if (!is.na(units[j])) units[j])))
-  ms <- list(name = name, axes = ax, datasets = datasets)
+  ms <- if (version == "0.6") list(name = name, coordinateSystems = list(list(name = "physical", axes = ax)),
+                                   datasets = datasets) else list(name = name, axes = ax, datasets = datasets)
   if (v2) {
     # OME-NGFF 0.4: the version in each multiscale, the attributes at the top
     z$root$set_attributes(c(list(multiscales = list(c(list(version = "0.4"), ms))),
                             if (!is.null(omero)) list(omero = omero)))
   } else {
-    ome <- list(version = "0.5", multiscales = list(ms))
+    ome <- list(version = version, multiscales = list(ms))
     if (!is.null(omero)) ome$omero <- omero
     z$root$set_attribute("ome", ome)
   }
+  # a zip file (.zip, .ozx) is written when its store closes
+  if (inherits(z$store, "zarr_zipstore")) z$store$close()
   # reopened, so that the domain builds the image and its levels
   img <- open_zarr(location)$root
   if (!inherits(img, "zarr_ome_image")) zarr_abort("argument", "the OME-NGFF domain is not registered")

@@ -30,6 +30,16 @@
 #'   cannot hold `NA`. In integer and string arrays whose fill value is
 #'   zero or `""`, `NA` is written as that fill value (with a warning of
 #'   class `zarr_warning_na`) and reads back as it.
+#' * `zarr.missing_chunks`: `"fill"` (default): a chunk that the store
+#'   does not hold reads as the fill value, as the Zarr specification says
+#'   (writers leave out chunks that hold only the fill value). `"error"`: a
+#'   read that needs an absent chunk fails with an error of class
+#'   `zarr_error_missing_chunk` naming the array and the chunk's key, as
+#'   zarr-python does with `read_missing_chunks = False`: for stores that
+#'   should be complete, where an absent chunk means a failed upload or a
+#'   lost file. Writes that change part of an absent chunk are not
+#'   affected, and neither are inner chunks that a shard's index marks as
+#'   empty.
 #' * `zarr.decode_cf`: `TRUE` (default): reads of arrays whose
 #'   attributes follow the CF conventions (`scale_factor`, `add_offset`,
 #'   `_FillValue`, `missing_value`, `_Unsigned`, time `units` "<unit> since
@@ -182,7 +192,7 @@ zarr_num_threads <- function() {
 
 # What the engine is told besides the selection.
 engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
-  list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na,
+  list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na, missing_error = zarr_missing_chunks_error(),
        range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
        range_max = zarr_num_option("zarr.range_max", 16777216, 1),
        cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0),
@@ -206,6 +216,14 @@ zarr_fill_as_na <- function(value = getOption("zarr.fill_as_na", TRUE)) {
   isTRUE(value)
 }
 
+# Whether reading an absent chunk is an error (zarr.missing_chunks = "error").
+zarr_missing_chunks_error <- function() {
+  v <- getOption("zarr.missing_chunks", "fill")
+  if (!is.character(v) || length(v) != 1L || !v %in% c("fill", "error"))
+    zarr_abort("argument", "option zarr.missing_chunks must be \"fill\" or \"error\"")
+  v == "error"
+}
+
 zarr_int64_mode <- function() {
   mode <- getOption("zarr.int64")
   if (is.null(mode)) mode <- if (requireNamespace("bit64", quietly = TRUE)) "integer64" else "double"
@@ -219,6 +237,9 @@ zarr_int64_mode <- function() {
 #' written for R 4.4) that uses the operator of base R.
 #' @param x,y Any values.
 #' @return `x`, or `y` when `x` is `NULL`.
+#' @examples
+#' NULL %||% "fallback"
+#' "given" %||% "fallback"
 #' @name null-default
 #' @rawNamespace if (getRversion() < "4.4.0") export("%||%")
 `%||%` <- function(x, y) if (is.null(x)) y else x
@@ -254,6 +275,7 @@ is_text <- function(v) is.character(v) && length(v) >= 1L && !anyNA(v)
 zarr_option_table <- function() list(
   num_threads          = list(NULL, function(v) is_count(v, 1)),
   fill_as_na           = list(TRUE, is_flag),
+  missing_chunks       = list("fill", function(v) is.character(v) && length(v) == 1L && v %in% c("fill", "error")),
   decode_cf            = list(TRUE, is_flag),
   decode_valid_range   = list(FALSE, is_flag),
   format               = list(3L, function(v) is_count(v) && v %in% c(2, 3)),
@@ -314,20 +336,24 @@ option_value <- function(key, entry) {
 #' @param key Name of an option, with or without the `"zarr."` prefix.
 #'   Missing: every option.
 #' @param value Optional. The new value of the option.
-#' @return Without `key`, a named list with the value of every option; with
-#'   `key` only, that option's value; with `value`, the previous value,
-#'   invisibly.
+#' @return Without `key`, a named list with the value of every option (of
+#'   class `zarr_options`, which prints as a table of each option's value,
+#'   default and meaning; `as.list()` gives the plain list); with `key`
+#'   only, that option's value; with `value`, the previous value, invisibly.
 #' @seealso [save_options()], [reset_options()]
 #' @export
 #' @examples
-#' names(zarr_options())
+#' zarr_options()
+#' zarr_options()$format
 #' zarr_options("fill_as_na")
 #' old <- zarr_options("chunk_length", 50)
 #' zarr_options("chunk_length")
 #' zarr_options("chunk_length", old)
 zarr_options <- function(key, value) {
   tab <- zarr_option_table()
-  if (missing(key)) return(c(mapply(option_value, names(tab), tab, SIMPLIFY = FALSE), list(zarr_theme = zarr_theme())))
+  if (missing(key))
+    return(structure(c(mapply(option_value, names(tab), tab, SIMPLIFY = FALSE), list(zarr_theme = zarr_theme())),
+                     class = "zarr_options"))
   key <- option_key(key)
   if (identical(key, "zarr_theme")) return(zarr_theme()) # read-only, made from the styles
   entry <- tab[[key]]
@@ -343,6 +369,91 @@ zarr_options <- function(key, value) {
   invisible(old)
 }
 
+# ---- print(zarr_options()): one line per option -------------------------------
+#
+# What each option does, in a few words (at most 29 characters, so that the
+# table fits 80 columns; ?zarr-options says it in full), for print().
+# Keys missing here show no meaning.
+zarr_option_meaning <- c(
+  num_threads = "threads that decode chunks",
+  fill_as_na = "fill value reads as NA",
+  missing_chunks = "absent chunk: fill or error",
+  decode_cf = "decode CF attributes",
+  decode_valid_range = "mask values off valid_range",
+  format = "Zarr format of new stores",
+  int64 = "how int64 values are read",
+  dimnames = "reads carry dimension names",
+  progress = "progress bars",
+  range_gap = "merge byte ranges this close",
+  range_max = "largest merged range request",
+  http_concurrency = "HTTP requests at once",
+  http_retries = "retries of failed requests",
+  http_backoff = "first retry wait (s)",
+  http_backoff_max = "longest retry wait (s)",
+  http_connect_timeout = "connection timeout (s)",
+  http_low_speed_time = "stalled transfer timeout (s)",
+  max_body_bytes = "largest unbounded HTTP body",
+  max_decoded_bytes = "parse budget of store content",
+  reference_local_targets = "remote refs to local files",
+  s3_multipart_size = "S3 uploads in parts above",
+  azure_block_size = "Azure uploads in blocks above",
+  chunk_length = "auto_chunk() longest side",
+  min_compress = "unused (zarr 1.0.0)",
+  eps = "unused (zarr 1.0.0)",
+  chunk_cache_bytes = "decoded-chunk cache size",
+  scratch_bytes = "decode memory kept",
+  group_style = "print style: groups",
+  array_style = "print style: arrays",
+  label_style = "print style: labels",
+  text_style = "print style: text",
+  minor_style = "print style: minor text",
+  zarr_theme = "print theme (read-only)"
+)
+
+# A value as a short string: sizes of whole KiB, MiB or GiB in those units.
+format_option_value <- function(key, v) {
+  if (is.null(v)) return(if (identical(key, "zarr_theme")) "plain" else "auto")
+  if (identical(key, "zarr_theme")) return("cli")
+  if (is.numeric(v) && length(v) == 1L && !is.na(v) && v >= 1024 &&
+      (endsWith(key, "_bytes") || endsWith(key, "_size") || key %in% c("range_gap", "range_max"))) {
+    k <- max(which(v %% 1024^(1:3) == 0), 0L)
+    if (k > 0L) return(sprintf("%s %s", format(v / 1024^k), c("KiB", "MiB", "GiB")[k]))
+  }
+  out <- if (is.character(v)) paste(v, collapse = ", ")
+    else if (is.atomic(v) && length(v) <= 3L) paste(format(v, digits = 4L), collapse = ", ")
+    else paste0("<", class(v)[1L], ">")
+  if (nchar(out) > 20L) paste0(substr(out, 1L, 17L), "...") else out
+}
+
+#' @export
+format.zarr_options <- function(x, width = getOption("width", 80L), ...) {
+  tab <- zarr_option_table()
+  keys <- names(x)
+  value <- vapply(keys, function(k) format_option_value(k, x[[k]]), "")
+  default <- vapply(keys, function(k) {
+    if (identical(k, "zarr_theme")) return("")
+    e <- tab[[k]]
+    if (is.null(e)) "" else format_option_value(k, e[[1L]])
+  }, "")
+  meaning <- unname(zarr_option_meaning[keys])
+  meaning[is.na(meaning)] <- ""
+  cols <- list(c("option", keys), c("value", value), c("default", default))
+  lines <- do.call(paste, c(lapply(cols, function(col) formatC(col, width = -max(nchar(col)))), sep = "  "))
+  room <- max(20L, width - nchar(lines[1L]) - 2L)
+  meaning <- c("meaning", ifelse(nchar(meaning) > room, paste0(substr(meaning, 1L, room - 3L), "..."), meaning))
+  sub(" +$", "", paste(lines, meaning, sep = "  "))
+}
+
+#' @export
+print.zarr_options <- function(x, ...) {
+  cat("<zarr options> (see ?`zarr-options`)\n")
+  cat(format(x, ...), sep = "\n")
+  invisible(x)
+}
+
+#' @export
+as.list.zarr_options <- function(x, ...) unclass(x)
+
 options_file <- function() file.path(tools::R_user_dir("zarr", "config"), "options.rds")
 
 #' Keep the package options for later sessions
@@ -357,10 +468,14 @@ options_file <- function() file.path(tools::R_user_dir("zarr", "config"), "optio
 #' @seealso [reset_options()]
 #' @export
 #' @examples
-#' \dontrun{
+#' # a temporary configuration folder keeps this example away from your own
+#' old <- Sys.getenv("R_USER_CONFIG_DIR", unset = NA)
+#' Sys.setenv(R_USER_CONFIG_DIR = tempfile())
 #' zarr_options("num_threads", 2)
-#' save_options()
-#' }
+#' f <- save_options()
+#' readRDS(f) # what a later session sets when the package is loaded
+#' reset_options()
+#' if (is.na(old)) Sys.unsetenv("R_USER_CONFIG_DIR") else Sys.setenv(R_USER_CONFIG_DIR = old)
 save_options <- function() {
   tab <- zarr_option_table()
   set <- Filter(Negate(is.null), lapply(stats::setNames(nm = names(tab)), function(k) getOption(paste0("zarr.", k))))
@@ -384,9 +499,15 @@ save_options <- function() {
 #' @seealso [save_options()]
 #' @export
 #' @examples
-#' \dontrun{
+#' # a temporary configuration folder keeps this example away from your own
+#' old <- Sys.getenv("R_USER_CONFIG_DIR", unset = NA)
+#' Sys.setenv(R_USER_CONFIG_DIR = tempfile())
+#' zarr_options("chunk_length", 50)
+#' f <- save_options()
 #' reset_options()
-#' }
+#' zarr_options("chunk_length") # the default again
+#' file.exists(f) # and later sessions start with the defaults
+#' if (is.na(old)) Sys.unsetenv("R_USER_CONFIG_DIR") else Sys.setenv(R_USER_CONFIG_DIR = old)
 reset_options <- function() {
   f <- options_file()
   if (file.exists(f)) unlink(f)

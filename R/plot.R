@@ -18,7 +18,10 @@
 #' R and as [terra::rast()][zarr-stars-terra] and `st_as_stars()` take them.
 #' `xy` chooses them instead: `c(x, y)` by name or number. Every other
 #' dimension is sliced at one index: `slice` gives them, by name
-#' (`slice = list(time = 3)`) or in order; the default is the first.
+#' (`slice = list(time = 3)`) or in order. Without `slice`, an array (or
+#' selection) whose other dimensions hold more than one element is an error
+#' of class `zarr_error_argument` naming them, their extents and the
+#' `slice` to pass: a plot never picks a time step or a depth unasked.
 #'
 #' **Values and axes.** Values are decoded as reads decode them (see
 #' [cf-decoding]: packed values unpacked, fill values and `_FillValue` as
@@ -173,6 +176,25 @@ plot_slice_index <- function(slice, dims, shape, xy_dims, path = NULL) {
   out
 }
 
+# Without `slice`, a dimension other than x and y of more than one element
+# has no plane to draw: say what to pass (its name, its extent, an example)
+# rather than draw one the user did not choose.
+plot_need_slice <- function(slice, dims, extents, xyd, name = NULL, path = NULL) {
+  if (length(slice)) return(invisible())
+  other <- setdiff(seq_along(extents), xyd)
+  open <- other[extents[other] > 1]
+  if (!length(open)) return(invisible())
+  lab <- ifelse(nzchar(dims), dims, paste0("dimension ", seq_along(dims)))
+  # by name when the dimensions have names, else one index per other one in order
+  example <- if (all(nzchar(dims[other]))) sprintf("list(%s)", paste(sprintf("%s = 1", dims[open]), collapse = ", "))
+    else sprintf("c(%s)", paste(rep("1", length(other)), collapse = ", "))
+  zarr_abort("argument", sprintf(paste0(
+    "%s has %d dimensions and a plot draws 2 (x: %s, y: %s): give `slice` to choose one index of %s, ",
+    "e.g. slice = %s, or choose x and y with `xy`"),
+    if (nzchar(name %||% "")) name else "the array", length(extents), lab[xyd[1L]], lab[xyd[2L]],
+    paste(sprintf("%s (1 to %s)", lab[open], format(extents[open])), collapse = ", "), example), array = path)
+}
+
 # ---- arrays ----
 
 # A downsampled 2-d view of an array, as a zarr_cf_data: strided indices
@@ -183,6 +205,7 @@ plot_read_array <- function(x, slice, xy, max_pixels, decode) {
   dims <- names(ca)
   axes <- cf_axes(dims, lapply(ca, function(a) if (!is.null(a)) a$attributes))
   xyd <- plot_xy_dims(dims, axes, xy, x$path)
+  plot_need_slice(slice, dims, shape, xyd, x$name, x$path)
   at <- plot_slice_index(slice, dims, shape, xyd, x$path)
   sel <- lapply(seq_along(shape), function(d) {
     plot_index(if (d %in% xyd) plot_stride(shape[d], max_pixels) else at[[as.character(d)]])
@@ -240,6 +263,7 @@ as.raster.zarr_cf_data <- function(x, ..., slice = NULL, xy = NULL, col = grDevi
 plot_cf_plane <- function(x, slice, xy) {
   n <- length(x$dims)
   xyd <- plot_xy_dims(x$dims, x$axes %||% rep("", n), xy, x$path)
+  plot_need_slice(slice, x$dims, lengths(x$index), xyd, x$name, x$path)
   full <- vapply(x$index, function(i) if (length(i)) max(i) else 0, 0)
   at <- plot_slice_index(slice, x$dims, full, xyd, x$path)
   pick <- lapply(seq_len(n), function(d) {
@@ -607,6 +631,11 @@ plot_group_array <- function(x, level, variable, xy, m) {
 #' @rdname zarr-plot
 #' @export
 image.zarr_group <- function(x, ..., level = NULL, variable = NULL, xy = NULL, max_pixels = NULL) {
+  # a level group of a Zarr Vectors store: the store at that level
+  if (inherits(x$parent, "zarr_vectors_store") && is.list(x$attributes[["zarr_vectors_level"]])) {
+    image(x$parent, ..., level = x$name)
+    return(invisible(x))
+  }
   m <- plot_max_pixels(max_pixels)
   image(plot_group_array(x, level, variable, xy, m), ..., xy = xy, max_pixels = m)
   invisible(x)
@@ -637,3 +666,235 @@ plot.zarr <- function(x, y, ...) image(x, ...)
 #' @rdname zarr-plot
 #' @export
 as.raster.zarr <- function(x, ...) as.raster(x$root, ...)
+
+# ---- Zarr Vectors ----
+
+#' Quick-look plots of Zarr Vectors point clouds, graphs and meshes
+#'
+#' `plot()` (the same as `image()`) of a Zarr Vectors store (see
+#' [zarr-vectors]) draws the vertices inside a box, projected onto two of
+#' its axes, with the lines of a graph or the triangle outlines of a mesh,
+#' optionally coloured by an attribute. The axes are in the units of the
+#' positions (labelled with the axis names, and the `unit` of the store's
+#' axes when it gives one), on the same scale.
+#'
+#' **What is read.** Only the chunks of space that `box` touches, of one
+#' level: the coarsest whose estimated number of vertices in the box is at
+#' least `max_points`, or the finest level when none has as many. The
+#' estimate of a level is its `vertex_count` times the share of its occupied
+#' chunks that the box touches (chunk listings and level metadata only).
+#' `max_points` defaults to a quarter of the device's pixels (one point for
+#' each square of 2 x 2 pixels), at most 100 000: for a device of 480 x 480
+#' pixels, 57 600 points. When the level read holds more than `max_points`
+#' vertices in the box, every k-th is drawn so that at most `max_points`
+#' are; lines and triangles are all drawn. A long read shows the progress
+#' bar reads show (see `zarr.progress` in [zarr-options]).
+#'
+#' **Colours.** Without `colour`, points (and lines) take `col` (default the
+#' foreground colour). `colour` names a vertex attribute (or an axis, to
+#' colour by depth): numbers span `col` (default `hcl.colors(64)`) over
+#' `zlim` (default their range) with a colour bar in the right margin;
+#' factors, logicals and strings take one colour of `col` per value, with
+#' a legend there. `legend = FALSE` leaves the margin alone. A level group
+#' of the store (`zv[["1"]]`) plots as the store at that level.
+#'
+#' @param x A `zarr_vectors_store` (or one of its level groups).
+#' @param y Ignored (`plot()` takes it).
+#' @param ... Further arguments for [graphics::plot.default()] (`main`,
+#'   `xlab`, `ylab`, `pch`, `cex`, `axes`, ...).
+#' @param box The box to draw: a list of `c(lower, upper)` by axis name
+#'   (`list(x = c(0, 50), z = c(10, 20))`); axes it does not name are
+#'   whole. The plot's limits along the axes drawn are the box's where it
+#'   gives them, else the store's `bounds`.
+#' @param dims The two axes drawn, `c(x, y)`, by name or number (default
+#'   the first two).
+#' @param level The level to read (numbered from 0, as in `$levels`);
+#'   `NULL` chooses as above.
+#' @param max_points The number of points the plot aims at (`NULL`: from
+#'   the device, see above).
+#' @param colour The name of a vertex attribute (of one channel) or of an
+#'   axis whose values colour the points.
+#' @param col The colours.
+#' @param zlim For a numeric `colour`: the values at the two ends of the
+#'   colour scale.
+#' @param links Whether to draw the lines of a graph and the triangle
+#'   outlines of a mesh.
+#' @param link_col The colour of lines and triangle outlines.
+#' @param legend Whether to draw the colour bar or legend of `colour`.
+#' @return `x`, invisibly.
+#' @name zarr-vectors-plot
+#' @seealso [zarr-vectors], [zarr-plot] for arrays and images
+#' @examples
+#' set.seed(1)
+#' xyz <- cbind(runif(2000, 0, 100), runif(2000, 0, 100), runif(2000, 0, 10))
+#' path <- tempfile(fileext = ".zarr")
+#' zv <- write_zarr_vectors(path, xyz, chunk_shape = c(50, 50, 10),
+#'                          attributes = data.frame(intensity = xyz[, 1] / 100))
+#' plot(zv, colour = "intensity")
+#' # the chunks of one quarter only, x against z, at the full resolution
+#' plot(zv, box = list(x = c(0, 50), y = c(0, 50)), dims = c("x", "z"),
+#'      level = 0, colour = "z", legend = FALSE)
+#' unlink(path, recursive = TRUE)
+NULL
+
+# The most points drawn: a quarter of the device's pixels, at most 1e5.
+plot_max_points <- function(max_points) {
+  if (!is.null(max_points)) {
+    if (!is.numeric(max_points) || length(max_points) != 1L || is.na(max_points) || max_points < 1)
+      zarr_abort("argument", "max_points must be a positive number")
+    return(floor(max_points))
+  }
+  px <- tryCatch(prod(grDevices::dev.size("px")), error = function(e) NA)
+  if (is.na(px) || px < 1) 1e5 else min(1e5, ceiling(px / 4))
+}
+
+# The box as lower and upper bounds on every axis (-Inf, Inf where unnamed).
+plot_zv_box <- function(box, axes, path) {
+  d <- length(axes)
+  lower <- stats::setNames(rep(-Inf, d), axes)
+  upper <- stats::setNames(rep(Inf, d), axes)
+  if (is.null(box)) return(list(lower = lower, upper = upper))
+  if (!is.list(box) || is.null(names(box)) || !all(names(box) %in% axes) || anyDuplicated(names(box)))
+    zarr_abort("argument", sprintf("box is a list of c(lower, upper) by axis name (%s)", paste(axes, collapse = ", ")),
+               array = path)
+  for (nm in names(box)) {
+    b <- box[[nm]]
+    if (!is.numeric(b) || length(b) != 2L || anyNA(b) || b[1L] > b[2L])
+      zarr_abort("argument", sprintf("the box along %s is c(lower, upper), lower <= upper", nm), array = path)
+    lower[[nm]] <- b[1L]
+    upper[[nm]] <- b[2L]
+  }
+  list(lower = lower, upper = upper)
+}
+
+# The level of a ZV store to read for a box: the coarsest whose estimated
+# vertex count in the box (vertex_count times the share of its chunks the
+# box touches) is at least m, else the finest.
+plot_zv_level <- function(x, lower, upper, m) {
+  lv <- x$levels
+  est <- vapply(seq_len(nrow(lv)), function(k) {
+    ch <- x$chunks(lv$level[k])
+    if (!nrow(ch)) return(0)
+    cs <- as.numeric(unlist(x$level_metadata(lv$level[k])$chunk_shape %||% x$info$chunk_shape))
+    n <- nrow(ch)
+    inside <- rowSums(ch >= rep(floor(lower / cs), each = n) & ch <= rep(floor(upper / cs), each = n)) == ncol(ch)
+    lv$vertex_count[k] * sum(inside) / n
+  }, 0)
+  # an unknown count: the finest level is taken to have enough, others not
+  est[is.na(est)] <- ifelse(seq_along(est)[is.na(est)] == 1L, Inf, -1)
+  lv$level[plot_pick_level(est, m)]
+}
+
+# What a plot of a ZV store draws: the vertices of the box at the level
+# chosen (at most max_points of them), its links, the axes drawn, limits.
+plot_zv_points <- function(x, box, dims, level, max_points, colour) {
+  axes <- x$axes
+  d <- length(axes)
+  if (d < 2L) zarr_abort("value", "a plot needs positions of 2 dimensions or more", array = x$path)
+  dims <- dims %||% axes[1:2]
+  k <- if (is.character(dims)) match(dims, axes) else suppressWarnings(as.integer(dims))
+  if (length(k) != 2L || anyNA(k) || any(k < 1L | k > d) || k[1L] == k[2L])
+    zarr_abort("argument", sprintf("dims names two different axes of the store, by number (1 to %d) or name (%s)",
+                                   d, paste(axes, collapse = ", ")), array = x$path)
+  b <- plot_zv_box(box, axes, x$path)
+  if (is.null(level)) level <- plot_zv_level(x, b$lower, b$upper, max_points)
+  lv <- x$levels
+  if (length(level) != 1L || !as.character(level) %in% lv$path)
+    zarr_abort("argument", sprintf("the store has levels %s", paste(lv$path, collapse = ", ")), array = x$path)
+  n_est <- lv$vertex_count[match(as.character(level), lv$path)]
+  bytes <- (if (is.na(n_est)) 0 else n_est) * 8 * (d + 2)
+  got <- with_progress(x$read_box(b$lower, b$upper, level = level), bytes,
+                       sprintf("Reading %s level %s", x$path, level))
+  v <- got$vertices
+  if (!is.null(colour)) {
+    if (!is.character(colour) || length(colour) != 1L || !colour %in% setdiff(names(v), c("chunk", "row")))
+      zarr_abort("argument", sprintf("colour names a vertex attribute or an axis: %s",
+                                     paste(setdiff(names(v), c("chunk", "row")), collapse = ", ")), array = x$path)
+    if (!is.null(dim(v[[colour]])) && ncol(v[[colour]]) != 1L)
+      zarr_abort("argument", sprintf("attribute '%s' has %d channels: colour takes one of one channel",
+                                     colour, ncol(v[[colour]])), array = x$path)
+  }
+  n <- nrow(v)
+  shown <- if (n > max_points) seq(1L, n, by = ceiling(n / max_points)) else seq_len(n)
+  # limits: the box where it is finite, else the store's bounds, else the data
+  bounds <- x$info$bounds
+  lim <- lapply(k, function(j) {
+    lo <- b$lower[[j]]
+    hi <- b$upper[[j]]
+    bj <- if (is.list(bounds) && length(bounds) == 2L)
+      suppressWarnings(as.numeric(c(unlist(bounds[[1L]])[j], unlist(bounds[[2L]])[j])))
+    if (length(bj) != 2L || anyNA(bj)) bj <- if (n) range(v[[axes[j]]]) else c(0, 1)
+    c(if (is.finite(lo)) lo else bj[1L], if (is.finite(hi)) hi else bj[2L])
+  })
+  ms <- x$attributes[["multiscales"]]
+  ax_meta <- if (is.list(ms) && length(ms) && is.list(ms[[1L]])) ms[[1L]]$axes
+  unit <- vapply(k, function(j) {
+    u <- if (is.list(ax_meta) && length(ax_meta) == d && is.list(ax_meta[[j]])) ax_meta[[j]]$unit
+    if (is.character(u) && length(u) == 1L && !is.na(u) && nzchar(u)) u else NA_character_
+  }, "")
+  list(vertices = v, shown = shown, links = got$links, level = level, dims = axes[k], lim = lim, unit = unit,
+       levels = paste(lv$path, collapse = ", "))
+}
+
+#' @rdname zarr-vectors-plot
+#' @export
+image.zarr_vectors_store <- function(x, ..., box = NULL, dims = NULL, level = NULL, max_points = NULL,
+                                     colour = NULL, col = NULL, zlim = NULL, links = TRUE, link_col = "grey50",
+                                     legend = TRUE) {
+  p <- plot_zv_points(x, box, dims, level, plot_max_points(max_points), colour)
+  v <- p$vertices
+  s <- p$shown
+  by <- if (!is.null(colour)) v[[colour]]
+  if (!is.null(dim(by))) by <- by[, 1L]
+  categorical <- !is.null(by) && (is.factor(by) || is.logical(by) || is.character(by))
+  if (categorical) {
+    f <- as.factor(by)
+    col <- plot_check_col(col %||% grDevices::hcl.colors(max(2L, nlevels(f)), "Dark 3"))
+    pcol <- rep_len(col, nlevels(f))[as.integer(f)]
+  } else if (!is.null(by)) {
+    col <- plot_check_col(col %||% grDevices::hcl.colors(64))
+    zlim <- plot_zlim(as.numeric(by), zlim)
+    pcol <- col[plot_colour_index(as.numeric(by), zlim, length(col))]
+  } else {
+    col <- plot_check_col(col %||% graphics::par("fg"))
+    pcol <- rep_len(col[1L], nrow(v))
+  }
+  key <- isTRUE(legend) && !is.null(by)
+  if (key) {
+    op <- graphics::par(mar = pmax(graphics::par("mar"), c(0, 0, 0, if (categorical) 7.1 else 5.1)))
+    on.exit(graphics::par(op))
+  }
+  lab <- ifelse(is.na(p$unit), p$dims, sprintf("%s (%s)", p$dims, p$unit))
+  geometry <- paste(unlist(x$info$geometry_types), collapse = ", ")
+  defaults <- list(main = sprintf("Zarr Vectors%s", if (nzchar(geometry)) paste0(": ", geometry) else ""),
+                   sub = sprintf("level %s of levels %s, %d points%s", format(p$level), p$levels, nrow(v),
+                                 if (length(s) < nrow(v)) sprintf(" (%d drawn)", length(s)) else ""),
+                   xlab = lab[1L], ylab = lab[2L], xlim = p$lim[[1L]], ylim = p$lim[[2L]], asp = 1,
+                   pch = 16, cex = 0.4)
+  args <- utils::modifyList(defaults, list(...))
+  pt <- args[c("pch", "cex")]
+  args$pch <- args$cex <- NULL
+  do.call(graphics::plot.default, c(list(x = NA_real_, y = NA_real_, type = "n"), args))
+  X <- v[[p$dims[1L]]]
+  Y <- v[[p$dims[2L]]]
+  L <- p$links
+  if (isTRUE(links) && !is.null(L) && ncol(L) >= 2L && nrow(L)) {
+    # a triangle's three edges; a line's one
+    e <- if (ncol(L) == 2L) L else rbind(L[, 1:2], L[, 2:3], L[, c(3L, 1L)])
+    graphics::segments(X[e[, 1L]], Y[e[, 1L]], X[e[, 2L]], Y[e[, 2L]], col = link_col)
+  }
+  graphics::points(X[s], Y[s], col = pcol[s], pch = pt$pch, cex = pt$cex)
+  if (key && categorical) {
+    op2 <- graphics::par(xpd = NA)
+    on.exit(graphics::par(op2), add = TRUE)
+    right <- graphics::grconvertX(1, "npc", "user") + (graphics::grconvertX(1, "lines", "user") -
+                                                       graphics::grconvertX(0, "lines", "user"))
+    graphics::legend(right, graphics::grconvertY(1, "npc", "user"), legend = levels(f),
+                     col = rep_len(col, nlevels(f)), pch = 16, bty = "n", cex = 0.8, title = colour)
+  } else if (key) plot_colour_bar(col, zlim)
+  invisible(x)
+}
+
+#' @rdname zarr-vectors-plot
+#' @export
+plot.zarr_vectors_store <- function(x, y, ...) image(x, ...)

@@ -43,6 +43,20 @@
 #' `list_dir()`, ...) from [zarr_s3store].
 #'
 #' @seealso [zarr_store], [open_zarr()], [zarr_s3store], [zarr-options]
+#' @examples
+#' # making the store sends no request: it finds the credentials and the URL
+#' st <- zarr_azurestore$new("climate", "era5.zarr", account = "myaccount", anonymous = TRUE)
+#' st
+#' # with the Azurite emulator's well-known development account
+#' st <- zarr_azurestore$new("zarr", "volcano.zarr",
+#'                           connection_string = "UseDevelopmentStorage=true")
+#' st # the account key is never shown
+#' if (interactive()) {
+#'   # with Azurite running on this machine and a container "zarr" in it
+#'   Sys.setenv(AZURE_STORAGE_CONNECTION_STRING = "UseDevelopmentStorage=true")
+#'   as_zarr(volcano, name = "volcano", location = "az://zarr/volcano.zarr")
+#'   open_zarr("az://zarr/volcano.zarr")[["/volcano"]][1:3, 1:3]
+#' }
 #' @export
 zarr_azurestore <- R6::R6Class("zarr_azurestore",
   # a container works as a bucket does: reading, writing and listing by

@@ -37,6 +37,18 @@
 #'
 #' @seealso [zarr_store], [open_zarr()], [zarr_consolidate()], [zarr-options]
 #'   for the HTTP options
+#' @examples
+#' if (interactive()) {
+#'   # an OME-NGFF image of the Image Data Resource, served over HTTPS
+#'   url <- "https://uk1s3.embassy.ebi.ac.uk/idr/zarr/v0.4/idr0062A/6001240.zarr"
+#'   z <- open_zarr(url) # read-only; makes a zarr_httpstore
+#'   print(z$store)
+#'   print(z)
+#'   a <- z[["/0"]] # the full-resolution level, opened by its path
+#'   print(dim(a)) # t, c, z, y, x
+#'   print(a[1, 1, 100, 1:5, 1:5]) # fetches only the chunks under the selection
+#'   str(z$store$io_stats())
+#' }
 #' @export
 zarr_httpstore <- R6::R6Class("zarr_httpstore",
   inherit = zarr_store,

@@ -54,6 +54,26 @@
 #' environment).
 #'
 #' @seealso [icechunk_history()], [open_zarr()], [zarr_refstore], [zarr_icechunk_create()] to write
+#' @examples
+#' # the package's example repository: the volcano store, committed once
+#' repo <- system.file("extdata", "volcano.icechunk", package = "zarr")
+#' z <- open_zarr(repo) # the newest snapshot of branch "main"
+#' z
+#' z[["/elevation"]][1:3, 1:4]
+#' st <- z$store
+#' st
+#' st$branches()
+#' st$history()
+#' # a snapshot by its id: the first one of a repository holds no nodes yet
+#' first <- open_zarr(repo, snapshot = st$history()$snapshot_id[2])
+#' first$root$children
+#' # the store object itself
+#' zarr_icechunkstore$new(repo, branch = "main")$snapshot_id
+#' if (interactive()) {
+#'   # a repository in a bucket (the credentials as for zarr_s3store)
+#'   z <- open_zarr("s3://my-bucket/climate.icechunk", branch = "main")
+#'   print(z$store$history())
+#' }
 #' @export
 zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
   inherit = zarr_refstore,
@@ -262,6 +282,13 @@ zarr_icechunkstore <- R6::R6Class("zarr_icechunkstore",
 #' @return A data.frame with columns `snapshot_id` (character), `time`
 #'   (POSIXct, UTC) and `message`.
 #' @seealso [zarr_icechunkstore]
+#' @examples
+#' repo <- system.file("extdata", "volcano.icechunk", package = "zarr")
+#' h <- icechunk_history(repo)
+#' h
+#' # open the repository as it was at any of these snapshots
+#' z <- open_zarr(repo, snapshot = h$snapshot_id[1])
+#' z[["/elevation"]]$shape
 #' @export
 icechunk_history <- function(location, branch = "main", ...) {
   storage <- if (inherits(location, "zarr_store")) location else ic_storage(location, ...)

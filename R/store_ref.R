@@ -60,6 +60,29 @@
 #'
 #' @seealso [zarr_store], [open_zarr()], [zarr-options] (`zarr.range_gap`,
 #'   `zarr.range_max`)
+#' @examples
+#' # a file of 12 little-endian int32 values, and references that make it an array
+#' bin <- tempfile(fileext = ".bin")
+#' writeBin(c(1:6, 101:106), bin, size = 4, endian = "little")
+#' refs <- list(
+#'   ".zgroup" = list(zarr_format = 2),
+#'   "v/.zarray" = list(zarr_format = 2, shape = list(12), chunks = list(6), dtype = "<i4",
+#'                      compressor = NULL, filters = NULL, fill_value = NULL, order = "C"),
+#'   "v/0" = list(bin, 0, 24), # [file, offset, length]
+#'   "v/1" = list(bin, 24, 24))
+#' st <- zarr_refstore$new(refs)
+#' st
+#' z <- zarr$new(st)
+#' z[["/v"]][]
+#' # the same references in a JSON file (version 1), with a path relative to it
+#' json <- tempfile(fileext = ".json")
+#' writeLines(sprintf('{"version": 1, "refs": {".zgroup": {"zarr_format": 2},
+#'   "v/.zarray": {"zarr_format": 2, "shape": [12], "chunks": [6], "dtype": "<i4",
+#'                 "compressor": null, "filters": null, "fill_value": null, "order": "C"},
+#'   "v/0": ["%1$s", 0, 24], "v/1": ["%1$s", 24, 24]}}', basename(bin)), json)
+#' z <- open_zarr(json)
+#' z[["/v"]][4:8]
+#' unlink(c(bin, json))
 #' @export
 zarr_refstore <- R6::R6Class("zarr_refstore",
   inherit = zarr_store,

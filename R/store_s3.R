@@ -37,6 +37,24 @@
 #'
 #' @seealso [zarr_store], [open_zarr()], [s3_list_dir()], [zarr-options] for the
 #'   HTTP and S3 options
+#' @examples
+#' # making the store sends no request: it finds the credentials and the URL
+#' st <- zarr_s3store$new("my-bucket", "data/run1.zarr", region = "eu-west-1", anonymous = TRUE)
+#' st
+#' # an S3-compatible service (MinIO, Ceph, ...) at an endpoint of its own
+#' st <- zarr_s3store$new("my-bucket", "run1.zarr", endpoint = "http://127.0.0.1:9000",
+#'                        access_key = "minioadmin", secret_key = "minioadmin")
+#' st # the secret key is never shown
+#' if (interactive()) {
+#'   # an OME-NGFF image of the Image Data Resource, on its S3-compatible service
+#'   st <- zarr_s3store$new("idr", "zarr/v0.4/idr0062A/6001240.zarr",
+#'                          endpoint = "https://uk1s3.embassy.ebi.ac.uk", anonymous = TRUE)
+#'   z <- zarr$new(st)
+#'   print(z[["/0"]])
+#'   # in a bucket of your own (credentials from the environment or ~/.aws)
+#'   as_zarr(volcano, name = "volcano", location = "s3://my-bucket/volcano.zarr")
+#'   open_zarr("s3://my-bucket/volcano.zarr")[["/volcano"]][1:3, 1:3]
+#' }
 #' @export
 zarr_s3store <- R6::R6Class("zarr_s3store",
   inherit = zarr_store,
@@ -408,11 +426,12 @@ s3_parse_url <- function(url) {
 #'   As for [zarr_s3store].
 #' @return A character vector of object keys and of prefixes (which end in
 #'   `/`), relative to the bucket, as S3 gives them.
-#' @export
 #' @examples
-#' \dontrun{
-#' s3_list_dir("my-bucket", "data/")
+#' if (interactive()) {
+#'   # the folders of the Image Data Resource's OME-NGFF images, on its S3-compatible service
+#'   s3_list_dir("idr", "zarr/v0.4/", endpoint = "https://uk1s3.embassy.ebi.ac.uk", anonymous = TRUE)
 #' }
+#' @export
 s3_list_dir <- function(bucket, prefix = "", region = NULL, profile = NULL, access_key = NULL,
                         secret_key = NULL, session_token = NULL, endpoint = NULL, path_style = NULL,
                         anonymous = NULL) {

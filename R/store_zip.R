@@ -26,6 +26,16 @@
 #' `zarr_error_read_only` error. If the zip file is replaced while the store
 #' is open, open it again.
 #'
+#' A single-file OME-Zarr image (`.ozx`, OME-NGFF RFC-9) is such a zip file,
+#' zipped from within: `open_zarr("x.ozx")` and `create_zarr("x.ozx")` use
+#' this store as for ".zip". RFC-9 requires the root `zarr.json` at the top
+#' of the archive, which is how this store writes; it reads an `.ozx` zipped
+#' from its parent folder too. Written zip files list the metadata
+#' documents first, the root `zarr.json` at the very start and then the
+#' others breadth-first, as RFC-9 recommends. The archive comment that RFC-9
+#' reserves for its "recommended variant" (which also asks for ZIP64 and
+#' sharding, not promised here) is not written, as RFC-9 then requires.
+#'
 #' Writing (`read_only = FALSE`, also what `create_zarr("x.zip")` and
 #' `as_zarr(x, location = "x.zip")` use): a zip file cannot be changed in
 #' place safely, so the store keeps its keys in a staging folder next to the
@@ -320,10 +330,16 @@ zip_file_seen <- function(p) {
 }
 
 # The files of a staging folder that become members (not a local store's
-# unfinished writes), sorted.
+# unfinished writes): the metadata documents first, the root's first and
+# then by depth (the order OME-Zarr's single-file .ozx, NGFF RFC-9, asks
+# for, so that a reader finds the hierarchy at the start), then the chunks,
+# each part sorted.
 zip_staged_names <- function(staging) {
   names <- sort(list.files(staging, recursive = TRUE, all.files = TRUE, no.. = TRUE))
-  names[!grepl("[.]partial$", names)]
+  names <- names[!grepl("[.]partial$", names)]
+  meta <- grepl("(^|/)(zarr[.]json|[.]zgroup|[.]zarray|[.]zattrs|[.]zmetadata)$", names)
+  depth <- nchar(gsub("[^/]", "", names))
+  c(names[meta][order(depth[meta], names[meta])], names[!meta])
 }
 
 # The copies of an existing zip file's members get one old time stamp (the

@@ -37,6 +37,8 @@ v2_parse_dtype_string <- function(dtype) {
     else if (m[3L] == "S" && nzchar(m[4L]))
       list(name = "null_terminated_bytes", configuration = list(length_bytes = as.integer(m[4L])))
     else if (m[3L] == "O") "object"
+    else if (m[3L] == "V" && nzchar(m[4L]) && !is.na(raw_bits_size(paste0("r", 8L * as.integer(m[4L])))))
+      paste0("r", 8L * as.integer(m[4L])) # numpy's void: raw bits
     else if (m[3L] %in% c("M", "m") && nzchar(m[5L])) v2_time_type(m[3L], m[5L])
     else paste0("v2:", dtype)
   list(data_type = dt, endian = endian)
@@ -48,7 +50,11 @@ v2_time_type <- function(code, unit) {
        configuration = list(unit = parts[3L], scale_factor = if (nzchar(parts[2L])) as.integer(parts[2L]) else 1L))
 }
 
-v2_object_codecs <- c(`vlen-utf8` = "string", `vlen-bytes` = "variable_length_bytes", json2 = "string")
+v2_object_codecs <- c(`vlen-utf8` = "string", `vlen-bytes` = "variable_length_bytes", json2 = "string",
+                      `vlen-array` = "vlen_array", categorize = "string")
+
+# The object codecs whose chunks R decodes and encodes (read_json2()).
+r_object_codecs <- c("json2", "categorize")
 
 # A v2 compressor or filter as a v3 codec entry.
 v2_codec <- function(comp, key = NULL, typesize = 1L) {
@@ -115,6 +121,14 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
   shape <- as.numeric(unlist(z[["shape"]]))
   filters <- z[["filters"]]
   object_codec <- NULL
+  cat_at <- match("categorize", vapply(filters, function(f) as.character(f[["id"]] %||% "")[1L], ""))
+  if (!is.na(cat_at) && is.list(dt[["data_type"]]) && identical(dt[["data_type"]][["name"]], "fixed_length_utf32")) {
+    # categorize over a <U dtype: the codes are stored, the strings keep their type
+    object_codec <- "categorize"
+    object_config <- filters[[cat_at]]
+    object_config[["id"]] <- NULL
+    filters <- filters[-cat_at]
+  }
   if (identical(dt[["data_type"]], "object")) { # the object codec is among the filters
     ids <- vapply(filters, function(f) f[["id"]], "")
     hit <- match(names(v2_object_codecs), ids)
@@ -161,6 +175,8 @@ v2_to_v3 <- function(z, attrs, key = NULL) {
       meta_fail("fill_value", "must be base64 text for a |S data type", key = key)
     fill <- rawToChar(jsonlite::base64_dec(fill))
   }
+  if (is.character(dt[["data_type"]]) && !is.na(raw_bits_size(dt[["data_type"]])) && is.character(fill))
+    fill <- tryCatch(jsonlite::base64_dec(fill), error = function(e) meta_fail("fill_value", "must be base64 text for a |V data type", key = key))
   if (is.list(dt[["data_type"]]) && identical(dt[["data_type"]][["name"]], "struct") && !is.null(fill))
     # v2 keeps a record's bytes as base64 (zarr-python 2); v3 has a value per field
     fill <- tryCatch(struct_fill_json(struct_layout(dt[["data_type"]][["configuration"]]),
@@ -240,6 +256,8 @@ v2_from_v3 <- function(meta) {
     dimension_separator = meta[["chunk_key_encoding"]][["configuration"]][["separator"]] %||% "."
   )
   zarray[[pending_field]] <- meta[[pending_field]]
+  if (!is.na(raw_bits_size(name)) && !is.null(zarray[["fill_value"]])) # v2 keeps void values as base64
+    zarray[["fill_value"]] <- jsonlite::base64_enc(as.raw(unlist(zarray[["fill_value"]])))
   if (name == "null_terminated_bytes" && is.character(zarray[["fill_value"]]))
     zarray[["fill_value"]] <- jsonlite::base64_enc(charToRaw(zarray[["fill_value"]]))
   if (name == "struct" && !is.null(zarray[["fill_value"]])) {
@@ -254,9 +272,10 @@ v2_dtype_string <- function(name, config, endian) {
   e <- if (endian == "big") ">" else "<"
   code <- names(v2_dtypes)[match(name, v2_dtypes)]
   if (!is.na(code)) return(paste0(if (dtype_info(name)$size == 1L) "|" else e, code))
+  if (!is.na(raw_bits_size(name))) return(paste0("|V", raw_bits_size(name))) # numpy's void
   switch(name,
     struct = v2_struct_dtype_doc(config, endian),
-    string = , variable_length_bytes = "|O",
+    string = , variable_length_bytes = , bytes = , vlen_array = "|O",
     fixed_length_utf32 = paste0(e, "U", as.integer(config[["length_bytes"]]) / 4L),
     null_terminated_bytes = paste0("|S", as.integer(config[["length_bytes"]])),
     numpy.datetime64 = , numpy.timedelta64 = {
@@ -302,9 +321,14 @@ json2_bb_codecs <- function(array) {
   Filter(function(cd) cd[["mode"]] == "bytes -> bytes", array$codecs)
 }
 
+# The array's object codec that R runs (json2 or categorize).
+r_object_codec <- function(array) Find(function(cd) cd$name %in% r_object_codecs, array$codecs)
+
 # One stored chunk -> its values in C order (NULL items are NA).
 json2_decode_chunk <- function(array, raw, key, n) {
   for (cd in rev(json2_bb_codecs(array))) raw <- cd$decode(raw)
+  oc <- r_object_codec(array)
+  if (identical(oc$name, "categorize")) return(categorize_decode(oc$configuration, raw, n, array, key))
   items <- json_parse(raw, "json2 chunk", array = array$path, key = key)
   bad <- function() zarr_abort("corrupt_chunk", "json2 chunk does not hold the chunk's items",
                                array = array$path, key = key)
@@ -322,6 +346,12 @@ json2_decode_chunk <- function(array, raw, key, n) {
 
 # Values in C order -> the stored chunk.
 json2_encode_chunk <- function(array, vals, cshape) {
+  oc <- r_object_codec(array)
+  if (identical(oc$name, "categorize")) {
+    raw <- categorize_encode(oc$configuration, vals)
+    for (cd in json2_bb_codecs(array)) raw <- cd$encode(raw)
+    return(raw)
+  }
   nest <- function(v, dims) {
     if (length(dims) <= 1L) return(paste(json_str(v), collapse = ","))
     m <- prod(dims[-1L])
@@ -333,6 +363,70 @@ json2_encode_chunk <- function(array, vals, cshape) {
   raw <- charToRaw(txt)
   for (cd in json2_bb_codecs(array)) raw <- cd$encode(raw)
   raw
+}
+
+# numcodecs' categorize: the stored code type ("|u1", "<u2", ...) that must
+# hold every label's index.
+categorize_type <- function(astype, nlabels) {
+  m <- if (is_json_string(astype)) regmatches(astype, regexec("^([<>|=]?)([iu])([124])$", astype))[[1L]] else character()
+  if (!length(m)) zarr_abort("codec", sprintf("categorize: unsupported astype '%s'", format(astype)))
+  size <- as.integer(m[4L])
+  if (nlabels >= 2^(8 * size - (m[3L] == "i")))
+    zarr_abort("codec", sprintf("categorize: %d labels do not fit astype '%s'", nlabels, astype))
+  list(size = size, signed = m[3L] == "i", endian = if (m[2L] == ">") "big" else "little")
+}
+
+# codes -> labels; 0 (a value without a label, NA too) is "", as numcodecs reads it
+categorize_decode <- function(cfg, raw, n, array, key) {
+  labels <- vapply(cfg[["labels"]], as.character, "")
+  t <- categorize_type(cfg[["astype"]], length(labels))
+  if (length(raw) != n * t$size)
+    zarr_abort("corrupt_chunk", sprintf("categorize chunk of %d bytes does not hold %s codes of %d bytes",
+                                        length(raw), format(n), t$size), array = array$path, key = key)
+  codes <- if (t$size == 1L && !t$signed) as.integer(raw)
+    else readBin(raw, "integer", n, size = t$size, signed = t$signed || t$size == 4L, endian = t$endian)
+  if (any(codes < 0L | codes > length(labels)))
+    zarr_abort("corrupt_chunk", "categorize code beyond the labels", array = array$path, key = key)
+  c("", labels)[codes + 1L]
+}
+
+categorize_encode <- function(cfg, vals) {
+  labels <- vapply(cfg[["labels"]], as.character, "")
+  t <- categorize_type(cfg[["astype"]], length(labels))
+  codes <- match(vals, labels, nomatch = 0L)
+  if (t$size == 1L) return(as.raw(codes))
+  writeBin(codes, raw(), size = t$size, endian = t$endian)
+}
+
+# numcodecs' vlen-array items: the element type ("<i4") as readBin() reads it
+vlen_array_type <- function(dtype) {
+  m <- if (is_json_string(dtype)) regmatches(dtype, regexec("^([<>|=]?)([iuf])([1248])$", dtype))[[1L]] else character()
+  ok <- length(m) && paste0(m[3L], m[4L]) %in% c("i1", "i2", "i4", "u1", "u2", "f4", "f8")
+  if (!ok) zarr_abort("codec", sprintf("vlen-array: unsupported dtype '%s'", format(dtype)))
+  list(what = if (m[3L] == "f") "double" else "integer", size = as.integer(m[4L]), signed = m[3L] == "i",
+       endian = if (m[2L] == ">") "big" else "little")
+}
+
+# the engine's vlen-bytes items -> numeric vectors, and back
+vlen_array_from_raw <- function(items, dtype) {
+  t <- vlen_array_type(dtype)
+  out <- lapply(items, function(r) {
+    if (is.null(r)) return(NULL)
+    if (length(r) %% t$size) zarr_abort("corrupt_chunk", "a vlen-array item is not a whole number of elements")
+    readBin(r, t$what, length(r) %/% t$size, size = t$size, signed = t$signed || t$size >= 4L, endian = t$endian)
+  })
+  dim(out) <- dim(items)
+  out
+}
+
+vlen_array_to_raw <- function(values, dtype) {
+  t <- vlen_array_type(dtype)
+  lapply(values, function(v) {
+    if (is.null(v)) return(raw(0))
+    v <- if (t$what == "double") as.double(v) else as.integer(v)
+    if (t$size == 1L) return(as.raw(bitwAnd(v, 255L)))
+    writeBin(v, raw(), size = t$size, endian = t$endian)
+  })
 }
 
 # R array of a chunk <-> C order values
@@ -377,6 +471,9 @@ read_json2 <- function(array, grid, sel) {
   n <- prod(p$chunk)
   for (r in seq_len(nrow(p$coords))) {
     raw <- array$store$get(p$keys[r])
+    if (is.null(raw) && zarr_missing_chunks_error())
+      zarr_abort("missing_chunk", sprintf("chunk '%s' is missing (option zarr.missing_chunks is \"error\")", p$keys[r]),
+                 array = array$path, key = p$keys[r])
     vals <- if (is.null(raw)) rep(fill, n) else json2_decode_chunk(array, raw, p$keys[r], n)
     arr <- json2_r_order(vals, p$chunk)
     a <- p$at(r)

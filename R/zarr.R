@@ -343,6 +343,11 @@ str.zarr <- function(object, ...) {
 #' @param i The path of a node.
 #' @param value The node at that path.
 #' @return `x`.
+#' @examples
+#' z <- as_zarr(matrix(1:6, 2, 3), name = "m") # in memory
+#' z[["/m"]][1, ] <- c(10L, 20L, 30L) # writes into array /m
+#' z[["/m"]][]
+#' try(z[["/m"]] <- 1:6) # replacing the node itself is an error
 #' @name node-replacement
 #' @keywords internal
 #' @export

@@ -16,6 +16,17 @@
 #' returns the attributes that `print_attributes()` shows.
 #'
 #' @seealso [zarr_node]
+#' @examples
+#' # attributes kept in a list, addressed by name or by path
+#' o <- zarr_object$new("crs")
+#' atts <- o$set_attribute(list(), "projjson/name", "WGS 84")
+#' atts <- o$append_array_attribute(atts, "axes", "lat")
+#' atts <- o$append_array_attribute(atts, "axes", "lon")
+#' str(atts)
+#' o$attribute(atts, "projjson/name")
+#' o$attribute(atts, "axes/2") # JSON arrays are indexed from 1
+#' str(o$delete_attribute(atts, "axes"))
+#' o$name
 #' @export
 zarr_object <- R6::R6Class("zarr_object",
   cloneable = TRUE,

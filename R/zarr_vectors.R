@@ -95,7 +95,8 @@
 #' of several channels carry `channel_names` as vertex attributes do (the
 #' reference records no channel count for them).
 #'
-#' @seealso [write_zarr_vectors()], [zarr_domain]
+#' @seealso [write_zarr_vectors()], [zarr_domain], [zarr-vectors-plot] for
+#'   `plot()` of a store
 #' @name zarr-vectors
 #' @aliases zarr_vectors_store
 #' @examples
@@ -370,6 +371,22 @@ zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list()
 #'   `groups`.
 #' @return The store opened, a `zarr_vectors_store` (see [zarr-vectors]).
 #' @seealso [zarr-vectors]
+#' @examples
+#' # a triangle mesh over a 10 x 10 grid of vertices, at two resolutions
+#' xy <- as.matrix(expand.grid(x = 0:9, y = 0:9)) * 10
+#' xyz <- cbind(xy, z = sqrt(xy[, "x"] * xy[, "y"]))
+#' v <- function(i, j) j * 10 + i + 1 # the row of vertex (i, j)
+#' cells <- expand.grid(i = 0:8, j = 0:8)
+#' tri <- with(cells, rbind(cbind(v(i, j), v(i + 1, j), v(i, j + 1)),
+#'                          cbind(v(i + 1, j), v(i + 1, j + 1), v(i, j + 1))))
+#' path <- tempfile(fileext = ".zarr")
+#' zv <- write_zarr_vectors(path, xyz, chunk_shape = c(50, 50, 50), links = tri, levels = 2,
+#'                          attributes = data.frame(height = xyz[, "z"]))
+#' zv$levels
+#' part <- zv$read_box(c(0, 0, 0), c(45, 45, 100))
+#' head(part$vertices)
+#' head(part$links)
+#' unlink(path, recursive = TRUE)
 #' @export
 write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NULL, links = NULL,
                                objects = NULL, object_attributes = NULL, groups = NULL,

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "progress.h"
 #include "store.h"
 
 #define KEY_CAP 4096
@@ -100,6 +101,7 @@ static int many_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, in
   if (slab_decode(&s, a->dtype, a->rtype, res, m->out[i], &cv))
     rc = zerr_set(e, ZE_CODEC, "no conversion from this data type to R");
 done:
+  progress_add(1);
   if (cv.lost) __atomic_add_fetch(&m->lost, cv.lost, __ATOMIC_RELAXED);
   if (rc) {
     int none = -1;
@@ -189,6 +191,9 @@ SEXP ffi_arrays_read(SEXP spec, SEXP store, SEXP keys, SEXP shape, SEXP chunk, S
   m.swap = calloc((size_t)nt, sizeof(zbuf));
   zstore *s = store_from(store);
   zerr e = {ZE_OK, ""};
+  /* a bar around several of these calls (a Zarr Vectors box) counts their
+   * arrays: each call adds its own to the total */
+  progress_total((int64_t)n);
   int rc = m.a == NULL || m.b == NULL || m.swap == NULL
                ? zerr_set(&e, ZE_NOMEM, "out of memory")
                : store_fetch(s, n, many_req, many_handle, &m, nt, &m.stop, &e);

@@ -17,6 +17,9 @@
 #ifdef HAVE_LZMA
 #include <lzma.h>
 #endif
+#ifdef HAVE_ZFP
+#include <zfp.h>
+#endif
 #ifdef HAVE_LIBXML2
 #include <libxml/xmlversion.h>
 #endif
@@ -26,7 +29,7 @@ static SEXP str_or_na(const char *s) { return s ? mkChar(s) : NA_STRING; }
 
 /* list(versions = c(<library> = version or NA), missing = c(<codec> = library)) */
 SEXP ffi_capabilities(void) {
-  const char *libs[] = {"zstd", "zlib", "c-blosc", "liblz4", "libbz2", "liblzma", "libcurl",
+  const char *libs[] = {"zstd", "zlib", "c-blosc", "liblz4", "libbz2", "liblzma", "libzfp", "libcurl",
                         "libcrypto", "libxml2"};
   const char *vers[] = {
       ZSTD_versionString(),
@@ -48,6 +51,11 @@ SEXP ffi_capabilities(void) {
 #endif
 #ifdef HAVE_LZMA
       lzma_version_string(),
+#else
+      NULL,
+#endif
+#ifdef HAVE_ZFP
+      ZFP_VERSION_STRING,
 #else
       NULL,
 #endif

@@ -10,7 +10,8 @@ void grid_parse(SEXP spec, zarray *a) {
   if (isNull(ed)) return;
   if (TYPEOF(ed) != VECSXP || XLENGTH(ed) != a->ndim)
     zarr_raise(ZE_METADATA, a->name, NULL, "the chunk edges need one vector per dimension");
-  if (chain_engine(&a->chain) != NULL) { /* its chunks vary in shape: no codec that splits them */
+  const zchain *in = a->chain.ab == AB_SHARDING ? a->chain.inner : NULL;
+  if (chain_engine(&a->chain) != NULL && in == NULL) { /* its chunks vary in shape */
     char msg[ZARR_MSG_LEN];
     snprintf(msg, sizeof msg, "codec '%s' is not supported with a rectilinear chunk grid",
              a->chain.ab_vt->name);
@@ -27,6 +28,15 @@ void grid_parse(SEXP spec, zarray *a) {
       zarr_raise_err(&e, a->name, NULL);
     a->edges[d] = edges;
     a->nchunks[d] = used;
+    /* shards of every shape must hold whole inner chunks (stored dim k is
+     * logical dim order[k]) */
+    for (int k = 0; in != NULL && k < a->ndim; k++) {
+      if (a->chain.order[k] != d) continue;
+      for (int64_t c = 0; c < used; c++)
+        if ((edges[c + 1] - edges[c]) % in->chunk_shape[k] != 0)
+          zarr_raise(ZE_METADATA, a->name, NULL,
+                     "sharding: a chunk of the rectilinear grid does not hold whole inner chunks");
+    }
   }
   a->rectilinear = 1;
 }

@@ -7,25 +7,33 @@
  * R's flat description puts this row right after `bytes` (little endian), so
  * it sees elements as little-endian bytes: "dtype" ("<i2", "|u1"), "bits"
  * (bits of the type: 1 for bool), "first_bit", "last_bit" and "padding"
- * ("none", "first_byte", "last_byte"). */
+ * ("none", "first_byte", "last_byte"), and "bit_order": "little" (the
+ * registered codec) or "big" (numcodecs' packbits of bool arrays in Zarr
+ * v2, which fills each byte from its most significant bit, as
+ * numpy.packbits() does). */
 #include <string.h>
 #include "zarr_core.h"
 
 typedef struct {
   znum t;
   int bits, first, last, pad; /* pad: 0 none, 1 first byte, 2 last byte */
+  int msb;                     /* bit_order "big": bit k of a byte is 1 << (7 - k) */
 } packbits_cfg;
 ZCODEC_CFG_FITS(packbits_cfg);
 
 static int packbits_parse(zcodec *c, const zcfg *cfg, zerr *e) {
   packbits_cfg *k = ZCODEC_CFG(c, packbits_cfg);
-  const char *pad;
+  const char *pad, *order;
   if (cfg_num_type(cfg, "packbits", "dtype", &k->t, e) ||
       cfg_int(cfg, "packbits", "bits", 1, 64, &k->bits, e) ||
       cfg_int(cfg, "packbits", "first_bit", 0, 63, &k->first, e) ||
       cfg_int(cfg, "packbits", "last_bit", 0, 63, &k->last, e) ||
-      cfg_str(cfg, "packbits", "padding", &pad, e))
+      cfg_str(cfg, "packbits", "padding", &pad, e) ||
+      cfg_str(cfg, "packbits", "bit_order", &order, e))
     return -1;
+  if (strcmp(order, "little") != 0 && strcmp(order, "big") != 0)
+    return zerr_set(e, ZE_CODEC, "codec 'packbits': bit_order must be \"little\" or \"big\"");
+  k->msb = strcmp(order, "big") == 0;
   if (k->t.big) return zerr_set(e, ZE_CODEC, "codec 'packbits' reads little-endian elements");
   if (k->bits > k->t.size * 8 || k->last >= k->bits || k->first > k->last)
     return zerr_set(e, ZE_CODEC, "codec 'packbits': bits %d to %d do not fit a %d-bit element",
@@ -61,7 +69,7 @@ static int packbits_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *
   for (size_t i = 0; i < count; i++) {
     uint64_t v = (load_le(src + i * es, k->t.size) >> k->first) & mask;
     for (int j = 0; j < b; j++, pos++)
-      if ((v >> j) & 1) o[pos / 8] |= (uint8_t)(1u << (pos % 8));
+      if ((v >> j) & 1) o[pos / 8] |= (uint8_t)(1u << (k->msb ? 7 - pos % 8 : pos % 8));
   }
   if (k->pad) out->data[k->pad == 1 ? 0 : total - 1] = (uint8_t)(nbytes * 8 - nbits);
   out->size = total;
@@ -98,7 +106,7 @@ static int packbits_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *
   for (size_t i = 0; i < count; i++) {
     uint64_t v = 0;
     for (int j = 0; j < b; j++, pos++)
-      if ((s[pos / 8] >> (pos % 8)) & 1) v |= 1ULL << j;
+      if ((s[pos / 8] >> (k->msb ? 7 - pos % 8 : pos % 8)) & 1) v |= 1ULL << j;
     v <<= k->first;
     if (k->t.kind == 'i' && top < 63 && ((v >> top) & 1)) v |= ~0ULL << (top + 1);
     store_le(out->data + i * es, k->t.size, v);

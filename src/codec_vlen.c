@@ -1,5 +1,7 @@
-/* The array -> bytes codecs of string arrays: vlen-utf8, vlen-bytes and
- * numcodecs' json2 (whose chunks R decodes). strings.c does the work. */
+/* The array -> bytes codecs of string arrays: vlen-utf8, vlen-bytes,
+ * numcodecs' vlen-array (vlen-bytes' layout; R converts the items) and the
+ * numcodecs codecs whose chunks R decodes (json2, categorize). strings.c
+ * does the work. */
 #include "zarr_core.h"
 
 static int vlen_configure(zchain *c, const zcfg *cfg, zerr *e) {
@@ -12,3 +14,5 @@ static int vlen_configure(zchain *c, const zcfg *cfg, zerr *e) {
 const zcodec_vt zc_vlen_utf8 = {.name = "vlen-utf8", .kind = ZC_ARRAY_BYTES, .configure = vlen_configure};
 const zcodec_vt zc_vlen_bytes = {.name = "vlen-bytes", .kind = ZC_ARRAY_BYTES, .configure = vlen_configure};
 const zcodec_vt zc_json2 = {.name = "json2", .kind = ZC_ARRAY_BYTES, .configure = vlen_configure};
+const zcodec_vt zc_vlen_array = {.name = "vlen-array", .kind = ZC_ARRAY_BYTES, .configure = vlen_configure};
+const zcodec_vt zc_categorize = {.name = "categorize", .kind = ZC_ARRAY_BYTES, .configure = vlen_configure};

@@ -572,10 +572,12 @@ ENC_DBL_MINI(enc_dbl_bf16, uint16_t, 8, 7, NA_BF16_BITS)
 ENC_DBL_MINI(enc_dbl_e4m3, uint8_t, 4, 3, NA_E4M3_BITS)
 ENC_DBL_MINI(enc_dbl_e5m2, uint8_t, 5, 2, NA_E5M2_BITS)
 
-/* ---- 4-bit integers: one per byte, in the low nibble ----------------------- */
+/* ---- 4-bit and 2-bit integers: one per byte, in the low bits --------------- */
 
 static inline int nib_i4(uint8_t b) { return (int)(b & 0x0F) - ((b & 0x08) ? 16 : 0); }
 static inline int nib_u4(uint8_t b) { return (int)(b & 0x0F); }
+static inline int nib_i2(uint8_t b) { return (int)(b & 0x03) - ((b & 0x02) ? 4 : 0); }
+static inline int nib_u2(uint8_t b) { return (int)(b & 0x03); }
 
 #define DEC_NIB(NAME, RT, CONV, NAV)                                                 \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
@@ -591,9 +593,13 @@ DEC_NIB(dec_i4_int, int, nib_i4, INT_MIN)
 DEC_NIB(dec_u4_int, int, nib_u4, INT_MIN)
 DEC_NIB(dec_i4_dbl, double, nib_i4, na_real())
 DEC_NIB(dec_u4_dbl, double, nib_u4, na_real())
+DEC_NIB(dec_i2_int, int, nib_i2, INT_MIN)
+DEC_NIB(dec_u2_int, int, nib_u2, INT_MIN)
+DEC_NIB(dec_i2_dbl, double, nib_i2, na_real())
+DEC_NIB(dec_u2_dbl, double, nib_u2, na_real())
 
-/* The upper nibble is written as zero, the value in the lower one. */
-#define ENC_INT_NIB(NAME, LO, HI)                                                    \
+/* The upper bits are written as zero, the value in the lower ones. */
+#define ENC_INT_NIB(NAME, LO, HI, MASK)                                                  \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
                    zconv *cv) {                                                      \
     for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
@@ -603,13 +609,15 @@ DEC_NIB(dec_u4_dbl, double, nib_u4, na_real())
       else if (v < (LO) || v > (HI)) {                                               \
         cv->bad++;                                                                   \
         *d = cv->fill[0];                                                            \
-      } else *d = (uint8_t)(v & 0x0F);                                               \
+      } else *d = (uint8_t)(v & (MASK));                                             \
     }                                                                                \
   }
-ENC_INT_NIB(enc_int_i4, -8, 7)
-ENC_INT_NIB(enc_int_u4, 0, 15)
+ENC_INT_NIB(enc_int_i4, -8, 7, 0x0F)
+ENC_INT_NIB(enc_int_u4, 0, 15, 0x0F)
+ENC_INT_NIB(enc_int_i2, -2, 1, 0x03)
+ENC_INT_NIB(enc_int_u2, 0, 3, 0x03)
 
-#define ENC_DBL_NIB(NAME, LO, HI)                                                    \
+#define ENC_DBL_NIB(NAME, LO, HI, MASK)                                                  \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
                    zconv *cv) {                                                      \
     for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
@@ -621,13 +629,15 @@ ENC_INT_NIB(enc_int_u4, 0, 15)
       } else if (v < (LO) || v > (HI) || v != floor(v)) {                            \
         cv->bad++;                                                                   \
         *d = cv->fill[0];                                                            \
-      } else *d = (uint8_t)((int)v & 0x0F);                                          \
+      } else *d = (uint8_t)((int)v & (MASK));                                        \
     }                                                                                \
   }
-ENC_DBL_NIB(enc_dbl_i4, -8.0, 7.0)
-ENC_DBL_NIB(enc_dbl_u4, 0.0, 15.0)
+ENC_DBL_NIB(enc_dbl_i4, -8.0, 7.0, 0x0F)
+ENC_DBL_NIB(enc_dbl_u4, 0.0, 15.0, 0x0F)
+ENC_DBL_NIB(enc_dbl_i2, -2.0, 1.0, 0x03)
+ENC_DBL_NIB(enc_dbl_u2, 0.0, 3.0, 0x03)
 
-#define ENC_I64_NIB(NAME, LO, HI)                                                    \
+#define ENC_I64_NIB(NAME, LO, HI, MASK)                                                  \
   static void NAME(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,  \
                    zconv *cv) {                                                      \
     for (int64_t i = 0; i < n; i++, d += ds, s += ss) {                              \
@@ -637,11 +647,204 @@ ENC_DBL_NIB(enc_dbl_u4, 0.0, 15.0)
       else if (v < (LO) || v > (HI)) {                                               \
         cv->bad++;                                                                   \
         *d = cv->fill[0];                                                            \
-      } else *d = (uint8_t)(v & 0x0F);                                               \
+      } else *d = (uint8_t)(v & (MASK));                                             \
     }                                                                                \
   }
-ENC_I64_NIB(enc_i64_i4, -8, 7)
-ENC_I64_NIB(enc_i64_u4, 0, 15)
+ENC_I64_NIB(enc_i64_i4, -8, 7, 0x0F)
+ENC_I64_NIB(enc_i64_u4, 0, 15, 0x0F)
+ENC_I64_NIB(enc_i64_i2, -2, 1, 0x03)
+ENC_I64_NIB(enc_i64_u2, 0, 3, 0x03)
+
+/* ---- the registry's other small floating point formats ---------------------- */
+
+/* One byte per value (the low `nbits` bits; higher ones are ignored when
+ * read and written as zero). Flavours, as the registry's names say:
+ *   'i' IEEE 754 (infinities and NaNs at the top exponent): float8_e3m4
+ *   'z' fnuz: no infinity, one NaN (0x80, the bits of -0), no negative zero
+ *   'n' fn of 6 and 4 bits: every code is a finite number (no NaN, no infinity)
+ *   'u' e8m0fnu: unsigned powers of two 2^(e - 127), NaN 0xFF, no zero
+ * Decoding is a table of the 2^nbits values; encoding rounds to the nearest
+ * value (ties to the even code). Beyond the largest value, numbers become
+ * infinity ('i'), NaN ('z', 'u'), or are not representable ('n'). R's NA
+ * is a NaN of its own ('i': `na` bits), the format's one NaN ('z', 'u'), or
+ * the fill value ('n', which has no NaN). */
+typedef struct {
+  int eb, mb, bias;
+  char flavour;
+  int nbits;
+  uint8_t nan, na;
+  double val[256];
+  int npos; /* finite values >= 0, ascending, and their codes */
+  double pos[256];
+  uint8_t pcode[256];
+} minifloat;
+
+static minifloat mf_e3m4 = {3, 4, 3, 'i', 8, 0x78, 0x7F, {0}, 0, {0}, {0}};
+static minifloat mf_e4m3fnuz = {4, 3, 8, 'z', 8, 0x80, 0x80, {0}, 0, {0}, {0}};
+static minifloat mf_e4m3b11fnuz = {4, 3, 11, 'z', 8, 0x80, 0x80, {0}, 0, {0}, {0}};
+static minifloat mf_e5m2fnuz = {5, 2, 16, 'z', 8, 0x80, 0x80, {0}, 0, {0}, {0}};
+static minifloat mf_e8m0fnu = {8, 0, 127, 'u', 8, 0xFF, 0xFF, {0}, 0, {0}, {0}};
+static minifloat mf_f6e2m3 = {2, 3, 1, 'n', 6, 0, 0, {0}, 0, {0}, {0}};
+static minifloat mf_f6e3m2 = {3, 2, 3, 'n', 6, 0, 0, {0}, 0, {0}, {0}};
+static minifloat mf_f4e2m1 = {2, 1, 1, 'n', 4, 0, 0, {0}, 0, {0}, {0}};
+
+static void mf_init(minifloat *f) {
+  int ncode = 1 << f->nbits, sbit = f->flavour == 'u' ? 0 : 1 << (f->eb + f->mb);
+  uint32_t emax = (1u << f->eb) - 1, mmask = (1u << f->mb) - 1;
+  for (int c = 0; c < ncode; c++) {
+    uint32_t ex = ((uint32_t)c >> f->mb) & emax, m = (uint32_t)c & mmask;
+    double v;
+    if (f->flavour == 'u') v = c == f->nan ? NAN : ldexp(1.0, (int)ex - f->bias);
+    else if (f->flavour == 'z' && c == f->nan) v = NAN;
+    else if (f->flavour == 'i' && ex == emax) v = m ? NAN : INFINITY;
+    else if (ex == 0) v = ldexp((double)m, 1 - f->bias - f->mb);
+    else v = ldexp((double)(m | (1u << f->mb)), (int)ex - f->bias - f->mb);
+    if (sbit && (c & sbit) && !isnan(v)) v = -v;
+    f->val[c] = v;
+  }
+  /* the non-negative finite values in code order are already ascending */
+  f->npos = 0;
+  for (int c = 0; c < (sbit ? sbit : ncode); c++)
+    if (isfinite(f->val[c])) {
+      f->pos[f->npos] = f->val[c];
+      f->pcode[f->npos++] = (uint8_t)c;
+    }
+}
+
+/* The code nearest to v; *bad when the format cannot hold it. */
+static uint8_t mf_round(const minifloat *f, double v, int64_t *bad) {
+  int has_nan = f->flavour != 'n';
+  if (isnan(v)) {
+    if (!has_nan) (*bad)++;
+    return f->nan;
+  }
+  int neg = signbit(v) != 0;
+  double a = fabs(v);
+  if (f->flavour == 'u' && (neg || a == 0)) return f->nan; /* no zero, no sign */
+  int top = f->npos - 1, code;
+  if (a >= f->pos[top]) {
+    double half = (f->pos[top] - f->pos[top - 1]) / 2;
+    if (a - f->pos[top] < half || a == f->pos[top]) code = f->pcode[top];
+    else if (f->flavour == 'i') code = (int)(((1u << f->eb) - 1) << f->mb); /* infinity */
+    else {
+      if (!has_nan) (*bad)++;
+      return f->nan;
+    }
+  } else if (a <= f->pos[0]) {
+    code = f->pcode[0];
+  } else {
+    int lo = 0, hi = top; /* pos[lo] < a < pos[hi] */
+    while (hi - lo > 1) {
+      int mid = (lo + hi) / 2;
+      if (f->pos[mid] <= a) lo = mid;
+      else hi = mid;
+    }
+    double dl = a - f->pos[lo], dh = f->pos[hi] - a;
+    code = dl < dh || (dl == dh && !(f->pcode[lo] & 1)) ? f->pcode[lo] : f->pcode[hi];
+  }
+  if (neg && f->flavour != 'u' && !(f->flavour == 'z' && code == 0))
+    code |= 1 << (f->eb + f->mb);
+  return (uint8_t)code;
+}
+
+static void mf_dec(const minifloat *f, uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss,
+                   int64_t n, const zconv *cv) {
+  const uint8_t mask = (uint8_t)((1u << f->nbits) - 1), fill = cv->fill[0] & mask;
+  const double nar = na_real();
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    uint8_t b = *s & mask;
+    double r = ((f->flavour == 'i' && b == f->na) || (cv->na && b == fill)) ? nar : f->val[b];
+    memcpy(d, &r, 8);
+  }
+}
+
+static void mf_enc(const minifloat *f, uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss,
+                   int64_t n, zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double v;
+    memcpy(&v, s, 8);
+    if (is_r_na(v)) {
+      if (cv->na || f->flavour == 'n') *d = cv->fill[0];
+      else *d = f->na;
+    } else {
+      *d = mf_round(f, v, &cv->bad);
+    }
+  }
+}
+
+#define MINI_KERNELS(X)                                                              \
+  static void dec_##X##_dbl(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss,   \
+                            int64_t n, zconv *cv) {                                  \
+    mf_dec(&mf_##X, d, ds, s, ss, n, cv);                                            \
+  }                                                                                  \
+  static void enc_dbl_##X(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss,     \
+                          int64_t n, zconv *cv) {                                    \
+    mf_enc(&mf_##X, d, ds, s, ss, n, cv);                                            \
+  }
+MINI_KERNELS(e3m4)
+MINI_KERNELS(e4m3fnuz)
+MINI_KERNELS(e4m3b11fnuz)
+MINI_KERNELS(e5m2fnuz)
+MINI_KERNELS(e8m0fnu)
+MINI_KERNELS(f6e2m3)
+MINI_KERNELS(f6e3m2)
+MINI_KERNELS(f4e2m1)
+
+/* ---- complex numbers of two small floating point components ---------------- */
+
+/* Each component through its own format's kernels; an element equal to the
+ * fill value (both components) is NA where the fill marks missing values. */
+static void cplx_parts_dec(zkern part, size_t ps, uint8_t *d, int64_t ds, const uint8_t *s,
+                           int64_t ss, int64_t n, zconv *cv) {
+  zconv c2 = *cv;
+  c2.na = 0;
+  const double nar = na_real();
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double r[2];
+    part((uint8_t *)r, 8, s, (int64_t)ps, 2, &c2);
+    if (cv->na && memcmp(s, cv->fill, 2 * ps) == 0) r[0] = r[1] = nar;
+    memcpy(d, r, sizeof r);
+  }
+}
+
+static void cplx_parts_enc(zkern part, size_t ps, uint8_t *d, int64_t ds, const uint8_t *s,
+                           int64_t ss, int64_t n, zconv *cv) {
+  for (int64_t i = 0; i < n; i++, d += ds, s += ss) {
+    double v[2];
+    memcpy(v, s, sizeof v);
+    if (cv->na && (is_r_na(v[0]) || is_r_na(v[1]))) {
+      memcpy(d, cv->fill, 2 * ps);
+      continue;
+    }
+    zconv c2 = *cv;
+    c2.na = 0;
+    c2.bad = 0;
+    part(d, (int64_t)ps, (const uint8_t *)v, 8, 2, &c2);
+    cv->bad += c2.bad;
+  }
+}
+
+#define CPLX_KERNELS(X, PDEC, PENC, PS)                                              \
+  static void dec_c##X##_cplx(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, \
+                              int64_t n, zconv *cv) {                                \
+    cplx_parts_dec(PDEC, PS, d, ds, s, ss, n, cv);                                   \
+  }                                                                                  \
+  static void enc_cplx_c##X(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss,   \
+                            int64_t n, zconv *cv) {                                  \
+    cplx_parts_enc(PENC, PS, d, ds, s, ss, n, cv);                                   \
+  }
+CPLX_KERNELS(f16, dec_f16_dbl, enc_dbl_f16, 2)
+CPLX_KERNELS(bf16, dec_bf16_dbl, enc_dbl_bf16, 2)
+CPLX_KERNELS(e3m4, dec_e3m4_dbl, enc_dbl_e3m4, 1)
+CPLX_KERNELS(e4m3, dec_e4m3_dbl, enc_dbl_e4m3, 1)
+CPLX_KERNELS(e4m3b11fnuz, dec_e4m3b11fnuz_dbl, enc_dbl_e4m3b11fnuz, 1)
+CPLX_KERNELS(e4m3fnuz, dec_e4m3fnuz_dbl, enc_dbl_e4m3fnuz, 1)
+CPLX_KERNELS(e5m2, dec_e5m2_dbl, enc_dbl_e5m2, 1)
+CPLX_KERNELS(e5m2fnuz, dec_e5m2fnuz_dbl, enc_dbl_e5m2fnuz, 1)
+CPLX_KERNELS(e8m0fnu, dec_e8m0fnu_dbl, enc_dbl_e8m0fnu, 1)
+CPLX_KERNELS(f6e2m3, dec_f6e2m3_dbl, enc_dbl_f6e2m3, 1)
+CPLX_KERNELS(f6e3m2, dec_f6e3m2_dbl, enc_dbl_f6e3m2, 1)
+CPLX_KERNELS(f4e2m1, dec_f4e2m1_dbl, enc_dbl_f4e2m1, 1)
 
 /* ---- raw bits: copied as they are ------------------------------------------- */
 
@@ -667,6 +870,10 @@ COPY_BYTES(copy_r128, 16)
 #define INT_ENC(T) \
   {[RT_INTEGER] = enc_int_##T, [RT_LOGICAL] = enc_int_##T, [RT_DOUBLE] = enc_dbl_##T, \
    [RT_INT64] = enc_i64_##T}
+#define MINI_ROW(DT, NAME, X) \
+  [DT] = {NAME, 1, 0, 'f', -1, -1, {[RT_DOUBLE] = dec_##X##_dbl}, {[RT_DOUBLE] = enc_dbl_##X}}
+#define CPLX_ROW(DT, NAME, X, SIZE, SWAP, PART) \
+  [DT] = {NAME, SIZE, SWAP, 'c', PART, -1, {[RT_COMPLEX] = dec_c##X##_cplx}, {[RT_COMPLEX] = enc_cplx_c##X}}
 #define RAW_ROW(NAME, N, FN) \
   {NAME, N, 0, 'r', -1, RT_RAW, {[RT_RAW] = FN}, {[RT_RAW] = FN}}
 
@@ -717,6 +924,31 @@ static const zdtype_def dtypes[DT_COUNT] = {
                  INT_ENC(i4)},
     [DT_UINT4] = {"uint4", 1, 0, 'u', -1, -1, {[RT_INTEGER] = dec_u4_int, [RT_DOUBLE] = dec_u4_dbl},
                   INT_ENC(u4)},
+    [DT_INT2] = {"int2", 1, 0, 'i', -1, -1, {[RT_INTEGER] = dec_i2_int, [RT_DOUBLE] = dec_i2_dbl},
+                 INT_ENC(i2)},
+    [DT_UINT2] = {"uint2", 1, 0, 'u', -1, -1, {[RT_INTEGER] = dec_u2_int, [RT_DOUBLE] = dec_u2_dbl},
+                  INT_ENC(u2)},
+    MINI_ROW(DT_FLOAT8_E3M4, "float8_e3m4", e3m4),
+    MINI_ROW(DT_FLOAT8_E4M3FNUZ, "float8_e4m3fnuz", e4m3fnuz),
+    MINI_ROW(DT_FLOAT8_E4M3B11FNUZ, "float8_e4m3b11fnuz", e4m3b11fnuz),
+    MINI_ROW(DT_FLOAT8_E5M2FNUZ, "float8_e5m2fnuz", e5m2fnuz),
+    MINI_ROW(DT_FLOAT8_E8M0FNU, "float8_e8m0fnu", e8m0fnu),
+    MINI_ROW(DT_FLOAT6_E2M3FN, "float6_e2m3fn", f6e2m3),
+    MINI_ROW(DT_FLOAT6_E3M2FN, "float6_e3m2fn", f6e3m2),
+    MINI_ROW(DT_FLOAT4_E2M1FN, "float4_e2m1fn", f4e2m1),
+    CPLX_ROW(DT_COMPLEX_FLOAT16, "complex_float16", f16, 4, 2, DT_FLOAT16),
+    CPLX_ROW(DT_COMPLEX_BFLOAT16, "complex_bfloat16", bf16, 4, 2, DT_BFLOAT16),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E3M4, "complex_float8_e3m4", e3m4, 2, 0, DT_FLOAT8_E3M4),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E4M3, "complex_float8_e4m3", e4m3, 2, 0, DT_FLOAT8_E4M3),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E4M3B11FNUZ, "complex_float8_e4m3b11fnuz", e4m3b11fnuz, 2, 0,
+             DT_FLOAT8_E4M3B11FNUZ),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E4M3FNUZ, "complex_float8_e4m3fnuz", e4m3fnuz, 2, 0, DT_FLOAT8_E4M3FNUZ),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E5M2, "complex_float8_e5m2", e5m2, 2, 0, DT_FLOAT8_E5M2),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E5M2FNUZ, "complex_float8_e5m2fnuz", e5m2fnuz, 2, 0, DT_FLOAT8_E5M2FNUZ),
+    CPLX_ROW(DT_COMPLEX_FLOAT8_E8M0FNU, "complex_float8_e8m0fnu", e8m0fnu, 2, 0, DT_FLOAT8_E8M0FNU),
+    CPLX_ROW(DT_COMPLEX_FLOAT6_E2M3FN, "complex_float6_e2m3fn", f6e2m3, 2, 0, DT_FLOAT6_E2M3FN),
+    CPLX_ROW(DT_COMPLEX_FLOAT6_E3M2FN, "complex_float6_e3m2fn", f6e3m2, 2, 0, DT_FLOAT6_E3M2FN),
+    CPLX_ROW(DT_COMPLEX_FLOAT4_E2M1FN, "complex_float4_e2m1fn", f4e2m1, 2, 0, DT_FLOAT4_E2M1FN),
     [DT_R8] = RAW_ROW("r8", 1, copy_r8),
     [DT_R16] = RAW_ROW("r16", 2, copy_r16),
     [DT_R32] = RAW_ROW("r32", 4, copy_r32),
@@ -736,6 +968,9 @@ void slab_init(void) {
     f8_e4m3[i] = mini_to_double((uint32_t)i, 4, 3);
     f8_e5m2[i] = mini_to_double((uint32_t)i, 5, 2);
   }
+  minifloat *mf[] = {&mf_e3m4, &mf_e4m3fnuz, &mf_e4m3b11fnuz, &mf_e5m2fnuz,
+                     &mf_e8m0fnu, &mf_f6e2m3, &mf_f6e3m2, &mf_f4e2m1};
+  for (size_t i = 0; i < sizeof mf / sizeof mf[0]; i++) mf_init(mf[i]);
 }
 
 int dtype_from_name(const char *name) {

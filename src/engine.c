@@ -174,6 +174,7 @@ typedef struct {
   uint8_t *rdata;
   int64_t ostride[ZARR_MAX_DIMS];
   int na;
+  int missing_error;         /* zarr.missing_chunks = "error": an absent chunk fails the read */
   /* write */
   uint8_t **merged;          /* partial chunks: existing content, decoded up front */
   uint8_t **out;             /* encoded chunk per job (main-thread stores) */
@@ -614,6 +615,15 @@ static int req_chunk(void *ctx, size_t i, zrange *r, char *keybuf, size_t cap, z
 }
 
 
+/* A read (not the merge of a partial write, where absent chunks are the
+ * rule) that finds a chunk absent, when the user asked for that to fail. */
+static int missing_fails(engine *g, const char *key, zerr *e) {
+  if (!g->missing_error || g->merged != NULL) return 0;
+  zerr_set(e, ZE_MISSING_CHUNK, "chunk '%s' is missing (option zarr.missing_chunks is \"error\")", key);
+  engine_fail(g, e, key);
+  return 1;
+}
+
 static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int missing,
                         int writable, zerr *e) {
   engine *g = ctx;
@@ -621,6 +631,7 @@ static int handle_chunk(void *ctx, size_t i, int thread, uint8_t *p, size_t n, i
   char key[KEY_CAP];
   zslab s;
   if (job_begin(g, job, jc, key, &s)) return -1;
+  if (missing && missing_fails(g, key, e)) return -1;
   zconv cv;
   conv_init(g, &cv);
   tbufs *tb = &g->tb[thread];
@@ -710,6 +721,7 @@ static void serve_task(void *ctx, size_t i, int thread) {
   char key[KEY_CAP];
   zslab s;
   if (job_begin(g, job, jc, key, &s)) return;
+  if (missing && missing_fails(g, key, &e)) return;
   zconv cv;
   conv_init(g, &cv);
   zchain tmp;
@@ -758,7 +770,8 @@ static void engine_fetch(engine *g, const int64_t *jobs, int64_t njobs) {
   /* reads (not the merges of a partial write) by parts, where the codec can
    * and no bytes -> bytes codec follows it (its ranges are then not the
    * stored value's: a gzipped shard is read whole) */
-  const zab_engine *ae = g->merged == NULL && !g->pts && g->arr->chain.n_bb == 0
+  const zab_engine *ae = g->merged == NULL && !g->pts && g->arr->chain.n_bb == 0 &&
+                                 !g->arr->rectilinear /* shards of many shapes: read whole */
                              ? chain_engine(&g->arr->chain) : NULL;
   g->part = ae != NULL && ae->plan_first != NULL ? ae : NULL;
   int by_parts = g->part != NULL;
@@ -987,6 +1000,7 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   }
   /* which fill values stand for NA is decided in R (fill_is_missing_marker()) */
   g->na = asLogical(list_get(opts, "fill_as_na")) == TRUE && a->fill_marks_missing;
+  g->missing_error = asLogical(list_get(opts, "missing_error")) == TRUE;
   int32_t f32;
   memcpy(&f32, a->fill, 4);
   if (a->dtype == DT_INT32 && a->rtype == RT_INTEGER && f32 == INT32_MIN) g->na = 0; /* already NA */

@@ -26,6 +26,7 @@ static const char *kind_name(zerr_kind k) {
   case ZE_ICECHUNK_STALE: return "icechunk_stale";
   case ZE_ZV: return "zv";
   case ZE_UNSUPPORTED: return "unsupported";
+  case ZE_MISSING_CHUNK: return "missing_chunk";
   default: return "internal";
   }
 }

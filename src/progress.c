@@ -55,13 +55,15 @@ static SEXP report_failed(SEXP cond, void *data) {
 
 int progress_poll(void) {
   if (!progress_active()) return 0;
+  /* a bar of total 0 is complete at once (cli closes it, and every later
+   * report fails): nothing until the engine has counted its steps; polls
+   * before then (a metadata fetch ahead of the read) leave the first report
+   * due as soon as it has */
+  if (P.total <= 0) return 0;
   double t = now_s();
   if (t < P.next) return 0;
   P.next = t + 0.2;
   if (t - P.start < P.delay) return 0;
-  /* a bar of total 0 is complete at once (cli closes it, and every later
-   * report fails): nothing until the engine has counted its steps */
-  if (P.total <= 0) return 0;
   SEXP a = PROTECT(ScalarReal((double)__atomic_load_n(&P.done, __ATOMIC_RELAXED)));
   SEXP b = PROTECT(ScalarReal((double)P.total));
   SEXP call = PROTECT(lang3(P.fn, a, b));

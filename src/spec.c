@@ -131,7 +131,7 @@ static zchain *rcfg_sub_chain(const zcfg *c, const char *key, int ndim, const in
   zarray *a = x->a;
   (void)e;
   if (a->pool_used >= (int)(sizeof a->pool / sizeof a->pool[0]))
-    spec_fail(ZE_CODEC, "sharding is nested too deeply");
+    spec_fail(ZE_CODEC, "codecs (sharding, conditional) are nested too deeply");
   zchain *out = &a->pool[a->pool_used++];
   if (is_index) /* the index holds 16 bytes per inner chunk */
     check_chunk_bytes(dims_product(shape, ndim, "shard index"), 8, "shard index");
@@ -146,11 +146,12 @@ static zcfg rcfg(const rctx *x) {
   return cfg;
 }
 
-/* One bytes -> bytes codec (also the single-codec entry points). */
-void parse_bb(SEXP cd, zcodec *bb) {
-  rctx x = {cd, NULL, DT_UINT8};
+/* One bytes -> bytes codec of an array's chain: one that holds codecs of its
+ * own (conditional) takes them as a nested chain from the array's pool. */
+static void parse_bb_of(SEXP cd, zcodec *bb, zarray *a, zdtype dtype) {
+  rctx x = {cd, a, dtype};
   zcfg cfg = rcfg(&x);
-  cfg.sub_chain = NULL;
+  if (a == NULL) cfg.sub_chain = NULL;
   zerr e = {ZE_OK, ""};
   const char *name = list_str(cd, "name", "");
   const zcodec_vt *vt = zcodec_find(name);
@@ -158,6 +159,9 @@ void parse_bb(SEXP cd, zcodec *bb) {
     spec_fail(ZE_CODEC, "codec '%s' is not a bytes-to-bytes codec", name);
   if (zcodec_init(bb, name, &cfg, &e)) spec_fail(e.kind, "%s", e.msg);
 }
+
+/* One bytes -> bytes codec on its own (the single-codec entry points). */
+void parse_bb(SEXP cd, zcodec *bb) { parse_bb_of(cd, bb, NULL, DT_UINT8); }
 
 /* A chain: every codec through its row of the codec table. */
 static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchain *c,
@@ -189,7 +193,7 @@ static void parse_chain(SEXP codecs, int ndim, const int64_t *chunk_shape, zchai
     if (!seen_ab) spec_fail(ZE_CODEC, "bytes-to-bytes codec '%s' before the array codec", name);
     if (c->n_bb >= ZARR_MAX_CODECS)
       spec_fail(ZE_CODEC, "more than %d bytes-to-bytes codecs", ZARR_MAX_CODECS);
-    parse_bb(cd, &c->bb[c->n_bb++]);
+    parse_bb_of(cd, &c->bb[c->n_bb++], a, dtype);
   }
 }
 

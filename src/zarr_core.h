@@ -35,7 +35,8 @@ typedef enum {
   ZE_ICECHUNK,  /* an Icechunk repository object is malformed or missing */
   ZE_ICECHUNK_STALE, /* a virtual chunk's file changed since it was referenced */
   ZE_ZV,        /* a Zarr Vectors blob breaks its byte layout (src/zv_layout.c) */
-  ZE_UNSUPPORTED /* this build lacks what is needed (a codec's optional library) */
+  ZE_UNSUPPORTED, /* this build lacks what is needed (a codec's optional library) */
+  ZE_MISSING_CHUNK /* a chunk is absent and zarr.missing_chunks is "error" */
 } zerr_kind;
 
 typedef struct {
@@ -76,6 +77,15 @@ typedef enum {
   DT_COMPLEX64, DT_COMPLEX128,
   DT_STRING, /* in memory: a zstr handle; see strings.c */
   DT_BFLOAT16, DT_FLOAT8_E4M3, DT_FLOAT8_E5M2, DT_INT4, DT_UINT4,
+  DT_INT2, DT_UINT2,
+  /* the registry's other small floating point formats (dtype.c, `minifloats`) */
+  DT_FLOAT8_E3M4, DT_FLOAT8_E4M3FNUZ, DT_FLOAT8_E4M3B11FNUZ, DT_FLOAT8_E5M2FNUZ,
+  DT_FLOAT8_E8M0FNU, DT_FLOAT6_E2M3FN, DT_FLOAT6_E3M2FN, DT_FLOAT4_E2M1FN,
+  /* complex numbers of two such components, real part first */
+  DT_COMPLEX_FLOAT16, DT_COMPLEX_BFLOAT16, DT_COMPLEX_FLOAT8_E3M4, DT_COMPLEX_FLOAT8_E4M3,
+  DT_COMPLEX_FLOAT8_E4M3B11FNUZ, DT_COMPLEX_FLOAT8_E4M3FNUZ, DT_COMPLEX_FLOAT8_E5M2,
+  DT_COMPLEX_FLOAT8_E5M2FNUZ, DT_COMPLEX_FLOAT8_E8M0FNU, DT_COMPLEX_FLOAT6_E2M3FN,
+  DT_COMPLEX_FLOAT6_E3M2FN, DT_COMPLEX_FLOAT4_E2M1FN,
   /* raw bits of 1 to 16 bytes, read to and written from R raw vectors: the
    * carriers of data types implemented in R (R/data_type.R) */
   DT_R8, DT_R16, DT_R32, DT_R64, DT_R128,
@@ -311,6 +321,9 @@ int grid_edges_build(const double *len, int64_t n, int64_t extent, int64_t max_l
 int bb_decode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, size_t limit, zerr *e);
 int bb_encode(const zcodec *c, const uint8_t *src, size_t n, zbuf *out, zerr *e);
 uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n);
+/* Bob Jenkins' lookup3 hash (hashlittle) of prefix followed by data (codec_checksum.c) */
+uint32_t jenkins_lookup3(const uint8_t *prefix, size_t np, const uint8_t *data, size_t n,
+                         uint32_t initval);
 
 /* Decode a whole encoded chunk through the bytes->bytes codecs into `out`,
  * leaving the array->bytes payload (e.g. raw elements). `scratch` is a second

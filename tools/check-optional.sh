@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Install the package once with each optional library made unavailable
-# (c-blosc, lz4, bzip2, liblzma, libxml2: configure is given a *_LIBS that
+# (c-blosc, lz4, bzip2, liblzma, libzfp, libxml2: configure is given a *_LIBS that
 # names a library that does not exist, so its link test fails as on a system
 # without it) and run the codec tests against each build: they must pass,
 # skipping what the build lacks or expecting zarr_error_unsupported.
 #
-# usage: bash tools/check-optional.sh [BLOSC LZ4 BZ2 LZMA XML]   (default: all)
+# usage: bash tools/check-optional.sh [BLOSC LZ4 BZ2 LZMA ZFP XML]   (default: all)
 # Each build goes into a temporary library, from a copy of this checkout, so
 # the checkout's own src/*.o and .lib/ are left alone. Objects of files that
 # do not depend on an optional library are compiled once and reused.
@@ -17,9 +17,9 @@ cd "$repo"
 say() { printf 'check-optional: %s\n' "$*"; }
 
 variants=("$@")
-[ "${#variants[@]}" -gt 0 ] || variants=(BLOSC LZ4 BZ2 LZMA XML)
+[ "${#variants[@]}" -gt 0 ] || variants=(BLOSC LZ4 BZ2 LZMA ZFP XML)
 # the tests of the codecs and of what libxml2 provides
-filter='^(capabilities|codecs|codecs-registered|lzma|stores-xml|stores-codec-pieces)$'
+filter='^(capabilities|codecs|codecs-registered|lzma|registry-zfp|stores-xml|stores-codec-pieces)$'
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -32,12 +32,12 @@ export MAKEFLAGS="${MAKEFLAGS:--j2}" ZARR_FILTER="$filter"
 failed=()
 for v in "${variants[@]}"; do
   case $v in
-    BLOSC) lib=c-blosc ;; LZ4) lib=liblz4 ;; BZ2) lib=libbz2 ;; LZMA) lib=liblzma ;; XML) lib=libxml2 ;;
-    *) say "unknown variant $v (BLOSC LZ4 BZ2 LZMA XML)"; exit 1 ;;
+    BLOSC) lib=c-blosc ;; LZ4) lib=liblz4 ;; BZ2) lib=libbz2 ;; LZMA) lib=liblzma ;; ZFP) lib=libzfp ;; XML) lib=libxml2 ;;
+    *) say "unknown variant $v (BLOSC LZ4 BZ2 LZMA ZFP XML)"; exit 1 ;;
   esac
   say "---- without $lib (${v}_LIBS=-lzarr_absent_$v)"
   # objects that depend on an optional library are rebuilt for each variant
-  grep -lE 'HAVE_(BLOSC|LZ4|BZ2|LZMA|LIBXML2)' "$work/pkg"/src/*.c | sed 's/\.c$/.o/' | xargs rm -f
+  grep -lE 'HAVE_(BLOSC|LZ4|BZ2|LZMA|ZFP|LIBXML2)' "$work/pkg"/src/*.c | sed 's/\.c$/.o/' | xargs rm -f
   rm -f "$work/pkg"/src/*.so
   mkdir -p "$work/lib-$v"
   log="$work/install-$v.log"

@@ -18,7 +18,8 @@
 #   one); libxml2's xmlversion.h is copied with its ICU and iconv switches
 #   off, since the host's would include glibc's iconv.h and ICU's headers;
 # * every optional library is on (HAVE_BLOSC, ...), as with Rtools, whose
-#   pkg-config finds all of them.
+#   pkg-config finds all of them (zfp: when a toolchain has it; the build
+#   without it is the ZCODEC_MISSING row, which check-optional.sh covers).
 # Exit status: 0 clean; 1 an error or warning; 2 the cross compiler is missing.
 set -euo pipefail
 
@@ -54,10 +55,10 @@ link_hdr() { # name: a header file or folder of /usr/include (or its multiarch f
   done
 }
 for h in zstd.h zstd_errors.h zdict.h zlib.h zconf.h blosc.h blosc-export.h lz4.h lz4hc.h \
-         bzlib.h lzma.h lzma curl openssl; do
+         bzlib.h lzma.h lzma zfp.h zfp curl openssl; do
   link_hdr "$h"
 done
-for h in zstd.h zlib.h blosc.h lz4.h bzlib.h lzma.h curl/curl.h openssl/evp.h \
+for h in zstd.h zlib.h blosc.h lz4.h bzlib.h lzma.h zfp.h curl/curl.h openssl/evp.h \
          openssl/configuration.h; do
   [ -e "$inc/$h" ] || { say "host header $h not found (install the -dev packages of tools/setup.sh)"; exit 1; }
 done
@@ -75,7 +76,7 @@ r_cppflags=$(R CMD config --cppflags)
 win_defs=$(sed -n 's/^ZARR_WIN_DEFS = //p' src/Makevars.ucrt)
 [ -n "$win_defs" ] || { say "ZARR_WIN_DEFS not found in src/Makevars.ucrt"; exit 1; }
 # shellcheck disable=SC2206
-defs=(-DHAVE_BLOSC -DHAVE_LZ4 -DHAVE_BZ2 -DHAVE_LZMA -DHAVE_LIBXML2 -D_UCRT $win_defs)
+defs=(-DHAVE_BLOSC -DHAVE_LZ4 -DHAVE_BZ2 -DHAVE_LZMA -DHAVE_ZFP -DHAVE_LIBXML2 -D_UCRT $win_defs)
 # shellcheck disable=SC2206
 flags=(-std=gnu11 -O2 -Wall -Wextra $r_cppflags -idirafter "$inc" "${defs[@]}")
 

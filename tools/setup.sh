@@ -65,7 +65,7 @@ apt_install() {  # apt_install pkg...; returns non-zero when apt-get fails
 }
 
 # ---- system packages
-required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev liblzma-dev libcurl4-openssl-dev
+required_debs=(libzstd-dev zlib1g-dev libblosc-dev liblz4-dev libbz2-dev liblzma-dev libzfp-dev libcurl4-openssl-dev
                libssl-dev libxml2-dev pkg-config)
 # clang with libFuzzer: tools/fuzz/run.sh (a short run in CI, from tools/test.sh)
 # Debian's python3 with h5py/netCDF4 (test data for the reference store) and

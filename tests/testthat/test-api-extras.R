@@ -37,6 +37,43 @@ test_that("zarr_options() reads and sets the package's R options", {
   expect_identical(zarr_options("num_threads"), 2L)
 })
 
+test_that("print(zarr_options()) is a table of value, default and meaning; the list works as before", {
+  cfg <- local_config_dir()
+  options(zarr.chunk_length = 50L, zarr.chunk_cache_bytes = 32 * 2^20, zarr.num_threads = 1L)
+  all <- zarr_options()
+  # the value is still the list of every option
+  expect_true(is.list(all))
+  expect_identical(all$chunk_length, 50L)
+  expect_identical(all[["format"]], 3L)
+  expect_identical(names(as.list(all)), names(all))
+  expect_false(inherits(as.list(all), "zarr_options"))
+  expect_identical(lapply(all[c("fill_as_na", "format")], identity), list(fill_as_na = TRUE, format = 3L))
+
+  lines <- format(all, width = 80L)
+  expect_identical(strsplit(trimws(lines[1L]), " +")[[1L]], c("option", "value", "default", "meaning"))
+  expect_length(lines, length(all) + 1L)
+  expect_true(all(nchar(lines) <= 80L))
+  row <- function(key) strsplit(lines[startsWith(lines, paste0(key, " "))], "  +")[[1L]]
+  expect_identical(row("chunk_length"), c("chunk_length", "50", "100", "auto_chunk() longest side"))
+  expect_identical(row("chunk_cache_bytes"), c("chunk_cache_bytes", "32 MiB", "64 MiB", "decoded-chunk cache size"))
+  expect_identical(row("num_threads")[2:3], c("1", "auto"))
+  expect_identical(row("range_gap")[2:3], c("1 MiB", "1 MiB"))
+  expect_identical(row("group_style")[2:3], c("blue, bold", "blue, bold"))
+  # every option of the table has its one-line meaning
+  expect_setequal(setdiff(names(all), names(zarr:::zarr_option_meaning)), character())
+  # a narrow console shortens the meanings (to 20 characters at least), not the values
+  narrow <- format(all, width = 60L)
+  meanings <- substring(narrow, regexpr("meaning", narrow[1L]))
+  expect_true(all(nchar(meanings) <= 20L))
+  expect_true(any(endsWith(meanings, "...")))
+  expect_identical(strsplit(narrow[startsWith(narrow, "chunk_cache_bytes ")], "  +")[[1L]][2:3], c("32 MiB", "64 MiB"))
+
+  out <- capture.output(res <- print(all))
+  expect_identical(res, all)
+  expect_match(out[1L], "zarr options")
+  expect_identical(out[-1L], format(all))
+})
+
 test_that("save_options() keeps options for the next session and reset_options() forgets them", {
   cfg <- local_config_dir()
   zarr_options("num_threads", 3L)

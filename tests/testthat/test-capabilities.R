@@ -1,5 +1,5 @@
 # Optional libraries (configure, zarr_capabilities()): a build without
-# c-blosc, lz4, bzip2, liblzma or libxml2 lacks what it provides, and using
+# c-blosc, lz4, bzip2, liblzma, libzfp or libxml2 lacks what it provides, and using
 # it fails with zarr_error_unsupported naming the codec (or feature) and the
 # library; tools/check-optional.sh installs such builds and runs this file.
 
@@ -7,14 +7,15 @@ optional_codecs <- list(
   blosc = list(name = "blosc", cfg = list(cname = "lz4", clevel = 5L, shuffle = "shuffle"), lib = "c-blosc"),
   lz4 = list(name = "numcodecs.lz4", cfg = list(acceleration = 1L), lib = "liblz4"),
   bz2 = list(name = "numcodecs.bz2", cfg = list(level = 1L), lib = "libbz2"),
-  lzma = list(name = "numcodecs.lzma", cfg = list(), lib = "liblzma")
+  lzma = list(name = "numcodecs.lzma", cfg = list(), lib = "liblzma"),
+  zfp = list(name = "zfp", cfg = list(mode = "reversible"), lib = "libzfp")
 )
 
 test_that("zarr_capabilities() lists the libraries, and a missing one's codecs", {
   caps <- zarr_capabilities()
   libs <- caps$libraries
   expect_identical(libs$library, c("zstd", "zlib", "c-blosc", "liblz4", "libbz2", "liblzma",
-                                   "libcurl", "libcrypto", "libxml2"))
+                                   "libzfp", "libcurl", "libcrypto", "libxml2"))
   expect_identical(libs$required, libs$library %in% c("zstd", "zlib", "libcurl", "libcrypto"))
   expect_false(anyNA(libs$version[libs$required]))
   expect_match(libs$version[libs$library == "zstd"], "^[0-9]+\\.[0-9]+")

@@ -135,10 +135,11 @@ test_that("invalid rectilinear grids are classed errors", {
   open_bad("zarr_error_unsupported")
   meta('{"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [[[1, 1e15]], 4]}}')
   expect_identical(open_zarr(root)[["/a"]]$chunking$chunk_edges, list(rep(1, 6), 4)) # only what is needed
+  # sharding: every chunk must hold whole inner chunks (2 does not hold 4)
   meta('{"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [[2, 4], 4]}}',
-       '[{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 2], "codecs": [{"name": "bytes"}],
+       '[{"name": "sharding_indexed", "configuration": {"chunk_shape": [4, 2], "codecs": [{"name": "bytes"}],
          "index_codecs": [{"name": "bytes"}]}}]')
-  open_bad("zarr_error_unsupported")
+  open_bad("zarr_error_metadata")
   # Zarr v2 has no such grid
   old <- options(zarr.format = 2)
   on.exit(options(old))

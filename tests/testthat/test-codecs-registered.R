@@ -53,6 +53,16 @@ test_that("C codecs take every configuration key from R's one table of defaults"
   expect_identical(zarr:::v2_codec(list(id = "gzip"))$configuration$level, zarr:::codec_defaults$gzip$level)
 })
 
+test_that("add_codec('packbits') takes the place of the bytes codec", {
+  def <- define_array("bool", 20)
+  def$add_codec("packbits")
+  expect_identical(def$codec_info$name, c("packbits", "zstd"))
+  a <- create_zarr()$add_array("/", "flags", def)
+  x <- rep(c(TRUE, FALSE, FALSE), length.out = 20)
+  a[] <- x
+  expect_identical(a[], x)
+})
+
 test_that("packbits packs bits least significant first, with its padding byte (hand-checked)", {
   bits <- c(TRUE, FALSE, TRUE, TRUE, FALSE, FALSE, FALSE, FALSE, TRUE, TRUE)
   r <- reg_roundtrip("bool", bits, list(list(name = "packbits")), fill = FALSE)

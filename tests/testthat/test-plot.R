@@ -2,29 +2,7 @@
 # selections, datasets, OME-NGFF images and multiscales groups, checked on
 # the pixels they give (as.raster(), and PNG files read back with png).
 
-red <- "#FF0000"
-blue <- "#0000FF"
-
-# A PNG of `draw()` (a square device of `px` pixels, no margins): an array
-# of rows x columns x RGB(A) with values in 0..1.
-render_png <- function(draw, px = 200, margins = TRUE) {
-  skip_if_not_installed("png")
-  f <- tempfile(fileext = ".png")
-  withr::defer(unlink(f))
-  grDevices::png(f, width = px, height = px, bg = "white")
-  ok <- FALSE
-  on.exit(if (!ok) grDevices::dev.off())
-  if (!margins) graphics::par(mar = c(0, 0, 0, 0))
-  draw()
-  grDevices::dev.off()
-  ok <- TRUE
-  png::readPNG(f)
-}
-
-# Pixels of a PNG equal to a colour (RGB in 0..255).
-is_colour <- function(img, rgb) {
-  abs(img[, , 1] * 255 - rgb[1]) < 1 & abs(img[, , 2] * 255 - rgb[2]) < 1 & abs(img[, , 3] * 255 - rgb[3]) < 1
-}
+# render_png(), is_colour(), red and blue: helper-plot.R
 
 test_that("as.raster() of a matrix: x along the columns, the first row on top, NA for NA", {
   m <- matrix(0, 40, 60)
@@ -151,7 +129,7 @@ test_that("CF-decoded values, coordinate axes (y up), slices of other dimensions
   expect_identical(r[3, -1], c(red, blue, blue))
   expect_identical(r[1, ], c(red, red, blue, blue))
   # the first time step: all zero
-  expect_true(all(as.raster(v, col = c(red, blue), zlim = c(0, 5)) == red))
+  expect_true(all(as.raster(v, slice = list(time = 1), col = c(red, blue), zlim = c(0, 5)) == red))
   expect_error(as.raster(v, slice = list(time = 3)), class = "zarr_error_argument")
   expect_error(as.raster(v, slice = list(lat = 1)), class = "zarr_error_argument")
   # what is drawn: coordinates, labels, title with the slice
@@ -264,15 +242,7 @@ test_that("OME-NGFF images: the channel by number or label, the level chosen for
 })
 
 test_that("a multiscales group (the multiscales convention's layout) plots its coarsest level with enough pixels", {
-  z <- create_zarr()
-  m <- matrix(as.numeric(seq_len(40 * 40)), 40)
-  for (k in 0:2) {
-    s <- seq(1, 40, by = 2^k)
-    b <- define_array("float64", c(length(s), length(s)))
-    z$root$add_array(as.character(k), b)$write(m[s, s])
-  }
-  z$root$set_attribute("multiscales", list(layout = list(list(asset = "0"), list(asset = "1", derived_from = "0"),
-                                                         list(asset = "2", derived_from = "1"))))
+  z <- multiscales_group()
   g <- z$root
   cols <- grDevices::hcl.colors(64)
   expect_identical(dim(as.raster(g, max_pixels = 20)), c(20L, 20L))

@@ -32,9 +32,9 @@ fi
 
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
        -fno-sanitize-recover=undefined -Wall -Wextra -I"$src"
-       -DHAVE_BLOSC -DHAVE_LZ4 -DHAVE_BZ2 -DHAVE_LZMA -DHAVE_LIBXML2
+       -DHAVE_BLOSC -DHAVE_LZ4 -DHAVE_BZ2 -DHAVE_LZMA -DHAVE_ZFP -DHAVE_LIBXML2
        )
-libs=(-lzstd -lz -lblosc -llz4 -lbz2 -llzma -lpthread -lm)
+libs=(-lzstd -lz -lblosc -llz4 -lbz2 -llzma -lzfp -lpthread -lm)
 # every codec file but codec_r.c (codecs written in R need libR)
 codecs=()
 for f in "$src"/codec_*.c; do
