@@ -120,13 +120,30 @@ zarr_icechunk_create <- function(location, ..., spec_version = 2L) {
 #' Writable session on an Icechunk branch
 #'
 #' The store of a [zarr] object made by [zarr_icechunk_create()] or by
-#' `open_zarr(location, branch = , read_only = FALSE)`: a branch of a local
-#' Icechunk repository (spec 2) opened for writing. What is written is kept
-#' in memory, over the snapshot the session started from, until `commit()`
-#' writes it as the branch's next snapshot; see [zarr_icechunk_create()] for
-#' what a commit writes and how conflicts are detected.
+#' `open_zarr(location, branch = , read_only = FALSE)`: a branch of an
+#' Icechunk repository (spec 1 or 2, local or on S3) opened for writing. What
+#' is written is kept in memory, over the snapshot the session started from,
+#' until `commit()` writes it as the branch's next snapshot; see
+#' [zarr_icechunk_create()] for what a commit writes and how conflicts are
+#' detected.
 #'
 #' @seealso [zarr_icechunk_create()], [zarr_icechunkstore]
+#' @examples
+#' repo <- tempfile("repo")
+#' z <- zarr_icechunk_create(repo)
+#' x <- z$root$add_array("x", define_array("float64", 5))
+#' x[] <- 1:5
+#' z$store$commit("x")
+#' # two sessions on the same branch: the second commit conflicts
+#' s1 <- open_zarr(repo, branch = "main", read_only = FALSE)
+#' s2 <- open_zarr(repo, branch = "main", read_only = FALSE)
+#' s1[["/x"]][1] <- 10
+#' s1$store$commit("from the first session")
+#' s2[["/x"]][2] <- 20
+#' res <- tryCatch(s2$store$commit("from the second"), zarr_error_conflict = conditionMessage)
+#' res
+#' open_zarr(repo)[["/x"]][] # the first session's commit
+#' unlink(repo, recursive = TRUE)
 #' @export
 zarr_icechunksession <- R6::R6Class("zarr_icechunksession",
   inherit = zarr_memorystore,
