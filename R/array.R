@@ -183,6 +183,7 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   [zarr_data_type]).
     read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE),
                     decode = getOption("zarr.decode_cf", TRUE)) {
+      on.exit(out <- NULL) # see read_indexed()
       private$check_usable()
       sel <- private$normalize_selection(selection)
       # which fill values mark missing ones is fill_is_missing_marker()'s call

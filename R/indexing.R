@@ -187,6 +187,21 @@ split_na <- function(sel, shape) {
   if (n == 0L) return(x[, fill_as_na = fill_as_na, decode = decode]) # x[fill_as_na = ]: as x[]
   sel <- index_args(n, environment(), shape, x$path)
   if (!is.null(sel$points)) return(read_points(x, sel$points, fill_as_na = fill_as_na, decode = decode))
+  # The result is never bound in this frame (see read_indexed())
+  read_indexed(x, sel, shape, drop, fill_as_na, decode)
+}
+
+# The read of `[`, from the per-dimension indices of index_args().
+# A frame that is alive while a large result is allocated is promoted by the
+# collection that allocation triggers; if it still binds the result when it
+# returns (R clears the bindings of a returning frame only when nothing else
+# refers to it: a closure made in it, environment(), a promise not forced),
+# the result outlives the call until a full collection, and a loop of large
+# reads then forces one per read. So every frame on the read path unbinds
+# its result on exit.
+read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
+  on.exit(out <- NULL)
+  nd <- length(shape)
   s <- split_na(sel, shape)
   out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na, decode = decode)
   for (d in which(!vapply(s$na, is.null, TRUE))) { # NA slices

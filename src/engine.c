@@ -1366,6 +1366,17 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   int64_t total = engine_total(&g);
   /* raw bits: as many bytes per element as the data type has */
   R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
+  /* R's own allocation failure would be a plain R error, and catching it in
+   * R (a condition handler around this call) kept each large result alive
+   * into the next read: a full collection per read in a loop. So a large
+   * result's memory is probed here and NULL tells R to raise its classed
+   * error. */
+  size_t rbytes = (size_t)total * elem_rsize(a.dtype, a.rtype);
+  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24)) {
+    void *probe = malloc(rbytes + 64);
+    if (probe == NULL) return R_NilValue;
+    free(probe);
+  }
   SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), rlen));
   if (total == 0) {
     UNPROTECT(1);
