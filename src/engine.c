@@ -370,6 +370,60 @@ static void env_init(engine *g, tbufs *tb, zconv *cv, zdec_env *env) {
   env->range_max = g->range_max;
 }
 
+/* A read of fewer chunks than threads (one chunk per call, as a block loop
+ * makes) would copy each large chunk into R on one thread while the others
+ * wait: the copy (transpose and widening) is split between them along the
+ * dimension slowest in R, so that the pieces write apart. */
+#define SPLIT_MIN_ELEMS ((int64_t)1 << 20)
+#define MAX_SHARES_COPY 16
+typedef struct {
+  const zslab *slab;
+  int dim, pieces;
+  zdtype dt;
+  zrtype rt;
+  const uint8_t *elems;
+  uint8_t *rdata;
+  const zconv *cv;
+  int64_t lost[MAX_SHARES_COPY];
+} split_ctx;
+
+static void split_task(void *ctx, size_t i, int thread) {
+  (void)thread;
+  split_ctx *c = ctx;
+  zslab s = *c->slab;
+  zdimmap *m = &s.dim[c->dim];
+  int64_t lo = m->cnt * (int64_t)i / c->pieces, hi = m->cnt * (int64_t)(i + 1) / c->pieces;
+  if (m->local != NULL) {
+    m->local += lo;
+    m->outpos += lo;
+  } else {
+    m->l0 += lo;
+    m->o0 += lo;
+  }
+  m->cnt = hi - lo;
+  zconv cv = *c->cv;
+  cv.lost = 0;
+  slab_decode(&s, c->dt, c->rt, c->elems, c->rdata, &cv);
+  c->lost[i] = cv.lost;
+}
+
+static int slab_decode_split(engine *g, const zslab *slab, const uint8_t *elems, zconv *cv) {
+  const zarray *a = g->arr;
+  int nt = g->nthreads < MAX_SHARES_COPY ? g->nthreads : MAX_SHARES_COPY;
+  int64_t n = 1;
+  for (int d = 0; d < slab->ndim; d++) n *= slab->dim[d].cnt;
+  int dim = -1;
+  if (nt > 1 && g->njobs < nt && n >= SPLIT_MIN_ELEMS && a->dtype != DT_STRING)
+    for (int d = 0; d < slab->ndim; d++)
+      if (slab->dim[d].cnt >= 2 * nt && (dim < 0 || slab->ostride[d] > slab->ostride[dim])) dim = d;
+  if (dim < 0) return slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv);
+  if (dtype_def(a->dtype)->dec[a->rtype] == NULL) return -1;
+  split_ctx c = {slab, dim, nt, a->dtype, a->rtype, elems, g->rdata, cv, {0}};
+  parallel_for((size_t)nt, nt, split_task, &c, NULL);
+  for (int i = 0; i < nt; i++) cv->lost += c.lost[i];
+  return 0;
+}
+
 /* Either stitch into the R array (dst_chunk == NULL) or copy the decoded
  * elements into a whole-chunk buffer (writes merging into existing data). */
 static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
@@ -384,7 +438,8 @@ static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
   } else {
     chunk_strides(ch, slab->cstride);
   }
-  if (slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv))
+  if (elems == a->fill ? slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv)
+                       : slab_decode_split(g, slab, elems, cv))
     return zerr_set(e, ZE_CODEC, "no conversion from this data type to R");
   return 0;
 }
