@@ -627,6 +627,8 @@ zarr_array <- R6::R6Class("zarr_array",
       if (length(selection) != length(shape))
         zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
                                     length(selection), length(shape)), array = self$path)
+      # ranges only (what `[` makes of runs such as i:(i + 99)): nothing to resolve
+      if (all(vapply(selection, inherits, TRUE, "zarr_range"))) return(selection)
       lapply(seq_along(shape), function(d) {
         e <- selection[[d]]
         if (inherits(e, "zarr_range")) return(e)
@@ -689,7 +691,11 @@ as_plain_vector <- function(x) {
 
 # A contiguous run of 0-based indices, c(start, count): the C engine plans it
 # without materialising one number per index.
-zarr_range <- function(start, count) structure(as.numeric(c(start, count)), class = "zarr_range")
+zarr_range <- function(start, count) {
+  r <- as.numeric(c(start, count))
+  class(r) <- "zarr_range" # not structure(): this is on every read's path
+  r
+}
 
 # 0-based indices -> a zarr_range when they are contiguous and ascending
 as_range_if_contiguous <- function(i) {

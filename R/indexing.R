@@ -57,11 +57,12 @@ NULL
 # index on an array of several dimensions is a point selection (`points`).
 index_args <- function(n, env, shape, path, replace = FALSE) {
   nd <- length(shape)
-  given <- function(k) as.name(if (k == 1L) "i" else if (k == 2L) "j" else paste0("..", k - 2L))
-  args <- lapply(seq_len(n), function(k) {
-    if (eval(call("missing", given(k)), env)) return(NULL)
-    eval(given(k), env) %||% integer()
-  })
+  args <- vector("list", n)
+  if (n > length(index_syms))
+    zarr_abort("index", sprintf("the array has %d dimension(s) but %d index(es) were given", nd, n), array = path)
+  for (k in seq_len(n)) {
+    if (!eval(index_missing[[k]], env)) args[k] <- list(eval(index_syms[[k]], env) %||% integer())
+  }
   if (n == 1L && (nd != 1L || beyond_extent(args[[1L]], shape))) {
     if (is.null(args[[1L]])) return(structure(rep(list(NULL), nd), whole = TRUE)) # x[]
     return(list(points = point_index(args[[1L]], shape, path, replace)))
@@ -70,6 +71,11 @@ index_args <- function(n, env, shape, path, replace = FALSE) {
     zarr_abort("index", sprintf("the array has %d dimension(s) but %d index(es) were given", nd, n), array = path)
   args
 }
+
+# The index arguments of `[` and `[<-` by position, and the calls asking
+# whether each is missing: built once, not on every call.
+index_syms <- lapply(c("i", "j", paste0("..", seq_len(62))), as.name)
+index_missing <- lapply(index_syms, function(s) call("missing", s))
 
 # How many index arguments a call of the method `fun` has, empty ones
 # included: all but x and the method's named arguments given (drop, value
@@ -82,19 +88,23 @@ index_count <- function(nargs, env, fun) {
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
-  lapply(seq_along(shape), function(d) {
-    e <- sel[[d]]
-    # the common case, a run such as i:(i + 99), without the general checks
-    if (is.integer(e) && !is.object(e) && (len <- length(e))) {
-      a <- e[[1L]]
-      b <- e[[len]]
-      if (!is.na(a) && !is.na(b) && a >= 1L && b <= shape[d] && b - a == len - 1L &&
-          isFALSE(is.unsorted(e, strictly = TRUE)))
-        return(zarr_range(a - 1, len))
-    }
-    r <- resolve_index(e, shape[d], d, path)
-    if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
-  })
+  out <- vector("list", length(shape))
+  for (d in seq_along(shape)) out[[d]] <- resolved_index(sel[[d]], shape, d, path)
+  out
+}
+
+resolved_index <- function(e, shape, d, path) {
+  # the common case, a run such as i:(i + 99), without the general checks
+  if ((is.integer(e) || is.double(e)) && !is.object(e) && (len <- length(e))) {
+    a <- e[[1L]]
+    b <- e[[len]]
+    # doubles must be whole numbers (base R truncates 1.5 to 1)
+    if (!is.na(a) && !is.na(b) && a >= 1 && b <= shape[d] && b - a == len - 1 &&
+        isFALSE(is.unsorted(e, strictly = TRUE)) && (is.integer(e) || all(e == trunc(e))))
+      return(zarr_range(a - 1, len))
+  }
+  r <- resolve_index(e, shape[d], d, path)
+  if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
 }
 
 # A single index on an array of several dimensions, as base R takes it: a
