@@ -413,7 +413,9 @@ static int slab_decode_split(engine *g, const zslab *slab, const uint8_t *elems,
   int64_t n = 1;
   for (int d = 0; d < slab->ndim; d++) n *= slab->dim[d].cnt;
   int dim = -1;
-  if (nt > 1 && g->njobs < nt && n >= SPLIT_MIN_ELEMS && a->dtype != DT_STRING)
+  /* not the parts of a chunk (inner chunks of a shard): those are decoded
+   * on all the threads already */
+  if (nt > 1 && g->njobs < nt && g->part == NULL && n >= SPLIT_MIN_ELEMS && a->dtype != DT_STRING)
     for (int d = 0; d < slab->ndim; d++)
       if (slab->dim[d].cnt >= 2 * nt && (dim < 0 || slab->ostride[d] > slab->ostride[dim])) dim = d;
   if (dim < 0) return slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv);
