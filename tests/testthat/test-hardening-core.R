@@ -432,6 +432,7 @@ test_that("a result the process cannot allocate is a classed memory error naming
   skip_on_os("windows")
   skip_if(Sys.which("bash") == "", "no bash")
   skip_if(!isTRUE(zarr:::machine_memory() > 4e9), "less than 4 GB of memory: refused before the allocation")
+  skip_if(grepl("asan", Sys.getenv("LD_PRELOAD")), "AddressSanitizer cannot start under ulimit -v")
   # 3.2 GB of doubles under a 2 GB address-space limit: the engine's probe of
   # the result's memory fails (no condition handler wraps the read)
   script <- tempfile(fileext = ".R")
