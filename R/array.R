@@ -705,7 +705,9 @@ as_range_if_contiguous <- function(i) {
 
 sel_lengths <- function(sel) {
   if (inherits(sel, "zarr_points")) return(nrow(sel)) # one element per row
-  vapply(sel, function(x) if (inherits(x, "zarr_range")) x[[2L]] else length(x), 0)
+  n <- numeric(length(sel))
+  for (d in seq_along(sel)) n[d] <- if (inherits(sel[[d]], "zarr_range")) sel[[d]][[2L]] else length(sel[[d]])
+  n
 }
 
 sel_indices <- function(x) if (inherits(x, "zarr_range")) x[[1L]] + seq_len(x[[2L]]) - 1 else x
