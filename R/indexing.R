@@ -81,9 +81,19 @@ index_missing <- lapply(index_syms, function(s) call("missing", s))
 # included: all but x and the method's named arguments given (drop, value
 # and any other), so that adding an argument to `[` needs no change here.
 index_count <- function(nargs, env, fun) {
-  named <- setdiff(names(formals(fun)), c("x", "i", "j", "..."))
-  nargs - 1L - sum(!vapply(named, function(a) eval(call("missing", as.name(a)), env), TRUE))
+  # the calls asking whether each named argument is missing, made once per
+  # method (keyed by its argument names)
+  key <- paste(names(formals(fun)), collapse = ",")
+  asks <- index_count_calls[[key]]
+  if (is.null(asks)) {
+    named <- setdiff(names(formals(fun)), c("x", "i", "j", "..."))
+    asks <- index_count_calls[[key]] <- lapply(named, function(a) call("missing", as.name(a)))
+  }
+  given <- 0L
+  for (q in asks) if (!eval(q, env)) given <- given + 1L
+  nargs - 1L - given
 }
+index_count_calls <- new.env(parent = emptyenv())
 
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
