@@ -183,6 +183,7 @@ zarr_array <- R6::R6Class("zarr_array",
     #'   [zarr_data_type]).
     read = function(selection = NULL, fill_as_na = getOption("zarr.fill_as_na", TRUE),
                     decode = getOption("zarr.decode_cf", TRUE)) {
+      on.exit(out <- NULL) # see read_indexed()
       private$check_usable()
       sel <- private$normalize_selection(selection)
       # which fill values mark missing ones is fill_is_missing_marker()'s call
@@ -626,6 +627,8 @@ zarr_array <- R6::R6Class("zarr_array",
       if (length(selection) != length(shape))
         zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
                                     length(selection), length(shape)), array = self$path)
+      # ranges only (what `[` makes of runs such as i:(i + 99)): nothing to resolve
+      if (all(vapply(selection, inherits, TRUE, "zarr_range"))) return(selection)
       lapply(seq_along(shape), function(d) {
         e <- selection[[d]]
         if (inherits(e, "zarr_range")) return(e)
@@ -688,7 +691,11 @@ as_plain_vector <- function(x) {
 
 # A contiguous run of 0-based indices, c(start, count): the C engine plans it
 # without materialising one number per index.
-zarr_range <- function(start, count) structure(as.numeric(c(start, count)), class = "zarr_range")
+zarr_range <- function(start, count) {
+  r <- as.numeric(c(start, count))
+  class(r) <- "zarr_range" # not structure(): this is on every read's path
+  r
+}
 
 # 0-based indices -> a zarr_range when they are contiguous and ascending
 as_range_if_contiguous <- function(i) {
@@ -698,7 +705,9 @@ as_range_if_contiguous <- function(i) {
 
 sel_lengths <- function(sel) {
   if (inherits(sel, "zarr_points")) return(nrow(sel)) # one element per row
-  vapply(sel, function(x) if (inherits(x, "zarr_range")) x[[2L]] else length(x), 0)
+  n <- numeric(length(sel))
+  for (d in seq_along(sel)) n[d] <- if (inherits(sel[[d]], "zarr_range")) sel[[d]][[2L]] else length(sel[[d]])
+  n
 }
 
 sel_indices <- function(x) if (inherits(x, "zarr_range")) x[[1L]] + seq_len(x[[2L]]) - 1 else x

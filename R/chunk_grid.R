@@ -76,6 +76,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     #'   type's own, "raw" for the bytes of a uint8 array.
     #' @return A vector (0-d and 1-d) or array.
     read_selection = function(sel, fill_as_na = zarr_fill_as_na(), rtype = NULL) {
+      on.exit(out <- NULL) # see read_indexed()
       private$check_ready()
       spec <- private$c_spec()
       spec$rtype <- rtype %||% engine_rtype(private$.dt) # options such as zarr.int64 apply at once
@@ -98,12 +99,15 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
                                      what(), format_bytes(mem)), array = private$.path)
       run <- function() with_progress(.Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel,
                                             engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path))
-      # small results: no handler (setting one up costs as much as a small read)
-      out <- if (bytes < 2^24) run() else tryCatch(run(),
-        error = function(e) { # R's own allocation failure, before any chunk is read
-          if (inherits(e, "zarr_error") || !grepl("cannot allocate", conditionMessage(e))) stop(e)
-          zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
-        })
+      # No condition handler around the call: a frame of tryCatch() or
+      # withCallingHandlers() kept each large result alive into the next read
+      # (see read_indexed()). The engine returns NULL when it cannot allocate
+      # the result.
+      if (bytes >= 2^24 && bytes > mem.maxVSize() * 2^20)
+        zarr_abort("memory", sprintf("cannot allocate the result of %s (mem.maxVSize())", what()), array = private$.path)
+      out <- run()
+      if (is.null(out))
+        zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
       lost <- attr(out, "zarr_lost") # set only when > 0: removing it copies `out`
       if (!is.null(lost)) attr(out, "zarr_lost") <- NULL
       if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {

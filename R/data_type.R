@@ -394,6 +394,10 @@ engine_dtype <- function(name) {
 }
 
 engine_rtype <- function(dt) {
+  # the plain types first, straight from the table (this is on every read)
+  i <- match(dt$data_type, dtype_table$name)
+  if (!is.na(i) && (rt <- dtype_table$rtype[i]) %in% c("logical", "integer", "double", "complex", "character"))
+    return(rt)
   kind <- dtype_kind(dt$data_type)
   if (identical(kind, "r")) return("raw")
   if (identical(kind, "t") || identical(kind, "x")) return("list") # records as raw vectors

@@ -57,11 +57,12 @@ NULL
 # index on an array of several dimensions is a point selection (`points`).
 index_args <- function(n, env, shape, path, replace = FALSE) {
   nd <- length(shape)
-  given <- function(k) as.name(if (k == 1L) "i" else if (k == 2L) "j" else paste0("..", k - 2L))
-  args <- lapply(seq_len(n), function(k) {
-    if (eval(call("missing", given(k)), env)) return(NULL)
-    eval(given(k), env) %||% integer()
-  })
+  args <- vector("list", n)
+  if (n > length(index_syms))
+    zarr_abort("index", sprintf("the array has %d dimension(s) but %d index(es) were given", nd, n), array = path)
+  for (k in seq_len(n)) {
+    if (!eval(index_missing[[k]], env)) args[k] <- list(eval(index_syms[[k]], env) %||% integer())
+  }
   if (n == 1L && (nd != 1L || beyond_extent(args[[1L]], shape))) {
     if (is.null(args[[1L]])) return(structure(rep(list(NULL), nd), whole = TRUE)) # x[]
     return(list(points = point_index(args[[1L]], shape, path, replace)))
@@ -71,30 +72,49 @@ index_args <- function(n, env, shape, path, replace = FALSE) {
   args
 }
 
+# The index arguments of `[` and `[<-` by position, and the calls asking
+# whether each is missing: built once, not on every call.
+index_syms <- lapply(c("i", "j", paste0("..", seq_len(62))), as.name)
+index_missing <- lapply(index_syms, function(s) call("missing", s))
+
 # How many index arguments a call of the method `fun` has, empty ones
 # included: all but x and the method's named arguments given (drop, value
 # and any other), so that adding an argument to `[` needs no change here.
 index_count <- function(nargs, env, fun) {
-  named <- setdiff(names(formals(fun)), c("x", "i", "j", "..."))
-  nargs - 1L - sum(!vapply(named, function(a) eval(call("missing", as.name(a)), env), TRUE))
+  # the calls asking whether each named argument is missing, made once per
+  # method (keyed by its argument names)
+  key <- paste(names(formals(fun)), collapse = ",")
+  asks <- index_count_calls[[key]]
+  if (is.null(asks)) {
+    named <- setdiff(names(formals(fun)), c("x", "i", "j", "..."))
+    asks <- index_count_calls[[key]] <- lapply(named, function(a) call("missing", as.name(a)))
+  }
+  given <- 0L
+  for (q in asks) if (!eval(q, env)) given <- given + 1L
+  nargs - 1L - given
 }
+index_count_calls <- new.env(parent = emptyenv())
 
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
-  lapply(seq_along(shape), function(d) {
-    e <- sel[[d]]
-    # the common case, a run such as i:(i + 99), without the general checks
-    if (is.integer(e) && !is.object(e) && (len <- length(e))) {
-      a <- e[[1L]]
-      b <- e[[len]]
-      if (!is.na(a) && !is.na(b) && a >= 1L && b <= shape[d] && b - a == len - 1L &&
-          isFALSE(is.unsorted(e, strictly = TRUE)))
-        return(zarr_range(a - 1, len))
-    }
-    r <- resolve_index(e, shape[d], d, path)
-    if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
-  })
+  out <- vector("list", length(shape))
+  for (d in seq_along(shape)) out[[d]] <- resolved_index(sel[[d]], shape, d, path)
+  out
+}
+
+resolved_index <- function(e, shape, d, path) {
+  # the common case, a run such as i:(i + 99), without the general checks
+  if ((is.integer(e) || is.double(e)) && !is.object(e) && (len <- length(e))) {
+    a <- e[[1L]]
+    b <- e[[len]]
+    # doubles must be whole numbers (base R truncates 1.5 to 1)
+    if (!is.na(a) && !is.na(b) && a >= 1 && b <= shape[d] && b - a == len - 1 &&
+        isFALSE(is.unsorted(e, strictly = TRUE)) && (is.integer(e) || all(e == trunc(e))))
+      return(zarr_range(a - 1, len))
+  }
+  r <- resolve_index(e, shape[d], d, path)
+  if (inherits(r, "zarr_range")) r else structure(r, class = "zarr_index")
 }
 
 # A single index on an array of several dimensions, as base R takes it: a
@@ -187,6 +207,21 @@ split_na <- function(sel, shape) {
   if (n == 0L) return(x[, fill_as_na = fill_as_na, decode = decode]) # x[fill_as_na = ]: as x[]
   sel <- index_args(n, environment(), shape, x$path)
   if (!is.null(sel$points)) return(read_points(x, sel$points, fill_as_na = fill_as_na, decode = decode))
+  # The result is never bound in this frame (see read_indexed())
+  read_indexed(x, sel, shape, drop, fill_as_na, decode)
+}
+
+# The read of `[`, from the per-dimension indices of index_args().
+# A frame that is alive while a large result is allocated is promoted by the
+# collection that allocation triggers; if it still binds the result when it
+# returns (R clears the bindings of a returning frame only when nothing else
+# refers to it: a closure made in it, environment(), a promise not forced),
+# the result outlives the call until a full collection, and a loop of large
+# reads then forces one per read. So every frame on the read path unbinds
+# its result on exit.
+read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
+  on.exit(out <- NULL)
+  nd <- length(shape)
   s <- split_na(sel, shape)
   out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na, decode = decode)
   for (d in which(!vapply(s$na, is.null, TRUE))) { # NA slices

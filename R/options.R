@@ -186,6 +186,7 @@ zarr_num_threads <- function() {
     limit <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
     if (nzchar(limit) && !identical(tolower(limit), "false")) n <- min(n, 2L)
   }
+  if (is.integer(n) && length(n) == 1L && !is.na(n) && n >= 1L) return(n)
   n <- suppressWarnings(as.integer(n))
   if (length(n) != 1L || is.na(n) || n < 1L) 1L else n
 }
@@ -206,6 +207,8 @@ max_decoded_bytes <- function() zarr_num_option("zarr.max_decoded_bytes", 2^30, 
 # A numeric option: its default when unset, an error when not a number >= min.
 zarr_num_option <- function(name, default, min = 0) {
   v <- getOption(name, default)
+  # the common case first: every read asks for several of these
+  if (is.double(v) && length(v) == 1L && !is.na(v) && v >= min) return(v)
   v <- suppressWarnings(as.numeric(v))
   if (length(v) != 1L || is.na(v) || v < min)
     zarr_abort("argument", sprintf("option %s must be a number of at least %s", name, format(min)))

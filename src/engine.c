@@ -371,6 +371,62 @@ static void env_init(engine *g, tbufs *tb, zconv *cv, zdec_env *env) {
   env->range_max = g->range_max;
 }
 
+/* A read of fewer chunks than threads (one chunk per call, as a block loop
+ * makes) would copy each large chunk into R on one thread while the others
+ * wait: the copy (transpose and widening) is split between them along the
+ * dimension slowest in R, so that the pieces write apart. */
+#define SPLIT_MIN_ELEMS ((int64_t)1 << 20)
+#define MAX_SHARES_COPY 16
+typedef struct {
+  const zslab *slab;
+  int dim, pieces;
+  zdtype dt;
+  zrtype rt;
+  const uint8_t *elems;
+  uint8_t *rdata;
+  const zconv *cv;
+  int64_t lost[MAX_SHARES_COPY];
+} split_ctx;
+
+static void split_task(void *ctx, size_t i, int thread) {
+  (void)thread;
+  split_ctx *c = ctx;
+  zslab s = *c->slab;
+  zdimmap *m = &s.dim[c->dim];
+  int64_t lo = m->cnt * (int64_t)i / c->pieces, hi = m->cnt * (int64_t)(i + 1) / c->pieces;
+  if (m->local != NULL) {
+    m->local += lo;
+    m->outpos += lo;
+  } else {
+    m->l0 += lo;
+    m->o0 += lo;
+  }
+  m->cnt = hi - lo;
+  zconv cv = *c->cv;
+  cv.lost = 0;
+  slab_decode(&s, c->dt, c->rt, c->elems, c->rdata, &cv);
+  c->lost[i] = cv.lost;
+}
+
+static int slab_decode_split(engine *g, const zslab *slab, const uint8_t *elems, zconv *cv) {
+  const zarray *a = g->arr;
+  int nt = g->nthreads < MAX_SHARES_COPY ? g->nthreads : MAX_SHARES_COPY;
+  int64_t n = 1;
+  for (int d = 0; d < slab->ndim; d++) n *= slab->dim[d].cnt;
+  int dim = -1;
+  /* not the parts of a chunk (inner chunks of a shard): those are decoded
+   * on all the threads already */
+  if (nt > 1 && g->njobs < nt && g->part == NULL && n >= SPLIT_MIN_ELEMS && a->dtype != DT_STRING)
+    for (int d = 0; d < slab->ndim; d++)
+      if (slab->dim[d].cnt >= 2 * nt && (dim < 0 || slab->ostride[d] > slab->ostride[dim])) dim = d;
+  if (dim < 0) return slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv);
+  if (dtype_def(a->dtype)->dec[a->rtype] == NULL) return -1;
+  split_ctx c = {slab, dim, nt, a->dtype, a->rtype, elems, g->rdata, cv, {0}};
+  parallel_for((size_t)nt, nt, split_task, &c, NULL);
+  for (int i = 0; i < nt; i++) cv->lost += c.lost[i];
+  return 0;
+}
+
 /* Either stitch into the R array (dst_chunk == NULL) or copy the decoded
  * elements into a whole-chunk buffer (writes merging into existing data). */
 static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
@@ -385,7 +441,8 @@ static int emit(engine *g, const zchain *ch, const uint8_t *elems, zslab *slab,
   } else {
     chunk_strides(ch, slab->cstride);
   }
-  if (slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv))
+  if (elems == a->fill ? slab_decode(slab, a->dtype, a->rtype, elems, g->rdata, cv)
+                       : slab_decode_split(g, slab, elems, cv))
     return zerr_set(e, ZE_CODEC, "no conversion from this data type to R");
   return 0;
 }
@@ -1380,6 +1437,17 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   int64_t total = engine_total(&g);
   /* raw bits: as many bytes per element as the data type has */
   R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
+  /* R's own allocation failure would be a plain R error, and catching it in
+   * R (a condition handler around this call) kept each large result alive
+   * into the next read: a full collection per read in a loop. So a large
+   * result's memory is probed here and NULL tells R to raise its classed
+   * error. */
+  size_t rbytes = (size_t)total * elem_rsize(a.dtype, a.rtype);
+  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24)) {
+    void *probe = malloc(rbytes + 64);
+    if (probe == NULL) return R_NilValue;
+    free(probe);
+  }
   SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), rlen));
   if (total == 0) {
     UNPROTECT(1);

@@ -97,3 +97,29 @@ test_that("a write of whole chunks never reads them; a partial write does", {
   # a partial chunk must merge with the existing (corrupt) content: an error
   expect_error(a[21:30, 1:5] <- 0, class = "zarr_error")
 })
+
+test_that("one large chunk read alone is copied by several threads, in either layout, with NA and selections", {
+  # 2^20 elements and more in a read of fewer chunks than threads: the copy
+  # into R is split between the threads along the dimension slowest in R
+  x <- array(as.integer((seq_len(128 * 96 * 90) * 7L) %% 65535L), c(128, 96, 90))
+  x[3, 5, 7] <- NA
+  for (layout in c("C", "F")) {
+    a <- if (layout == "C") c_order_array("uint16", dim(x), dim(x)) else {
+      def <- define_array("uint16", dim(x))
+      def$chunk_shape <- dim(x)
+      create_zarr()$add_array("/", "a", def)
+    }
+    a[, , ] <- x
+    for (nt in 1:3) withr::with_options(list(zarr.num_threads = nt), {
+      expect_identical(a[, , ], x, info = paste(layout, nt))
+      expect_identical(a[2:127, , 3:90], x[2:127, , 3:90], info = paste(layout, nt))
+      expect_identical(a[seq(1, 128, 2), 96:1, ], x[seq(1, 128, 2), 96:1, ], info = paste(layout, nt))
+      expect_identical(a$read(), x, info = paste(layout, nt))
+    })
+  }
+  # double results (a float32 array) through the same split
+  y <- array(seq_len(2^20) / 4, c(64, 128, 128))
+  b <- c_order_array("float32", dim(y), dim(y))
+  b[, , ] <- y
+  withr::with_options(list(zarr.num_threads = 2), expect_identical(b[, , ], y))
+})

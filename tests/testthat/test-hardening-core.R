@@ -427,6 +427,26 @@ test_that("a read too large for R says what it would allocate, classed", {
   expect_identical(a[c(1, 1e15)], c(NA_integer_, NA_integer_))
 })
 
+test_that("a result the process cannot allocate is a classed memory error naming the array", {
+  skip_on_cran()
+  skip_on_os("windows")
+  skip_if(Sys.which("bash") == "", "no bash")
+  skip_if(!isTRUE(zarr:::machine_memory() > 4e9), "less than 4 GB of memory: refused before the allocation")
+  skip_if(grepl("asan", Sys.getenv("LD_PRELOAD")), "AddressSanitizer cannot start under ulimit -v")
+  # 3.2 GB of doubles under a 2 GB address-space limit: the engine's probe of
+  # the result's memory fails (no condition handler wraps the read)
+  script <- tempfile(fileext = ".R")
+  writeLines(c("suppressMessages(library(zarr))", "z <- create_zarr()",
+               "def <- define_array('float64', c(20000, 20000)); def$chunk_shape <- c(1000, 1000)",
+               "a <- z$add_array('/', 'a', def)",
+               "r <- tryCatch(a[, ], zarr_error_memory = function(e) conditionMessage(e))",
+               "cat(r, sep = '\\n')"), script)
+  out <- suppressWarnings(system2("bash", c("-c", shQuote(sprintf("ulimit -v 2000000; '%s' '%s'",
+                                   file.path(R.home("bin"), "Rscript"), script))), stdout = TRUE, stderr = TRUE))
+  expect_match(paste(out, collapse = " "), "cannot allocate the result of 400,000,000 element(s) (3.2 GB)", fixed = TRUE)
+  expect_match(paste(out, collapse = " "), "'/a'", fixed = TRUE)
+})
+
 test_that("a directory that is not a store is refused at once, without scanning it", {
   t0 <- proc.time()[["elapsed"]]
   # "/" itself is only a non-store while nothing left a store directly in /tmp
