@@ -225,3 +225,12 @@ test_that("journey 7: a domain package: a convention, a node subclass, registere
   expect_identical(z[["/temperature"]][, ], matrix(1:4, 2, 2))
   expect_false(inherits(z[["/counts"]], "journey_units_array"))
 })
+
+test_that("read_anndata() of a store that is not AnnData says so instead of reading an empty object", {
+  z <- create_zarr()
+  z$add_array("/", "air", define_array("float64", c(2, 2)))
+  err <- expect_error(read_anndata(z), class = "zarr_error_value")
+  expect_match(conditionMessage(err), "group '/' is not an AnnData store")
+  expect_match(conditionMessage(err), "its children: air")
+  expect_error(read_anndata(create_zarr()), "its children: none", class = "zarr_error_value")
+})
