@@ -234,3 +234,11 @@ test_that("read_anndata() of a store that is not AnnData says so instead of read
   expect_match(conditionMessage(err), "its children: air")
   expect_error(read_anndata(create_zarr()), "its children: none", class = "zarr_error_value")
 })
+
+test_that("write_zarr_vectors() without chunk_shape says what to give", {
+  err <- expect_error(write_zarr_vectors(file.path(withr::local_tempdir(), "v.zarr"),
+                                         vertices = matrix(1:4, ncol = 2)),
+                      class = "zarr_error_argument")
+  expect_match(conditionMessage(err), "chunk_shape is needed", fixed = TRUE)
+  expect_match(conditionMessage(err), "chunk_shape = c(100, 100)", fixed = TRUE)
+})
