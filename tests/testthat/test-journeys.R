@@ -160,7 +160,7 @@ test_that("journey 5: an Icechunk repository: its history, a snapshot, a branch"
   main <- open_zarr(repo, branch = "main")
   expect_identical(main$store$branches(), "main")
   expect_equal(main[["/elevation"]][, ], z[["/elevation"]][, ])
-  expect_error(open_zarr(repo, branch = "dev"), "no branch 'dev'")
+  expect_error(open_zarr(repo, branch = "dev"), "dev", class = "zarr_error_not_found")
 })
 
 test_that("journey 6: a Zarr Vectors point cloud: write, read a box, levels, plot", {
