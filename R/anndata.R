@@ -88,6 +88,13 @@ read_anndata <- function(x, X = c("auto", "dense", "sparse", "delayed"), element
   if (X == "delayed") require_delayed()
   if (X %in% c("sparse", "delayed") || (X == "auto" && any(c("X", "layers") %in% elements))) require_matrix()
   kids <- x$children
+  # anndata always writes obs and var: a group with none of the elements is
+  # some other data, which would otherwise read as an empty AnnData object
+  if (!any(anndata_elements %in% names(kids)))
+    zarr_abort("value", sprintf(
+      "group '%s' is not an AnnData store: it has none of %s (its children: %s); read it with open_zarr()",
+      x$path, paste(anndata_elements, collapse = ", "),
+      if (length(kids)) paste(names(kids), collapse = ", ") else "none"))
   get <- function(e) if (e %in% elements && !is.null(kids[[e]])) kids[[e]]
   matrix_of <- function(node) anndata_matrix(node, X)
   obs <- if (!is.null(get("obs"))) anndata_read(kids$obs)

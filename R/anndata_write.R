@@ -17,7 +17,9 @@
 #' missing strings). `obsm` and `varm` hold matrices or data frames, `obsp`
 #' and `varp` square matrices, and `uns` a nested named list of vectors,
 #' matrices, factors, data frames and lists; a vector of length one is
-#' written as a scalar.
+#' written as a scalar. Double columns are written as float64: a column that
+#' [read_anndata()] read from 64-bit integers (R has none) goes back as
+#' float64 unless it is made integer first (`as.integer()`: int32).
 #'
 #' A `SingleCellExperiment` or `SummarizedExperiment` (genes x cells) is
 #' transposed: its first assay, or the one `X_name` names, becomes `X`, the

@@ -865,8 +865,9 @@ zarr_ome_level <- R6::R6Class("zarr_ome_level",
 #' @param axes Names of the axes, one per dimension; "c" is a channel axis,
 #'   "t" a time axis, others are space axes.
 #' @param scale Physical size of a pixel of level 1 along each axis.
-#' @param units Units of the axes (`NA` for none); defaults to "micrometer"
-#'   for space axes.
+#' @param units Units of the axes: one per axis, in the order of `axes`
+#'   (`NA` for none, e.g. `c(NA, "micrometer", "micrometer")` for c, y, x);
+#'   defaults to "micrometer" for space axes.
 #' @param chunk_shape Chunk shape of every level (clamped to its shape).
 #' @param name Name of the multiscale.
 #' @param channels Optional channels, for the `omero` metadata: their labels,

@@ -332,7 +332,8 @@ zv_write_attributes <- function(lvl, dir, cols, idx, breaks, keys, meta = list()
 #' @param location A directory path (or a store) for the new store.
 #' @param vertices A numeric matrix, one row per vertex and one column per
 #'   spatial dimension.
-#' @param chunk_shape The size of a chunk in each dimension.
+#' @param chunk_shape The size of a chunk in each dimension, in the units of
+#'   the vertices (a box of space, not a number of points); required.
 #' @param attributes Optional data frame (or matrix) of vertex attributes,
 #'   one row per vertex; numeric, integer, logical or factor columns, or
 #'   numeric matrix columns for attributes of several channels (their column
@@ -398,6 +399,10 @@ write_zarr_vectors <- function(location, vertices, chunk_shape, attributes = NUL
   storage.mode(vertices) <- "double"
   d <- ncol(vertices)
   n <- nrow(vertices)
+  if (missing(chunk_shape))
+    zarr_abort("argument", sprintf(
+      "chunk_shape is needed: the extent of a spatial chunk along each of the %d coordinates, in their units, e.g. chunk_shape = c(%s)",
+      d, paste(rep(100, d), collapse = ", ")))
   chunk_shape <- as.numeric(chunk_shape)
   if (length(chunk_shape) != d || any(!is.finite(chunk_shape) | chunk_shape <= 0))
     zarr_abort("argument", "chunk_shape needs one positive size per column of vertices")
