@@ -555,7 +555,8 @@ zarr_ome_image <- R6::R6Class("zarr_ome_image",
           if (is.character(v)) {
             labs <- self$channels$label
             v <- match(v, labs)
-            if (anyNA(v)) zarr_abort("argument", sprintf("no channel named '%s'", want[[nm]][is.na(v)][1L]), array = self$path)
+            if (anyNA(v)) zarr_abort("argument", sprintf("no channel named '%s' (channels: %s)", want[[nm]][is.na(v)][1L],
+                                                         paste(utils::head(labs, 20L), collapse = ", ")), array = self$path)
           }
           if (!is.numeric(v) || !length(v) || anyNA(v) || any(v < 1 | v > shape[k]))
             zarr_abort("argument", sprintf("channels of axis '%s' are 1 to %d", nm, shape[k]), array = self$path)
@@ -930,7 +931,9 @@ write_ome_ngff <- function(x, location, levels = 3L, axes = NULL, scale = NULL, 
   if (length(scale) != n) zarr_abort("argument", "give one scale per dimension")
   type <- ifelse(axes == "c", "channel", ifelse(axes == "t", "time", "space"))
   units <- units %||% ifelse(type == "space", "micrometer", NA_character_)
-  if (length(units) != n) zarr_abort("argument", "give one unit per dimension")
+  if (length(units) != n)
+    zarr_abort("argument", sprintf("give one unit per dimension, in the order of the axes (%s), NA for none",
+                                   paste(axes, collapse = ", ")))
   downsample <- downsample %||% axes[type == "space"]
   if (!is.character(downsample) || !all(downsample %in% axes[type == "space"]))
     zarr_abort("argument", sprintf("downsample takes names of space axes: %s",

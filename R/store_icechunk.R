@@ -378,7 +378,12 @@ ic_resolve_ref <- function(storage, info, kind, name) {
   if (info$spec_version >= 2L) {
     refs <- info[[if (kind == "tag") "tags" else "branches"]]
     i <- match(name, refs$name)
-    if (is.na(i)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))
+    if (is.na(i)) {
+      known <- utils::head(encodeString(refs$name), 10L)
+      zarr_abort("not_found", sprintf("the repository has no %s '%s' (%s: %s)", kind, name,
+                                      if (kind == "tag") "tags" else "branches",
+                                      if (length(known)) paste(known, collapse = ", ") else "none"))
+    }
     return(info$snapshots$id[refs$snapshot[i]])
   }
   if (grepl("/", name, fixed = TRUE)) zarr_abort("not_found", sprintf("the repository has no %s '%s'", kind, name))

@@ -126,6 +126,10 @@ test_that("journey 3: an OME-NGFF image, its levels, a region in physical units,
   expect_equal(unclass(r)[1, , ], a[1, 1:5, 1:3], ignore_attr = TRUE)
   expect_equal(attr(r, "coordinates")$y, seq(0, 2, by = 0.5))
   expect_gt(plot_colours(function() plot(img, channel = "GFP")), 10)
+  # the errors a user meets first say what would have worked
+  expect_error(img$read_region(level = 1, c = "RFP"), "channels: DAPI, GFP", class = "zarr_error_argument")
+  expect_error(write_ome_ngff(a, tempfile(fileext = ".zarr"), axes = c("c", "y", "x"), units = c(y = "micrometer")),
+               "axes (c, y, x)", fixed = TRUE, class = "zarr_error_argument")
 })
 
 test_that("journey 4: a large array written in pieces, threads, progress, map_blocks", {
@@ -160,7 +164,8 @@ test_that("journey 5: an Icechunk repository: its history, a snapshot, a branch"
   main <- open_zarr(repo, branch = "main")
   expect_identical(main$store$branches(), "main")
   expect_equal(main[["/elevation"]][, ], z[["/elevation"]][, ])
-  expect_error(open_zarr(repo, branch = "dev"), "dev", class = "zarr_error_not_found")
+  expect_error(open_zarr(repo, branch = "dev"), "no branch 'dev' (branches: main)", fixed = TRUE,
+               class = "zarr_error_not_found")
 })
 
 test_that("journey 6: a Zarr Vectors point cloud: write, read a box, levels, plot", {
