@@ -181,6 +181,8 @@ num_cores <- local({
 
 zarr_num_threads <- function() {
   n <- getOption("zarr.num_threads")
+  # the usual case, a plain count, without the coercion's warning handler
+  if (is.numeric(n) && length(n) == 1L && !is.na(n) && n >= 1) return(as.integer(n))
   if (is.null(n)) {
     n <- num_cores()
     limit <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
@@ -205,7 +207,9 @@ max_decoded_bytes <- function() zarr_num_option("zarr.max_decoded_bytes", 2^30, 
 
 # A numeric option: its default when unset, an error when not a number >= min.
 zarr_num_option <- function(name, default, min = 0) {
-  v <- getOption(name, default)
+  v <- getOption(name)
+  # unset (the usual case): the default, without the coercion's warning handler
+  if (is.null(v)) return(default)
   v <- suppressWarnings(as.numeric(v))
   if (length(v) != 1L || is.na(v) || v < min)
     zarr_abort("argument", sprintf("option %s must be a number of at least %s", name, format(min)))
