@@ -181,13 +181,13 @@ num_cores <- local({
 
 zarr_num_threads <- function() {
   n <- getOption("zarr.num_threads")
-  # the usual case, a plain count, without the coercion's warning handler
-  if (is.numeric(n) && length(n) == 1L && !is.na(n) && n >= 1) return(as.integer(n))
   if (is.null(n)) {
     n <- num_cores()
     limit <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
     if (nzchar(limit) && !identical(tolower(limit), "false")) n <- min(n, 2L)
   }
+  # the usual case, a plain count, without the coercion's warning handler
+  if (is.numeric(n) && length(n) == 1L && !is.na(n) && n >= 1) return(as.integer(n))
   n <- suppressWarnings(as.integer(n))
   if (length(n) != 1L || is.na(n) || n < 1L) 1L else n
 }
@@ -222,7 +222,8 @@ zarr_fill_as_na <- function(value = getOption("zarr.fill_as_na", TRUE)) {
 
 # Whether reading an absent chunk is an error (zarr.missing_chunks = "error").
 zarr_missing_chunks_error <- function() {
-  v <- getOption("zarr.missing_chunks", "fill")
+  v <- getOption("zarr.missing_chunks")
+  if (is.null(v)) return(FALSE) # unset: "fill"
   if (!is.character(v) || length(v) != 1L || !v %in% c("fill", "error"))
     zarr_abort("argument", "option zarr.missing_chunks must be \"fill\" or \"error\"")
   v == "error"
