@@ -394,6 +394,13 @@ engine_dtype <- function(name) {
 }
 
 engine_rtype <- function(dt) {
+  # plain numbers and logicals (every small read asks): one table look-up
+  # instead of dtype_kind() and the Rtype binding, which each do their own
+  i <- match(dt$data_type, dtype_table$name)
+  if (!is.na(i) && dtype_table$kind[i] != "t") {
+    rt <- dtype_table$rtype[i]
+    if (rt == "double" || rt == "integer" || rt == "logical" || rt == "complex") return(rt)
+  }
   kind <- dtype_kind(dt$data_type)
   if (identical(kind, "r")) return("raw")
   if (identical(kind, "t") || identical(kind, "x")) return("list") # records as raw vectors
