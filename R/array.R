@@ -624,6 +624,8 @@ zarr_array <- R6::R6Class("zarr_array",
       if (is.null(selection)) return(lapply(shape, function(n) zarr_range(0, n)))
       if (inherits(selection, "zarr_points")) return(selection) # from `[` (R/indexing.R)
       if (!is.list(selection)) selection <- list(selection)
+      if (length(selection) == length(shape) && all(vapply(selection, inherits, TRUE, "zarr_range")))
+        return(selection) # from `[` (R/indexing.R): already checked
       if (length(selection) != length(shape))
         zarr_abort("index", sprintf("the selection has %d element(s), the array has %d dimension(s)",
                                     length(selection), length(shape)), array = self$path)

@@ -95,6 +95,22 @@ index_count <- function(nargs, env, fun) {
 }
 index_count_calls <- new.env(parent = emptyenv())
 
+# The selection as zarr_range()s when every index is an ascending run of
+# integers inside the extent (the common a[1:3, 1:3]), else NULL.
+integer_runs <- function(sel, shape) {
+  out <- vector("list", length(shape))
+  for (d in seq_along(shape)) {
+    e <- sel[[d]]
+    if (!is.integer(e) || is.object(e) || !(len <- length(e))) return(NULL)
+    a <- e[[1L]]
+    b <- e[[len]]
+    if (is.na(a) || is.na(b) || a < 1L || b > shape[d] || b - a != len - 1L ||
+        !isFALSE(is.unsorted(e, strictly = TRUE))) return(NULL)
+    out[[d]] <- zarr_range(a - 1, len)
+  }
+  out
+}
+
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
@@ -203,9 +219,14 @@ split_na <- function(sel, shape) {
   shape <- x$shape
   nd <- length(shape)
   if (nd == 0L) return(x$read(fill_as_na = fill_as_na, decode = decode))
-  n <- index_count(nargs(), environment(), sys.function())
+  # the index arguments: all but x and the named ones given (index_count()'s
+  # count, spelt out for this method's formals as it runs on every call)
+  n <- nargs() - 1L - (!missing(drop)) - (!missing(fill_as_na)) - (!missing(decode))
   if (n == 0L) return(x[, fill_as_na = fill_as_na, decode = decode]) # x[fill_as_na = ]: as x[]
-  sel <- index_args(n, environment(), shape, x$path)
+  # x[i, j] with both given (the common case): index_args() without its
+  # per-argument eval(); missing() sees through to the caller as there
+  sel <- if (n == 2L && nd == 2L && !missing(i) && !missing(j)) list(i %||% integer(), j %||% integer())
+         else index_args(n, environment(), shape, x$path)
   if (!is.null(sel$points)) return(read_points(x, sel$points, fill_as_na = fill_as_na, decode = decode))
   # The result is never bound in this frame (see read_indexed())
   read_indexed(x, sel, shape, drop, fill_as_na, decode)
@@ -222,6 +243,13 @@ split_na <- function(sel, shape) {
 read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
   on.exit(out <- NULL)
   nd <- length(shape)
+  # plain runs such as 1:3 in every dimension: no NA to split, nothing to resolve
+  runs <- integer_runs(sel, shape)
+  if (!is.null(runs)) {
+    out <- x$read(runs, fill_as_na = fill_as_na, decode = decode)
+    if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole")) && !inherits(out, "CFTime")) out <- drop(out)
+    return(out)
+  }
   s <- split_na(sel, shape)
   out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na, decode = decode)
   for (d in which(!vapply(s$na, is.null, TRUE))) { # NA slices

@@ -186,7 +186,8 @@ zarr_num_threads <- function() {
     limit <- Sys.getenv("_R_CHECK_LIMIT_CORES_", "")
     if (nzchar(limit) && !identical(tolower(limit), "false")) n <- min(n, 2L)
   }
-  if (is.integer(n) && length(n) == 1L && !is.na(n) && n >= 1L) return(n)
+  # the usual case, a plain count, without the coercion's warning handler
+  if (is.numeric(n) && length(n) == 1L && is.finite(n) && n >= 1 && n <= .Machine$integer.max) return(as.integer(n))
   n <- suppressWarnings(as.integer(n))
   if (length(n) != 1L || is.na(n) || n < 1L) 1L else n
 }
@@ -206,8 +207,9 @@ max_decoded_bytes <- function() zarr_num_option("zarr.max_decoded_bytes", 2^30, 
 
 # A numeric option: its default when unset, an error when not a number >= min.
 zarr_num_option <- function(name, default, min = 0) {
-  v <- getOption(name, default)
-  # the common case first: every read asks for several of these
+  v <- getOption(name)
+  # unset (the usual case): the default, without the coercion's warning handler
+  if (is.null(v)) return(default)
   if (is.double(v) && length(v) == 1L && !is.na(v) && v >= min) return(v)
   v <- suppressWarnings(as.numeric(v))
   if (length(v) != 1L || is.na(v) || v < min)
@@ -221,7 +223,8 @@ zarr_fill_as_na <- function(value = getOption("zarr.fill_as_na", TRUE)) {
 
 # Whether reading an absent chunk is an error (zarr.missing_chunks = "error").
 zarr_missing_chunks_error <- function() {
-  v <- getOption("zarr.missing_chunks", "fill")
+  v <- getOption("zarr.missing_chunks")
+  if (is.null(v)) return(FALSE) # unset: "fill"
   if (!is.character(v) || length(v) != 1L || !v %in% c("fill", "error"))
     zarr_abort("argument", "option zarr.missing_chunks must be \"fill\" or \"error\"")
   v == "error"
