@@ -364,7 +364,8 @@ print(json.dumps({"first": infos[0].filename, "stored": all(i.compress_type == z
 test_that("ome-zarr-py, where installed, reads the 0.6 image written here", {
   skip_on_cran()
   skip_without_python_zarr()
-  require_or_skip(python_has("ome_zarr"), "python3 with ome-zarr (ome_zarr)")
+  # ome-zarr-py is not packaged for Debian, so CI cannot install it: a skip, not a requirement
+  if (!python_has("ome_zarr")) skip("python3 with ome-zarr (ome_zarr) is not available")
   withr::local_options(zarr.format = 3L)
   p <- withr::local_tempfile(fileext = ".zarr")
   write_ome_ngff(m65, p, levels = 2, axes = c("y", "x"), version = "0.6")
