@@ -7,8 +7,7 @@
 #include <zstd.h>
 #include "icechunk.h"
 
-static const uint8_t MAGIC[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7, 0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
-#define HEADER_LEN 39
+const uint8_t IC_MAGIC[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7, 0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
 
 /* Failures of the flatbuffer reader and of zstd become Icechunk errors. */
 static int fail(zerr *e) {
@@ -42,9 +41,9 @@ static int over_budget(const char *what, size_t limit, zerr *e) {
 }
 
 int ic_payload(const uint8_t *p, size_t n, int want, size_t limit, ic_header *h, zbuf *out, zerr *e) {
-  if (n < HEADER_LEN || memcmp(p, MAGIC, sizeof MAGIC) != 0)
+  if (n < IC_HEADER_LEN || memcmp(p, IC_MAGIC, sizeof IC_MAGIC) != 0)
     return zerr_set(e, ZE_ICECHUNK, "not an Icechunk object (%s)",
-                    n < HEADER_LEN ? "too short for its header" : "bad magic bytes");
+                    n < IC_HEADER_LEN ? "too short for its header" : "bad magic bytes");
   size_t k = 24;
   memcpy(h->impl, p + 12, 24);
   while (k > 0 && (h->impl[k - 1] == ' ' || h->impl[k - 1] == '\0')) k--;
@@ -59,8 +58,8 @@ int ic_payload(const uint8_t *p, size_t n, int want, size_t limit, ic_header *h,
   if (h->type != want)
     return zerr_set(e, ZE_ICECHUNK, "Icechunk object of type %d (%s), expected a %s", h->type, type_name(h->type),
                     type_name(want));
-  const uint8_t *body = p + HEADER_LEN;
-  size_t m = n - HEADER_LEN;
+  const uint8_t *body = p + IC_HEADER_LEN;
+  size_t m = n - IC_HEADER_LEN;
   out->size = 0;
   if (h->comp == 0) {
     if (m > limit) return over_budget(type_name(want), limit, e);

@@ -10,6 +10,11 @@
 enum { IC_SNAPSHOT = 1, IC_MANIFEST = 2, IC_TXLOG = 4, IC_REPO = 6 };
 enum { IC_INLINE = 0, IC_NATIVE = 1, IC_VIRTUAL = 2 };
 
+/* Every object starts with these 12 bytes; the header is 39 bytes (magic,
+ * 24 of implementation name, spec version, object type, compression). */
+extern const uint8_t IC_MAGIC[12];
+#define IC_HEADER_LEN 39
+
 typedef struct {
   const char *s;
   size_t n;

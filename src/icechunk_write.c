@@ -109,24 +109,19 @@ static SEXP object(fbw *b, fb_ref root, int type, int spec, zerr *e) {
   const uint8_t *p = fbw_finish(b, root, &n);
   if (p == NULL) zarr_raise_err(e, NULL, NULL);
   size_t bound = ZSTD_compressBound(n);
-  uint8_t *z = malloc(bound);
-  if (z == NULL) zarr_raise(ZE_NOMEM, NULL, NULL, "cannot allocate an Icechunk object");
+  /* R_alloc: freed with the call, also when allocVector() below fails */
+  uint8_t *z = (uint8_t *)R_alloc(bound, 1);
   size_t got = ZSTD_compress(z, bound, p, n, 3);
-  if (ZSTD_isError(got)) {
-    free(z);
-    zarr_raise(ZE_ICECHUNK, NULL, NULL, "zstd cannot compress an Icechunk object");
-  }
-  SEXP out = PROTECT(allocVector(RAWSXP, (R_xlen_t)(39 + got)));
+  if (ZSTD_isError(got)) zarr_raise(ZE_ICECHUNK, NULL, NULL, "zstd cannot compress an Icechunk object");
+  SEXP out = PROTECT(allocVector(RAWSXP, (R_xlen_t)(IC_HEADER_LEN + got)));
   uint8_t *o = RAW(out);
-  static const uint8_t magic[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7, 0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
-  memcpy(o, magic, 12);
+  memcpy(o, IC_MAGIC, sizeof IC_MAGIC);
   memset(o + 12, ' ', 24);
   memcpy(o + 12, IMPL_NAME, strlen(IMPL_NAME));
   o[36] = (uint8_t)spec;
   o[37] = (uint8_t)type;
   o[38] = 1;
-  memcpy(o + 39, z, got);
-  free(z);
+  memcpy(o + IC_HEADER_LEN, z, got);
   UNPROTECT(1);
   return out;
 }

@@ -17,7 +17,6 @@
 #include <string.h>
 #include "icechunk.h"
 
-static const uint8_t MAGIC[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7, 0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
 
 static void in_payload(const zbuf *p, ic_str s, char **owned, size_t nowned) {
   if (s.n == 0) return;
@@ -43,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!(mode & 4)) { /* a valid header, no compression, then the flatbuffer */
     obj = malloc(39 + n);
     if (obj == NULL) return 0;
-    memcpy(obj, MAGIC, 12);
+    memcpy(obj, IC_MAGIC, sizeof IC_MAGIC);
     memset(obj + 12, ' ', 24);
     obj[36] = (mode & 8) ? 1 : 2;
     obj[37] = (uint8_t)type;
