@@ -210,9 +210,7 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @param name The name of the new group.
     #' @return The new [zarr_group].
     add_group = function(name) {
-      check_node_name(name)
-      if (!is.null(self$open_child(name)))
-        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+      private$check_new_child(name)
       meta <- private$.store$create_group(self$path, name, private$.metadata[["zarr_format"]])
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
@@ -225,9 +223,7 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @param metadata The array metadata: a list or an [array_builder].
     #' @return The new [zarr_array].
     add_array = function(name, metadata) {
-      check_node_name(name)
-      if (!is.null(self$open_child(name)))
-        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+      private$check_new_child(name)
       # an array takes the format of its group unless its builder sets one
       fmt <- as.integer(private$.metadata[["zarr_format"]] %||% 3L)
       explicit <- TRUE
@@ -341,6 +337,15 @@ zarr_group <- R6::R6Class("zarr_group",
   ),
   private = list(
     .children = list(), .built = FALSE, .consolidated = NULL, .consolidated_text = NULL,
+    # A child about to be added must not exist: one known here (opened, or in
+    # the consolidated copy) is refused now; the store looks at its own
+    # content once when it creates the node (zarr_store's new_node_prefix()).
+    check_new_child = function(name) {
+      check_node_name(name)
+      if (!is.null(private$.children[[name]]) ||
+          (!is.null(consolidated_map(self)) && !is.null(self$open_child(name))))
+        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+    },
     # A child from its metadata (consolidated or in the store), NULL when
     # there is none; metadata that cannot be understood hides only that node:
     # it opens as an array whose use raises the error.

@@ -292,7 +292,7 @@ zarr_store <- R6::R6Class("zarr_store",
       private$check_writable()
       prefix <- private$new_node_prefix(parent, name)
       meta <- list(zarr_format = as.integer(format %||% 3L), node_type = "group", attributes = named_list())
-      self$set_metadata(prefix, meta)
+      private$write_new_node(prefix, meta)
       meta
     },
 
@@ -308,11 +308,17 @@ zarr_store <- R6::R6Class("zarr_store",
         metadata <- metadata$metadata()
       }
       prefix <- private$new_node_prefix(parent, name)
-      p <- parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
+      # nothing is written for invalid metadata; a definition reused for
+      # many arrays (one builder in a loop) is checked once, and the arrays
+      # made from it parse it when first used
+      p <- if (!already_validated(metadata)) parse_array_metadata(metadata, prefix_path(prefix))
+      if (!is.null(p)) remember_validated(metadata)
       metadata <- store_key_encoding(self, metadata)
-      self$set_metadata(prefix, metadata)
-      p$key_encoding <- array_key_encoding(metadata)
-      remember_parsed(node_metadata(metadata), p) # as the array object holds it
+      private$write_new_node(prefix, metadata)
+      if (!is.null(p)) {
+        p$key_encoding <- array_key_encoding(metadata)
+        remember_parsed(node_metadata(metadata), p) # as the array object holds it
+      }
       metadata
     },
 
@@ -375,7 +381,23 @@ zarr_store <- R6::R6Class("zarr_store",
     separator = function(value) private$.separator
   ),
   private = list(
-    .read_only = FALSE, .version = 3L, .separator = "/", .io = NULL,
+    .read_only = FALSE, .version = 3L, .separator = "/", .io = NULL, .fresh = FALSE,
+    # TRUE when nothing is stored at or below a node prefix (no document, no
+    # chunk), found without reading documents; FALSE when unknown. A store
+    # that can tell at once (a local store: the folder is not there) spares
+    # creating a node the reads of documents that are not there.
+    node_absent = function(prefix) FALSE,
+    # The metadata documents of a node new_node_prefix() just cleared (a
+    # folder that was not there has no old .zattrs to remove).
+    write_new_node = function(prefix, metadata) {
+      if (private$.fresh && identical(as.integer(metadata[["zarr_format"]]), 2L)) {
+        private$check_writable()
+        v2_set_metadata(self, prefix, metadata, fresh = TRUE)
+      } else {
+        self$set_metadata(prefix, metadata)
+      }
+      private$.fresh <- FALSE
+    },
     check_writable = function() {
       if (private$.read_only) zarr_abort("read_only", "the store is read-only")
     },
@@ -391,8 +413,14 @@ zarr_store <- R6::R6Class("zarr_store",
       }
       check_node_name(name)
       prefix <- paste0(node_prefix(parent), name, "/")
-      if (!is.null(self$get_metadata(prefix)))
-        zarr_abort("exists", sprintf("a node already exists at '%s'", prefix_path(prefix)))
+      private$.fresh <- private$node_absent(prefix)
+      if (private$.fresh) return(prefix) # nothing there: no document, no leftover chunk
+      # a document that cannot be read still makes a node (opened, it is an
+      # array whose use raises the problem): it is not replaced either
+      existing <- tryCatch(self$get_metadata(prefix), zarr_error_key = function(e) NULL,
+                           zarr_error_metadata = function(e) e)
+      if (!is.null(existing))
+        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, prefix_path(node_prefix(parent))))
       # chunks of a node whose deletion was interrupted (its metadata went
       # first) must not become the new node's data
       if (self$supports_listing) store_erase_keys(self, leftover_chunk_keys(self$list_prefix(prefix), prefix))
