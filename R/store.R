@@ -74,8 +74,8 @@ meta_doc_put <- function(key, value) {
 # paths that only ask: no condition handler).
 node_name_ok <- function(name) {
   is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
-    !grepl("/", name, fixed = TRUE) && !name %in% c(".", "..") && !startsWith(name, "__") &&
-    !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name) &&
+    # a slash, a control character, dots only ("." and ".." too), a leading "__"
+    !grepl("[/[:cntrl:]]|^[.]+$|^__", name) &&
     # a node of a document's name would share its parent's keys: deleting it
     # erased the parent's document
     !name %in% node_documents
@@ -390,9 +390,9 @@ zarr_store <- R6::R6Class("zarr_store",
     # The metadata documents of a node new_node_prefix() just cleared (a
     # folder that was not there has no old .zattrs to remove).
     write_new_node = function(prefix, metadata) {
-      if (private$.fresh && identical(as.integer(metadata[["zarr_format"]]), 2L)) {
-        private$check_writable()
-        v2_set_metadata(self, prefix, metadata, fresh = TRUE)
+      if (private$.fresh) {
+        docs <- new_node_documents(metadata)
+        for (k in names(docs)) self$set(paste0(prefix, k), docs[[k]])
       } else {
         self$set_metadata(prefix, metadata)
       }
@@ -428,6 +428,26 @@ zarr_store <- R6::R6Class("zarr_store",
     }
   )
 )
+
+# The documents (raw JSON texts, named by key below the node's prefix) that
+# set_metadata() writes for a node that was not there before, so without an
+# empty v2 .zattrs. Many nodes created alike (one builder in a loop) have the
+# same documents: the last ones are kept.
+new_documents_slot <- new.env(parent = emptyenv())
+
+new_node_documents <- function(metadata) {
+  if (!is.null(new_documents_slot$m) && identical(new_documents_slot$m, metadata)) return(new_documents_slot$docs)
+  docs <- if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
+    v2 <- v2_from_v3(metadata)
+    v2 <- v2[names(v2) != ".zattrs" | lengths(v2) > 0L]
+    lapply(v2, function(d) charToRaw(json_write(d)))
+  } else {
+    list(zarr.json = charToRaw(json_write(json_prepare_metadata(metadata))))
+  }
+  new_documents_slot$m <- metadata
+  new_documents_slot$docs <- docs
+  docs
+}
 
 # The chunk key encoding an array gets in a store: v2 keys for a v2 array,
 # else the one its metadata names, or the store's default separator.

@@ -300,13 +300,12 @@ v2_codec_doc <- function(cd) {
   )
 }
 
-# `fresh`: the node was not there before, so there is no old .zattrs to erase.
-v2_set_metadata <- function(store, prefix, metadata, only = NULL, fresh = FALSE) {
+v2_set_metadata <- function(store, prefix, metadata, only = NULL) {
   docs <- v2_from_v3(metadata)
   for (doc in if (is.null(only)) names(docs) else intersect(names(docs), only)) {
     value <- docs[[doc]]
     if (doc == ".zattrs" && !length(value)) {
-      if (!fresh && store$exists(paste0(prefix, doc))) store$erase(paste0(prefix, doc))
+      if (store$exists(paste0(prefix, doc))) store$erase(paste0(prefix, doc))
       next
     }
     store$set(paste0(prefix, doc), charToRaw(json_write(value)))
