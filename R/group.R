@@ -357,7 +357,7 @@ zarr_group <- R6::R6Class("zarr_group",
         metadata[["chunk_key_encoding"]] <- NULL
       }
       meta <- private$.store$create_array(self$path, name, metadata)
-      node <- build_node(name, meta, self, private$.store)
+      node <- build_node(name, new_node_metadata(meta), self, private$.store)
       private$.children[[name]] <- node
       update_consolidated(node, write = consolidate)
       node

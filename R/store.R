@@ -449,6 +449,17 @@ new_node_documents <- function(metadata) {
   docs
 }
 
+# node_metadata() of the metadata of a node just created (kept for the next
+# one: many nodes created alike have the same).
+new_node_metadata <- function(metadata) {
+  if (!is.null(new_documents_slot$node_in) && identical(new_documents_slot$node_in, metadata))
+    return(new_documents_slot$node_out)
+  out <- node_metadata(metadata)
+  new_documents_slot$node_in <- metadata
+  new_documents_slot$node_out <- out
+  out
+}
+
 # The chunk key encoding an array gets in a store: v2 keys for a v2 array,
 # else the one its metadata names, or the store's default separator.
 store_key_encoding <- function(store, metadata) {
