@@ -72,14 +72,20 @@ meta_doc_put <- function(key, value) {
 
 # Whether a node name is valid (check_node_name() without the error, for the
 # paths that only ask: no condition handler).
+# Creating a node asks about its name three times (the group, the store,
+# the node object): the last valid name is kept.
 node_name_ok <- function(name) {
-  is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
+  if (identical(name, node_name_slot$ok)) return(TRUE)
+  ok <- is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
     # a slash, a control character, dots only ("." and ".." too), a leading "__"
     !grepl("[/[:cntrl:]]|^[.]+$|^__", name) &&
     # a node of a document's name would share its parent's keys: deleting it
     # erased the parent's document
     !name %in% node_documents
+  if (ok) node_name_slot$ok <- name
+  ok
 }
+node_name_slot <- new.env(parent = emptyenv())
 
 #' Zarr stores
 #'
