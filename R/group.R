@@ -368,8 +368,10 @@ zarr_group <- R6::R6Class("zarr_group",
     # content once when it creates the node (zarr_store's new_node_prefix()).
     check_new_child = function(name) {
       check_node_name(name)
-      if (!is.null(private$.children[[name]]) ||
-          (!is.null(consolidated_map(self)) && !is.null(self$open_child(name))))
+      # (the consolidated map by its names: its index is rebuilt after each
+      # change, which a batch of creates makes once per array)
+      map <- if (is.null(private$.children[[name]])) consolidated_map(self)
+      if (!is.null(private$.children[[name]]) || paste0(self$prefix, name) %in% names(map))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
     },
     # A child from its metadata (consolidated or in the store), NULL when
