@@ -45,6 +45,13 @@ for (fmt in 2:3) test_that(sprintf("v%d: a builder reused in a loop writes each 
   expect_identical(zarr_doc(p, "b2", v2)$fill_value, 7L)
   # no empty .zattrs was written for the new nodes
   expect_false(file.exists(file.path(p, "a1", ".zattrs")))
+  # a builder made from a template keeps its attributes in every array
+  tmpl <- array_builder$new(modifyList(d$metadata(), list(zarr_format = fmt, attributes = list(units = "m", scale = 2))))
+  for (k in 1:2) z$add_array("/g", paste0("t", k), tmpl)
+  for (k in 1:2) {
+    expect_identical(open_zarr(file.path(root, "z"))[[paste0("/g/t", k)]]$attributes, list(units = "m", scale = 2L))
+    if (v2) expect_true(file.exists(file.path(p, paste0("t", k), ".zattrs")))
+  }
 })
 
 test_that("a node that is already there is never replaced, whatever its state", {
