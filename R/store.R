@@ -324,6 +324,8 @@ zarr_store <- R6::R6Class("zarr_store",
       if (!is.null(p)) {
         p$key_encoding <- array_key_encoding(metadata)
         remember_parsed(node_metadata(metadata), p) # as the array object holds it
+      } else {
+        remember_parsed(NULL, NULL) # an earlier parse left untaken is no other array's
       }
       metadata
     },
