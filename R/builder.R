@@ -65,20 +65,31 @@ array_builder <- R6::R6Class("array_builder",
     #' @param format "list" or "JSON".
     #' @return The metadata.
     metadata = function(format = "list") {
-      format <- match.arg(format, c("list", "JSON"))
-      codecs <- private$valid_chain() # validated once per distinct chain (see codec_chain())
-      if (is.null(codecs)) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
+      if (!identical(format, "list")) format <- match.arg(format, c("list", "JSON"))
       dt <- private$.dt
-      meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
-                   data_type = dt$metadata_fragment()[["data_type"]],
-                   chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
-                     else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
-                   fill_value = dt$metadata_fragment()[["fill_value"]],
-                   codecs = codec_chain_fragments(codecs),
-                   attributes = private$.attributes %||% named_list())
-      if (!is.null(private$.encoding)) meta[["chunk_key_encoding"]] <- private$.encoding
-      if (!is.null(private$.dimnames))
-        meta[["dimension_names"]] <- lapply(private$.dimnames, function(n) if (is.na(n)) NULL else n)
+      frag <- if (!is.null(dt)) dt$metadata_fragment()
+      # a builder reused for many arrays makes its document once: what it is
+      # made from (the data type's fragment, since the data type object can
+      # change in place) is compared with the last time
+      state <- list(frag, private$.format, private$.shape, private$.chunk, private$.edges, private$.codecs,
+                    private$.attributes, private$.dimnames, private$.encoding, validated_slot$generation)
+      if (!is.null(private$.made) && identical(private$.made$state, state)) {
+        meta <- private$.made$meta
+      } else {
+        codecs <- private$valid_chain() # validated once per distinct chain (see codec_chain())
+        if (is.null(codecs)) zarr_abort("metadata", "the array definition is incomplete (data type and shape are needed)")
+        meta <- list(zarr_format = private$.format %||% 3L, node_type = "array", shape = json_array(private$.shape),
+                     data_type = frag[["data_type"]],
+                     chunk_grid = if (!is.null(private$.edges)) rectilinear_fragment(private$.edges, private$.shape)
+                       else list(name = "regular", configuration = list(chunk_shape = json_array(private$chunk_or_default()))),
+                     fill_value = frag[["fill_value"]],
+                     codecs = codec_chain_fragments(codecs),
+                     attributes = private$.attributes %||% named_list())
+        if (!is.null(private$.encoding)) meta[["chunk_key_encoding"]] <- private$.encoding
+        if (!is.null(private$.dimnames))
+          meta[["dimension_names"]] <- lapply(private$.dimnames, function(n) if (is.na(n)) NULL else n)
+        private$.made <- list(state = state, meta = meta)
+      }
       if (format == "JSON") return(json_write(json_prepare_metadata(meta)))
       meta
     },
@@ -286,6 +297,7 @@ array_builder <- R6::R6Class("array_builder",
     .format = NULL, .portable = FALSE, .dt = NULL, .shape = NULL, .chunk = NULL, .edges = NULL,
     .codecs = NULL, # bytes and zstd (set by initialize)
     .attributes = NULL, .dimnames = NULL, .encoding = NULL,
+    .made = NULL, # the last document metadata() made, and what from
     chunk_or_default = function() private$.chunk %||% pmax(1, pmin(private$.shape, 100)),
     instantiate = function(entries) {
       dt <- private$.dt %||% zarr_data_type$new("uint8")

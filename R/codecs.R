@@ -54,8 +54,24 @@ register_codec <- function(name, ctor) {
 # opening or creating many arrays alike does not build R6 objects again.
 codec_chain_cache <- new.env(parent = emptyenv())
 
+# The last array metadata that parse_array_metadata() accepted for a new
+# array: creating many arrays from one definition checks it once. Forgotten
+# when codecs or data types are registered (codec_chain_forget(),
+# zarr_register_data_type()), which can change what is valid; builders
+# then make their documents anew.
+validated_slot <- new.env(parent = emptyenv())
+validated_slot$generation <- 0 # counts the changes of the registries (array_builder's metadata())
+
+already_validated <- function(m) !is.null(validated_slot$m) && identical(validated_slot$m, m)
+remember_validated <- function(m) validated_slot$m <- m
+forget_validated <- function() {
+  validated_slot$m <- NULL
+  validated_slot$generation <- validated_slot$generation + 1
+}
+
 codec_chain_forget <- function() {
   rm(list = ls(codec_chain_cache, all.names = TRUE), envir = codec_chain_cache)
+  forget_validated()
 }
 
 # Errors (classed, naming `array`) come from the codecs' own validation, as

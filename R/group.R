@@ -210,9 +210,7 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @param name The name of the new group.
     #' @return The new [zarr_group].
     add_group = function(name) {
-      check_node_name(name)
-      if (!is.null(self$open_child(name)))
-        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+      private$check_new_child(name)
       meta <- private$.store$create_group(self$path, name, private$.metadata[["zarr_format"]])
       node <- build_node(name, meta, self, private$.store)
       private$.children[[name]] <- node
@@ -224,30 +222,28 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @param name The name of the new array.
     #' @param metadata The array metadata: a list or an [array_builder].
     #' @return The new [zarr_array].
-    add_array = function(name, metadata) {
-      check_node_name(name)
-      if (!is.null(self$open_child(name)))
-        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
-      # an array takes the format of its group unless its builder sets one
-      fmt <- as.integer(private$.metadata[["zarr_format"]] %||% 3L)
-      explicit <- TRUE
-      if (inherits(metadata, "array_builder")) {
-        explicit <- metadata$is_set("format")
-        metadata <- metadata$metadata()
-      }
-      if (!identical(as.integer(metadata[["zarr_format"]] %||% 3L), fmt)) {
-        if (explicit)
-          zarr_abort("format", sprintf(
-            "a Zarr v%d array cannot be added to the Zarr v%d group '%s'; create the store with options(zarr.format = %d)",
-            as.integer(metadata[["zarr_format"]] %||% 3L), fmt, self$path, as.integer(metadata[["zarr_format"]] %||% 3L)))
-        metadata[["zarr_format"]] <- fmt
-        metadata[["chunk_key_encoding"]] <- NULL
-      }
-      meta <- private$.store$create_array(self$path, name, metadata)
-      node <- build_node(name, meta, self, private$.store)
-      private$.children[[name]] <- node
-      update_consolidated(node)
-      node
+    add_array = function(name, metadata) private$new_array(name, metadata),
+
+    #' @description Add many arrays below this group at once: what a loop of
+    #'   `add_array()` does, except that a store with consolidated metadata
+    #'   has its consolidated copy written once at the end (also when an
+    #'   error stops the batch, so that it lists the arrays made until then)
+    #'   instead of once per array.
+    #' @param names The names of the new arrays, a character vector.
+    #' @param metadata The metadata of every array (a list or an
+    #'   [array_builder]), or a list of them, one per name.
+    #' @return The new [zarr_array]s, a list named by `names`, invisibly.
+    add_arrays = function(names, metadata) {
+      if (!is.character(names) || anyNA(names) || anyDuplicated(names))
+        zarr_abort("argument", "the names of the arrays must be distinct strings")
+      one <- inherits(metadata, "array_builder") || (is.list(metadata) && !is.null(metadata[["node_type"]]))
+      if (!one && (!is.list(metadata) || length(metadata) != length(names)))
+        zarr_abort("argument", "give one array definition for all names, or a list of one per name")
+      out <- stats::setNames(vector("list", length(names)), names)
+      if (consolidated_active(self)) on.exit(consolidated_write(root_of(self)))
+      for (i in seq_along(names))
+        out[[i]] <- private$new_array(names[[i]], if (one) metadata else metadata[[i]], consolidate = FALSE)
+      invisible(out)
     },
 
     #' @description Delete a child array, or a child group that is empty.
@@ -341,6 +337,43 @@ zarr_group <- R6::R6Class("zarr_group",
   ),
   private = list(
     .children = list(), .built = FALSE, .consolidated = NULL, .consolidated_text = NULL,
+    # add_array(); `consolidate = FALSE` leaves the consolidated copy to be
+    # written by the caller (add_arrays(): once for the batch)
+    new_array = function(name, metadata, consolidate = TRUE) {
+      private$check_new_child(name)
+      # an array takes the format of its group unless its builder sets one
+      fmt <- as.integer(private$.metadata[["zarr_format"]] %||% 3L)
+      explicit <- TRUE
+      if (inherits(metadata, "array_builder")) {
+        explicit <- metadata$is_set("format")
+        metadata <- metadata$metadata()
+      }
+      if (!identical(as.integer(metadata[["zarr_format"]] %||% 3L), fmt)) {
+        if (explicit)
+          zarr_abort("format", sprintf(
+            "a Zarr v%d array cannot be added to the Zarr v%d group '%s'; create the store with options(zarr.format = %d)",
+            as.integer(metadata[["zarr_format"]] %||% 3L), fmt, self$path, as.integer(metadata[["zarr_format"]] %||% 3L)))
+        metadata[["zarr_format"]] <- fmt
+        metadata[["chunk_key_encoding"]] <- NULL
+      }
+      meta <- private$.store$create_array(self$path, name, metadata)
+      node <- build_node(name, new_node_metadata(meta), self, private$.store)
+      private$.children[[name]] <- node
+      update_consolidated(node, write = consolidate)
+      node
+    },
+
+    # A child about to be added must not exist: one known here (opened, or in
+    # the consolidated copy) is refused now; the store looks at its own
+    # content once when it creates the node (zarr_store's new_node_prefix()).
+    check_new_child = function(name) {
+      check_node_name(name)
+      # (the consolidated map by its names: its index is rebuilt after each
+      # change, which a batch of creates makes once per array)
+      map <- if (is.null(private$.children[[name]])) consolidated_map(self)
+      if (!is.null(private$.children[[name]]) || paste0(self$prefix, name) %in% names(map))
+        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
+    },
     # A child from its metadata (consolidated or in the store), NULL when
     # there is none; metadata that cannot be understood hides only that node:
     # it opens as an array whose use raises the error.

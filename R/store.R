@@ -72,14 +72,20 @@ meta_doc_put <- function(key, value) {
 
 # Whether a node name is valid (check_node_name() without the error, for the
 # paths that only ask: no condition handler).
+# Creating a node asks about its name three times (the group, the store,
+# the node object): the last valid name is kept.
 node_name_ok <- function(name) {
-  is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
-    !grepl("/", name, fixed = TRUE) && !name %in% c(".", "..") && !startsWith(name, "__") &&
-    !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name) &&
+  if (identical(name, node_name_slot$ok)) return(TRUE)
+  ok <- is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
+    # a slash, a control character, dots only ("." and ".." too), a leading "__"
+    !grepl("[/[:cntrl:]]|^[.]+$|^__", name) &&
     # a node of a document's name would share its parent's keys: deleting it
     # erased the parent's document
     !name %in% node_documents
+  if (ok) node_name_slot$ok <- name
+  ok
 }
+node_name_slot <- new.env(parent = emptyenv())
 
 #' Zarr stores
 #'
@@ -292,7 +298,7 @@ zarr_store <- R6::R6Class("zarr_store",
       private$check_writable()
       prefix <- private$new_node_prefix(parent, name)
       meta <- list(zarr_format = as.integer(format %||% 3L), node_type = "group", attributes = named_list())
-      self$set_metadata(prefix, meta)
+      private$write_new_node(prefix, meta)
       meta
     },
 
@@ -308,11 +314,19 @@ zarr_store <- R6::R6Class("zarr_store",
         metadata <- metadata$metadata()
       }
       prefix <- private$new_node_prefix(parent, name)
-      p <- parse_array_metadata(metadata, prefix_path(prefix)) # nothing is written for invalid metadata
+      # nothing is written for invalid metadata; a definition reused for
+      # many arrays (one builder in a loop) is checked once, and the arrays
+      # made from it parse it when first used
+      p <- if (!already_validated(metadata)) parse_array_metadata(metadata, prefix_path(prefix))
+      if (!is.null(p)) remember_validated(metadata)
       metadata <- store_key_encoding(self, metadata)
-      self$set_metadata(prefix, metadata)
-      p$key_encoding <- array_key_encoding(metadata)
-      remember_parsed(node_metadata(metadata), p) # as the array object holds it
+      private$write_new_node(prefix, metadata)
+      if (!is.null(p)) {
+        p$key_encoding <- array_key_encoding(metadata)
+        remember_parsed(node_metadata(metadata), p) # as the array object holds it
+      } else {
+        remember_parsed(NULL, NULL) # an earlier parse left untaken is no other array's
+      }
       metadata
     },
 
@@ -375,7 +389,23 @@ zarr_store <- R6::R6Class("zarr_store",
     separator = function(value) private$.separator
   ),
   private = list(
-    .read_only = FALSE, .version = 3L, .separator = "/", .io = NULL,
+    .read_only = FALSE, .version = 3L, .separator = "/", .io = NULL, .fresh = FALSE,
+    # TRUE when nothing is stored at or below a node prefix (no document, no
+    # chunk), found without reading documents; FALSE when unknown. A store
+    # that can tell at once (a local store: the folder is not there) spares
+    # creating a node the reads of documents that are not there.
+    node_absent = function(prefix) FALSE,
+    # The metadata documents of a node new_node_prefix() just cleared (a
+    # folder that was not there has no old .zattrs to remove).
+    write_new_node = function(prefix, metadata) {
+      if (private$.fresh) {
+        docs <- new_node_documents(metadata)
+        for (k in names(docs)) self$set(paste0(prefix, k), docs[[k]])
+      } else {
+        self$set_metadata(prefix, metadata)
+      }
+      private$.fresh <- FALSE
+    },
     check_writable = function() {
       if (private$.read_only) zarr_abort("read_only", "the store is read-only")
     },
@@ -391,8 +421,14 @@ zarr_store <- R6::R6Class("zarr_store",
       }
       check_node_name(name)
       prefix <- paste0(node_prefix(parent), name, "/")
-      if (!is.null(self$get_metadata(prefix)))
-        zarr_abort("exists", sprintf("a node already exists at '%s'", prefix_path(prefix)))
+      private$.fresh <- private$node_absent(prefix)
+      if (private$.fresh) return(prefix) # nothing there: no document, no leftover chunk
+      # a document that cannot be read still makes a node (opened, it is an
+      # array whose use raises the problem): it is not replaced either
+      existing <- tryCatch(self$get_metadata(prefix), zarr_error_key = function(e) NULL,
+                           zarr_error_metadata = function(e) e)
+      if (!is.null(existing))
+        zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, prefix_path(node_prefix(parent))))
       # chunks of a node whose deletion was interrupted (its metadata went
       # first) must not become the new node's data
       if (self$supports_listing) store_erase_keys(self, leftover_chunk_keys(self$list_prefix(prefix), prefix))
@@ -400,6 +436,37 @@ zarr_store <- R6::R6Class("zarr_store",
     }
   )
 )
+
+# The documents (raw JSON texts, named by key below the node's prefix) that
+# set_metadata() writes for a node that was not there before, so without an
+# empty v2 .zattrs. Many nodes created alike (one builder in a loop) have the
+# same documents: the last ones are kept.
+new_documents_slot <- new.env(parent = emptyenv())
+
+new_node_documents <- function(metadata) {
+  if (!is.null(new_documents_slot$m) && identical(new_documents_slot$m, metadata)) return(new_documents_slot$docs)
+  docs <- if (identical(as.integer(metadata[["zarr_format"]]), 2L)) {
+    v2 <- v2_from_v3(metadata)
+    v2 <- v2[names(v2) != ".zattrs" | lengths(v2) > 0L]
+    lapply(v2, function(d) charToRaw(json_write(d)))
+  } else {
+    list(zarr.json = charToRaw(json_write(json_prepare_metadata(metadata))))
+  }
+  new_documents_slot$m <- metadata
+  new_documents_slot$docs <- docs
+  docs
+}
+
+# node_metadata() of the metadata of a node just created (kept for the next
+# one: many nodes created alike have the same).
+new_node_metadata <- function(metadata) {
+  if (!is.null(new_documents_slot$node_in) && identical(new_documents_slot$node_in, metadata))
+    return(new_documents_slot$node_out)
+  out <- node_metadata(metadata)
+  new_documents_slot$node_in <- metadata
+  new_documents_slot$node_out <- out
+  out
+}
 
 # The chunk key encoding an array gets in a store: v2 keys for a v2 array,
 # else the one its metadata names, or the store's default separator.

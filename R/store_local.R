@@ -246,6 +246,9 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
   ),
   private = list(
     .root = NULL, .io = NULL,
+    # the node's folder is not there (a dangling symbolic link counts as
+    # absent: writing through it is refused in src/store_local.c)
+    node_absent = function(prefix) nzchar(prefix) && !file.exists(private$path(sub("/$", "", prefix))),
     path = function(key) {
       check_key(key)
       file.path(private$.root, key)

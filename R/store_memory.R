@@ -86,8 +86,10 @@ zarr_memorystore <- R6::R6Class("zarr_memorystore",
     #' @return A character vector of full keys.
     list_prefix = function(prefix) {
       prefix <- node_prefix(prefix)
-      keys <- sort(ls(private$.data, all.names = TRUE))
-      keys[startsWith(keys, prefix)]
+      # only the keys below are sorted: creating each node of a large store
+      # lists its prefix, and sorting every key each time took most of it
+      keys <- ls(private$.data, all.names = TRUE, sorted = FALSE)
+      sort(keys[startsWith(keys, prefix)])
     },
 
     #' @description Store a value.

@@ -142,6 +142,19 @@ zarr <- R6::R6Class("zarr",
       parent$add_array(name, metadata)
     },
 
+    #' @description Add many arrays to one group at once (see the group's
+    #'   `add_arrays()`: a consolidated copy of the metadata is written once
+    #'   for the batch).
+    #' @param path The path of the parent group.
+    #' @param names The names of the new arrays.
+    #' @param metadata The metadata of every array (a list or an
+    #'   [array_builder]), or a list of them, one per name.
+    #' @return The new [zarr_array]s, a list named by `names`, invisibly.
+    add_arrays = function(path, names, metadata) {
+      parent <- private$group_at(path)
+      parent$add_arrays(names, metadata)
+    },
+
     #' @description Delete a group. The root group cannot be deleted; with
     #'   `path = "/"` it is emptied (when `recursive = TRUE`) and its
     #'   attributes are removed.

@@ -71,26 +71,39 @@ int file_read(const char *path, int64_t off, int64_t len, zbuf *out, int *missin
   return 0;
 }
 
+/* mkdir -p of `dir` (changed in place while it works, restored after),
+ * from the deepest folder up: creating a node, only its own folder is
+ * missing, so one mkdir() does, where one per level of the path was made
+ * before. */
+static int make_dir_up(char *dir, zerr *e) {
+  if (zarr_mkdir(dir) == 0 || errno == EEXIST) return 0;
+  int err = errno;
+  char *cut = strrchr(dir, '/');
+  if (err == ENOENT && cut != NULL && cut != dir) {
+    *cut = '\0';
+    int rc = make_dir_up(dir, e);
+    *cut = '/';
+    if (rc) return rc;
+    if (zarr_mkdir(dir) == 0 || errno == EEXIST) return 0;
+    err = errno;
+  }
+  return zerr_set(e, ZE_IO, "cannot create directory '%s': %s", dir, strerror(err));
+}
+
 /* mkdir -p for the directory part of `path` */
 static int make_parents(const char *path, zerr *e) {
   size_t n = strlen(path);
   char *tmp = malloc(n + 1);
   if (tmp == NULL) return zerr_set(e, ZE_NOMEM, "out of memory");
   memcpy(tmp, path, n + 1);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    int rc = zarr_mkdir(tmp);
-    if (rc != 0 && errno != EEXIST) {
-      int err = errno;
-      zerr_set(e, ZE_IO, "cannot create directory '%s': %s", tmp, strerror(err));
-      free(tmp);
-      return -1;
-    }
-    *p = '/';
+  char *cut = strrchr(tmp, '/');
+  int rc = 0;
+  if (cut != NULL && cut != tmp) {
+    *cut = '\0';
+    rc = make_dir_up(tmp, e);
   }
   free(tmp);
-  return 0;
+  return rc;
 }
 
 static unsigned long temp_counter = 0;
