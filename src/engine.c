@@ -1432,9 +1432,20 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   grid_parse(spec, &a);
   if (!kernel_supported(a.dtype, a.rtype, 0))
     zarr_raise(ZE_CODEC, a.name, NULL, "reading this data type is not supported");
+  /* a large result of a type narrower than its R type keeps the stored
+   * width (compact_vector.c): decoded as raw bits, converted when used */
+  zrtype want = a.rtype;
+  int compact = asLogical(list_get(opts, "compact")) == TRUE && compact_possible(a.dtype, a.rtype);
+  if (compact) a.rtype = RT_RAW;
   engine g;
   engine_init(&g, &a, sel, store, opts);
   int64_t total = engine_total(&g);
+  if (compact && total < COMPACT_MIN_ELEMENTS) { /* the plan does not depend on the R type */
+    compact = 0;
+    a.rtype = want;
+  }
+  int compact_na = g.na;
+  if (compact) g.na = 0; /* the conversion marks them */
   /* raw bits: as many bytes per element as the data type has */
   R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
   /* R's own allocation failure would be a plain R error, and catching it in
@@ -1478,6 +1489,12 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */
   if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
+  if (compact) {
+    out = compact_wrap(out, a.dtype, want, compact_na, a.fill);
+    UNPROTECT(1);
+    PROTECT(out);
+    a.rtype = want;
+  }
   if (a.ndim > 1 && a.rtype != RT_RAW && !g.pts) { /* here too: R copies the result to set its dim once R code has seen it */
     SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
     for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;

@@ -78,8 +78,9 @@ static void tile_move(uint8_t *c, int64_t c0, int64_t c1, uint8_t *buf, int64_t 
 #include <emmintrin.h>
 /* 16-bit integers (w16: 1 unsigned, 2 signed) to R integers, tiles of 8 x 8
  * transposed in registers: rows of 8 along the chunk (c1 == 2) in, columns of
- * 8 along R (o0 == 4) out, the fill value as NA. The edges that do not fill a
- * tile go through the kernel. */
+ * 8 along R (o0 == 4) out, the fill value as NA. w16 3: any 16-bit elements
+ * kept as they are (a compact result, compact_vector.c; o0 == 2). The edges
+ * that do not fill a tile go through the kernel. */
 static void copy_w16(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o, int64_t o1,
                      int64_t m0, int64_t m1, zconv *cv) {
   uint16_t f;
@@ -106,6 +107,10 @@ static void copy_w16(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o,
         t[2 * q] = _mm_unpacklo_epi64(b[q], b[q + 4]);
         t[2 * q + 1] = _mm_unpackhi_epi64(b[q], b[q + 4]);
       }
+      if (w16 == 3) {
+        for (int q = 0; q < 8; q++) _mm_storeu_si128((__m128i *)(o + (j + q) * o1 + i * 2), t[q]);
+        continue;
+      }
       for (int q = 0; q < 8; q++) {
         __m128i lo, hi;
         if (w16 == 1) {
@@ -126,9 +131,10 @@ static void copy_w16(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o,
         _mm_storeu_si128((__m128i *)(d + 16), hi);
       }
     }
+  const int64_t os = w16 == 3 ? 2 : 4;
   if (b0 < m0)
-    for (int64_t j = 0; j < b1; j++) k(o + j * o1 + b0 * 4, 4, c + b0 * c0 + j * 2, c0, m0 - b0, cv);
-  for (int64_t j = b1; j < m1; j++) k(o + j * o1, 4, c + j * 2, c0, m0, cv);
+    for (int64_t j = 0; j < b1; j++) k(o + j * o1 + b0 * os, os, c + b0 * c0 + j * 2, c0, m0 - b0, cv);
+  for (int64_t j = b1; j < m1; j++) k(o + j * o1, os, c + j * 2, c0, m0, cv);
 }
 #endif
 
@@ -136,10 +142,11 @@ static void copy_tiled(zkern k, size_t csz, uint8_t *chunk, int64_t c0, int64_t 
                        uint8_t *rdata, int64_t o0, int64_t o1, int64_t n0, int64_t n1, int dir,
                        int w16, zconv *cv) {
 #ifdef __SSE2__
-  if (w16 && dir == 0 && c1 == 2 && o0 == 4) {
+  const int64_t os = w16 == 3 ? 2 : 4;
+  if (w16 && dir == 0 && c1 == 2 && o0 == os) {
     for (int64_t j0 = 0; j0 < n1; j0 += TILE)
       for (int64_t i0 = 0; i0 < n0; i0 += TILE)
-        copy_w16(k, w16, chunk + i0 * c0 + j0 * 2, c0, rdata + i0 * 4 + j0 * o1, o1,
+        copy_w16(k, w16, chunk + i0 * c0 + j0 * 2, c0, rdata + i0 * os + j0 * o1, o1,
                  n0 - i0 < TILE ? n0 - i0 : TILE, n1 - j0 < TILE ? n1 - j0 : TILE, cv);
     return;
   }
@@ -251,7 +258,8 @@ int slab_decode(const zslab *s, zdtype dt, zrtype rt, const uint8_t *chunk, void
                 zconv *cv) {
   zkern k = dtype_def(dt)->dec[rt];
   if (k == NULL) return -1;
-  const int w16 = rt != RT_INTEGER ? 0 : dt == DT_UINT16 ? 1 : dt == DT_INT16 ? 2 : 0;
+  const int w16 = rt == RT_RAW ? (dtype_size(dt) == 2 ? 3 : 0)
+                : rt != RT_INTEGER ? 0 : dt == DT_UINT16 ? 1 : dt == DT_INT16 ? 2 : 0;
   slab_walk(s, k, dtype_size(dt), elem_rsize(dt, rt), (uint8_t *)chunk, rdata, 0, w16, cv);
   return 0;
 }
