@@ -87,3 +87,29 @@ test_that("small reads, other types and the option stay eager", {
   expect_identical(compact_state(b[, , ]), "plain") # int32 is R's own width
   expect_true(zarr_options("compact_results"))
 })
+
+test_that("16-bit chunks in C order land in large results exactly, kept or widened", {
+  set.seed(31)
+  # R's columns along the chunk's fastest dimension are 72,000 bytes apart or
+  # more: the copy that writes whole lines; 70 rows and 20 columns per chunk
+  # leave partial groups on both sides
+  for (dt in c("int16", "uint16")) {
+    vals <- if (dt == "int16") -30000:30000 else 0:65000
+    x <- array(sample(vals, 200 * 180 * 20, TRUE), c(200, 180, 20))
+    x[3, 4, 5] <- x[199, 170, 19] <- 7L
+    d <- define_array(dt, dim(x))
+    d$portable <- TRUE # C order, as other software writes
+    d$chunk_shape <- c(70, 60, 20)
+    d$fill_value <- 7L # marks missing elements: read as NA
+    a <- create_zarr(tempfile(fileext = ".zarr"))$add_array("/", "a", d)
+    a$write(x)
+    want <- x
+    want[want == 7L] <- NA
+    got <- a[, , ]
+    expect_identical(compact_state(got), "stored", info = dt)
+    expect_identical(got[, , ], want, info = dt)
+    expect_identical(eager(a[, , ]), want, info = dt)
+    expect_identical(a[2:199, 5:180, 3:20], want[2:199, 5:180, 3:20], info = dt)
+    withr::with_options(list(zarr.fill_as_na = FALSE), expect_identical(a[, , ], x, info = dt))
+  }
+})
