@@ -58,11 +58,6 @@ static SEXPTYPE sexptype_of(int rtype) {
   return rtype == RT_DOUBLE ? REALSXP : rtype == RT_LOGICAL ? LGLSXP : INTSXP;
 }
 
-/* Whole conversions run on the calling thread in pieces, so that an
- * interrupt between them is seen; the pieces are large enough that the
- * checks cost nothing. */
-#define CONVERT_PIECE ((R_xlen_t)1 << 20)
-
 static void *compact_dataptr(SEXP x, Rboolean writeable) {
   (void)writeable;
   SEXP full = full_of(x);
@@ -70,12 +65,9 @@ static void *compact_dataptr(SEXP x, Rboolean writeable) {
     const compact_info *in = info_of(x);
     R_xlen_t n = compact_length(x);
     full = PROTECT(allocVector(sexptype_of(in->rtype), n));
-    size_t rs = rtype_size((zrtype)in->rtype);
-    for (R_xlen_t i = 0; i < n; i += CONVERT_PIECE) {
-      R_xlen_t k = n - i < CONVERT_PIECE ? n - i : CONVERT_PIECE;
-      convert(x, i, k, (uint8_t *)DATAPTR(full) + (size_t)i * rs);
-      R_CheckUserInterrupt();
-    }
+    /* no interrupt check: compiled code asking for the pointer (C++ among
+     * it) does not expect a long jump other than an allocation failure */
+    convert(x, 0, n, DATAPTR(full));
     SET_VECTOR_ELT(R_altrep_data2(x), 1, full);
     R_set_altrep_data1(x, R_NilValue); /* the stored bytes are no longer needed */
     UNPROTECT(1);
