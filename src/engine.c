@@ -163,7 +163,8 @@ typedef struct {
   int64_t npts, *pch, *pstart, *ploc, *pout;
   zstore *st;
   volatile int stop;         /* set on failure or interrupt: every batch ends */
-  int nthreads;
+  int nthreads;              /* threads that fetch and decode: at most one per chunk */
+  int all_threads;           /* threads asked for: the copy of one large chunk splits between them */
   /* the jobs a batch is about (NULL: all), and reads by parts */
   const int64_t *jobs;
   int64_t range_gap, range_max;
@@ -410,7 +411,7 @@ static void split_task(void *ctx, size_t i, int thread) {
 
 static int slab_decode_split(engine *g, const zslab *slab, const uint8_t *elems, zconv *cv) {
   const zarray *a = g->arr;
-  int nt = g->nthreads < MAX_SHARES_COPY ? g->nthreads : MAX_SHARES_COPY;
+  int nt = g->all_threads < MAX_SHARES_COPY ? g->all_threads : MAX_SHARES_COPY;
   int64_t n = 1;
   for (int d = 0; d < slab->ndim; d++) n *= slab->dim[d].cnt;
   int dim = -1;
@@ -1067,12 +1068,14 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   int nt = asInteger(list_get(opts, "nthreads"));
   if (nt == NA_INTEGER || nt < 1) nt = 1;
   if (nt > 64) nt = 64;
+  int all = nt;
   if (g->njobs < nt) nt = (int)(g->njobs > 0 ? g->njobs : 1);
   /* little to decode: starting and joining threads costs more than it saves */
   double work = (double)g->njobs * (double)chain_nelem(&a->chain) * (double)a->elsize;
-  if (work < ZARR_SMALL_WORK) nt = 1;
-  if (chain_main_thread(&a->chain)) nt = 1; /* a codec written in R */
+  if (work < ZARR_SMALL_WORK) nt = all = 1;
+  if (chain_main_thread(&a->chain)) nt = all = 1; /* a codec written in R */
   g->nthreads = nt;
+  g->all_threads = all;
 }
 
 /* Elements the selection holds. */
