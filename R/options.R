@@ -151,6 +151,17 @@
 #'   it after every read), so that reading chunk by chunk does not ask the
 #'   system for fresh memory on every call. It is freed when the package is
 #'   unloaded.
+#' * `zarr.compact_results`: `TRUE` (default): a read of at least 65,536
+#'   elements of a type narrower than the R type it reads as (8- and 16-bit
+#'   integers, bool, float16, bfloat16, float32, uint32) returns an ordinary
+#'   integer, logical or double vector that keeps the elements at their
+#'   stored width in memory (half, or a quarter, of the memory) and
+#'   converts them when they are used: one by one or a block at a time
+#'   (subsetting, `sum()`, `range()`, `saveRDS()`) without a copy, or all at
+#'   once the first time code asks for the whole vector's memory
+#'   (arithmetic, most compiled code), after which it is an ordinary vector
+#'   (the stored elements are let go). Values are the same either way.
+#'   `FALSE` converts every element during the read.
 #' * `zarr.progress`: Unset (default): in interactive sessions, reads,
 #'   writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
 #'   longer than about 2 seconds show a progress bar (with the \pkg{cli}
@@ -198,7 +209,8 @@ engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
        range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
        range_max = zarr_num_option("zarr.range_max", 16777216, 1),
        cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0),
-       scratch_bytes = zarr_num_option("zarr.scratch_bytes", 256 * 2^20, 0))
+       scratch_bytes = zarr_num_option("zarr.scratch_bytes", 256 * 2^20, 0),
+       compact = !isFALSE(getOption("zarr.compact_results")))
 }
 
 # The parse budget for store content (zarr.max_decoded_bytes), as the C
@@ -306,6 +318,7 @@ zarr_option_table <- function() list(
   eps                  = list(sqrt(.Machine$double.eps), function(v) is_count(v, 0) && v > 0),
   chunk_cache_bytes    = list(64 * 2^20, function(v) is_count(v, 0)),
   scratch_bytes        = list(256 * 2^20, function(v) is_count(v, 0)),
+  compact_results      = list(TRUE, is_flag),
   group_style          = list(c("blue", "bold"), is_text),
   array_style          = list(c("green", "bold"), is_text),
   label_style          = list(c("black", "bold"), is_text),
@@ -408,6 +421,7 @@ zarr_option_meaning <- c(
   eps = "unused (zarr 1.0.0)",
   chunk_cache_bytes = "decoded-chunk cache size",
   scratch_bytes = "decode memory kept",
+  compact_results = "large reads keep stored width",
   group_style = "print style: groups",
   array_style = "print style: arrays",
   label_style = "print style: labels",

@@ -163,7 +163,8 @@ typedef struct {
   int64_t npts, *pch, *pstart, *ploc, *pout;
   zstore *st;
   volatile int stop;         /* set on failure or interrupt: every batch ends */
-  int nthreads;
+  int nthreads;              /* threads that fetch and decode: at most one per chunk */
+  int all_threads;           /* threads asked for: the copy of one large chunk splits between them */
   /* the jobs a batch is about (NULL: all), and reads by parts */
   const int64_t *jobs;
   int64_t range_gap, range_max;
@@ -410,7 +411,7 @@ static void split_task(void *ctx, size_t i, int thread) {
 
 static int slab_decode_split(engine *g, const zslab *slab, const uint8_t *elems, zconv *cv) {
   const zarray *a = g->arr;
-  int nt = g->nthreads < MAX_SHARES_COPY ? g->nthreads : MAX_SHARES_COPY;
+  int nt = g->all_threads < MAX_SHARES_COPY ? g->all_threads : MAX_SHARES_COPY;
   int64_t n = 1;
   for (int d = 0; d < slab->ndim; d++) n *= slab->dim[d].cnt;
   int dim = -1;
@@ -1067,12 +1068,14 @@ static void engine_init(engine *g, const zarray *a, SEXP sel, SEXP store, SEXP o
   int nt = asInteger(list_get(opts, "nthreads"));
   if (nt == NA_INTEGER || nt < 1) nt = 1;
   if (nt > 64) nt = 64;
+  int all = nt;
   if (g->njobs < nt) nt = (int)(g->njobs > 0 ? g->njobs : 1);
   /* little to decode: starting and joining threads costs more than it saves */
   double work = (double)g->njobs * (double)chain_nelem(&a->chain) * (double)a->elsize;
-  if (work < ZARR_SMALL_WORK) nt = 1;
-  if (chain_main_thread(&a->chain)) nt = 1; /* a codec written in R */
+  if (work < ZARR_SMALL_WORK) nt = all = 1;
+  if (chain_main_thread(&a->chain)) nt = all = 1; /* a codec written in R */
   g->nthreads = nt;
+  g->all_threads = all;
 }
 
 /* Elements the selection holds. */
@@ -1432,9 +1435,20 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   grid_parse(spec, &a);
   if (!kernel_supported(a.dtype, a.rtype, 0))
     zarr_raise(ZE_CODEC, a.name, NULL, "reading this data type is not supported");
+  /* a large result of a type narrower than its R type keeps the stored
+   * width (compact_vector.c): decoded as raw bits, converted when used */
+  zrtype want = a.rtype;
+  int compact = asLogical(list_get(opts, "compact")) == TRUE && compact_possible(a.dtype, a.rtype);
+  if (compact) a.rtype = RT_RAW;
   engine g;
   engine_init(&g, &a, sel, store, opts);
   int64_t total = engine_total(&g);
+  if (compact && total < COMPACT_MIN_ELEMENTS) { /* the plan does not depend on the R type */
+    compact = 0;
+    a.rtype = want;
+  }
+  int compact_na = g.na;
+  if (compact) g.na = 0; /* the conversion marks them */
   /* raw bits: as many bytes per element as the data type has */
   R_xlen_t rlen = (R_xlen_t)total * (a.rtype == RT_RAW ? (R_xlen_t)a.elsize : 1);
   /* R's own allocation failure would be a plain R error, and catching it in
@@ -1478,6 +1492,12 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */
   if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
+  if (compact) {
+    out = compact_wrap(out, a.dtype, want, compact_na, a.fill);
+    UNPROTECT(1);
+    PROTECT(out);
+    a.rtype = want;
+  }
   if (a.ndim > 1 && a.rtype != RT_RAW && !g.pts) { /* here too: R copies the result to set its dim once R code has seen it */
     SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
     for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;

@@ -12,6 +12,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_r6_rebind, 2),
     CALLDEF(ffi_r6_define, 4),
     CALLDEF(ffi_array_read, 4),
+    CALLDEF(ffi_compact_state, 1),
     CALLDEF(ffi_arrays_read, 6),
     CALLDEF(ffi_array_write, 5),
     CALLDEF(ffi_chunk_keys, 2),
@@ -88,6 +89,7 @@ void R_init_zarr(DllInfo *dll) {
   /* build lookup tables now, before any worker thread may need them */
   slab_init();
   codec_r_init();
+  compact_init(dll);
   xml_init();
   http_global_init();
   uint8_t probe[8] = {0};

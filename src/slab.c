@@ -76,59 +76,124 @@ static void tile_move(uint8_t *c, int64_t c0, int64_t c1, uint8_t *buf, int64_t 
 
 #ifdef __SSE2__
 #include <emmintrin.h>
-/* 16-bit integers (w16: 1 unsigned, 2 signed) to R integers, tiles of 8 x 8
- * transposed in registers: rows of 8 along the chunk (c1 == 2) in, columns of
- * 8 along R (o0 == 4) out, the fill value as NA. The edges that do not fill a
- * tile go through the kernel. */
-static void copy_w16(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o, int64_t o1,
-                     int64_t m0, int64_t m1, zconv *cv) {
+/* 16-bit elements to R, 8 x 8 blocks transposed in registers: rows of 8
+ * along the chunk (c1 == 2) in, columns of 8 along R out. w16 1 (unsigned)
+ * and 2 (signed): to R integers (o0 == 4), the fill value as NA; w16 3: any
+ * 16-bit elements kept as they are (a compact result, compact_vector.c;
+ * o0 == 2). The edges that do not fill a block go through the kernel. */
+typedef struct {
+  __m128i fill, na, zero;
+  int map;
+} w16_ctx;
+
+static w16_ctx w16_setup(const zconv *cv) {
   uint16_t f;
   memcpy(&f, cv->fill, 2);
-  const __m128i fill = _mm_set1_epi16((short)f), na = _mm_set1_epi32(INT_MIN),
-                zero = _mm_setzero_si128();
-  const int map = cv->na;
+  w16_ctx x = {_mm_set1_epi16((short)f), _mm_set1_epi32(INT_MIN), _mm_setzero_si128(), cv->na};
+  return x;
+}
+
+/* t[q]: the 8 elements of column q of the block whose rows start at c (c0 apart) */
+static inline void w16_transpose(const uint8_t *c, int64_t c0, __m128i t[8]) {
+  __m128i r[8], a[8], b[8];
+  for (int q = 0; q < 8; q++) r[q] = _mm_loadu_si128((const __m128i *)(c + q * c0));
+  for (int q = 0; q < 4; q++) {
+    a[2 * q] = _mm_unpacklo_epi16(r[2 * q], r[2 * q + 1]);
+    a[2 * q + 1] = _mm_unpackhi_epi16(r[2 * q], r[2 * q + 1]);
+  }
+  for (int q = 0; q < 2; q++) {
+    b[4 * q] = _mm_unpacklo_epi32(a[4 * q], a[4 * q + 2]);
+    b[4 * q + 1] = _mm_unpackhi_epi32(a[4 * q], a[4 * q + 2]);
+    b[4 * q + 2] = _mm_unpacklo_epi32(a[4 * q + 1], a[4 * q + 3]);
+    b[4 * q + 3] = _mm_unpackhi_epi32(a[4 * q + 1], a[4 * q + 3]);
+  }
+  for (int q = 0; q < 4; q++) {
+    t[2 * q] = _mm_unpacklo_epi64(b[q], b[q + 4]);
+    t[2 * q + 1] = _mm_unpackhi_epi64(b[q], b[q + 4]);
+  }
+}
+
+/* One column of 8 elements to R at d (16 or 32 bytes). */
+static inline void w16_store(uint8_t *d, __m128i t, int w16, const w16_ctx *x) {
+  if (w16 == 3) {
+    _mm_storeu_si128((__m128i *)d, t);
+    return;
+  }
+  __m128i lo, hi;
+  if (w16 == 1) {
+    lo = _mm_unpacklo_epi16(t, x->zero);
+    hi = _mm_unpackhi_epi16(t, x->zero);
+  } else {
+    lo = _mm_srai_epi32(_mm_unpacklo_epi16(t, t), 16);
+    hi = _mm_srai_epi32(_mm_unpackhi_epi16(t, t), 16);
+  }
+  if (x->map) {
+    __m128i eq = _mm_cmpeq_epi16(t, x->fill);
+    __m128i el = _mm_unpacklo_epi16(eq, eq), eh = _mm_unpackhi_epi16(eq, eq);
+    lo = _mm_or_si128(_mm_andnot_si128(el, lo), _mm_and_si128(el, x->na));
+    hi = _mm_or_si128(_mm_andnot_si128(eh, hi), _mm_and_si128(eh, x->na));
+  }
+  _mm_storeu_si128((__m128i *)d, lo);
+  _mm_storeu_si128((__m128i *)(d + 16), hi);
+}
+
+static void copy_w16(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o, int64_t o1,
+                     int64_t m0, int64_t m1, zconv *cv) {
+  const w16_ctx x = w16_setup(cv);
+  const int64_t os = w16 == 3 ? 2 : 4;
   const int64_t b0 = m0 & ~(int64_t)7, b1 = m1 & ~(int64_t)7;
   for (int64_t j = 0; j < b1; j += 8)
     for (int64_t i = 0; i < b0; i += 8) {
-      __m128i r[8], a[8], b[8], t[8];
-      for (int q = 0; q < 8; q++) r[q] = _mm_loadu_si128((const __m128i *)(c + (i + q) * c0 + j * 2));
-      for (int q = 0; q < 4; q++) {
-        a[2 * q] = _mm_unpacklo_epi16(r[2 * q], r[2 * q + 1]);
-        a[2 * q + 1] = _mm_unpackhi_epi16(r[2 * q], r[2 * q + 1]);
-      }
-      for (int q = 0; q < 2; q++) {
-        b[4 * q] = _mm_unpacklo_epi32(a[4 * q], a[4 * q + 2]);
-        b[4 * q + 1] = _mm_unpackhi_epi32(a[4 * q], a[4 * q + 2]);
-        b[4 * q + 2] = _mm_unpacklo_epi32(a[4 * q + 1], a[4 * q + 3]);
-        b[4 * q + 3] = _mm_unpackhi_epi32(a[4 * q + 1], a[4 * q + 3]);
-      }
-      for (int q = 0; q < 4; q++) { /* t[q]: column j + q over rows i..i+7 */
-        t[2 * q] = _mm_unpacklo_epi64(b[q], b[q + 4]);
-        t[2 * q + 1] = _mm_unpackhi_epi64(b[q], b[q + 4]);
-      }
-      for (int q = 0; q < 8; q++) {
-        __m128i lo, hi;
-        if (w16 == 1) {
-          lo = _mm_unpacklo_epi16(t[q], zero);
-          hi = _mm_unpackhi_epi16(t[q], zero);
-        } else {
-          lo = _mm_srai_epi32(_mm_unpacklo_epi16(t[q], t[q]), 16);
-          hi = _mm_srai_epi32(_mm_unpackhi_epi16(t[q], t[q]), 16);
-        }
-        if (map) {
-          __m128i eq = _mm_cmpeq_epi16(t[q], fill);
-          __m128i el = _mm_unpacklo_epi16(eq, eq), eh = _mm_unpackhi_epi16(eq, eq);
-          lo = _mm_or_si128(_mm_andnot_si128(el, lo), _mm_and_si128(el, na));
-          hi = _mm_or_si128(_mm_andnot_si128(eh, hi), _mm_and_si128(eh, na));
-        }
-        uint8_t *d = o + (j + q) * o1 + i * 4;
-        _mm_storeu_si128((__m128i *)d, lo);
-        _mm_storeu_si128((__m128i *)(d + 16), hi);
-      }
+      __m128i t[8];
+      w16_transpose(c + i * c0 + j * 2, c0, t);
+      for (int q = 0; q < 8; q++) w16_store(o + (j + q) * o1 + i * os, t[q], w16, &x);
     }
   if (b0 < m0)
-    for (int64_t j = 0; j < b1; j++) k(o + j * o1 + b0 * 4, 4, c + b0 * c0 + j * 2, c0, m0 - b0, cv);
-  for (int64_t j = b1; j < m1; j++) k(o + j * o1, 4, c + j * 2, c0, m0, cv);
+    for (int64_t j = 0; j < b1; j++) k(o + j * o1 + b0 * os, os, c + b0 * c0 + j * 2, c0, m0 - b0, cv);
+  for (int64_t j = b1; j < m1; j++) k(o + j * o1, os, c + j * 2, c0, m0, cv);
+}
+
+/* The same for a large result, where the copy is bound by memory traffic:
+ * R's columns are written 32 elements (whole cache lines) at a time, with
+ * stores that do not read the lines first. Each group of 32 chunk rows is
+ * copied into a buffer (reading each of its lines once), transposed there
+ * into a second buffer of R columns, and those go out in one piece each.
+ * Rows beyond the last group of 32 go through the kernel. */
+#define LINE_ROWS 32
+#define LINE_COLS 128
+static void copy_w16_lines(zkern k, int w16, const uint8_t *c, int64_t c0, uint8_t *o, int64_t o1,
+                           int64_t n0, int64_t n1, zconv *cv) {
+  const w16_ctx x = w16_setup(cv);
+  const int64_t os = w16 == 3 ? 2 : 4, col = LINE_ROWS * os; /* bytes of an R column piece */
+  _Alignas(64) uint8_t rows[LINE_ROWS * LINE_COLS * 2];
+  _Alignas(64) uint8_t cols[LINE_COLS * LINE_ROWS * 4];
+  const int64_t g0 = n0 - n0 % LINE_ROWS;
+  for (int64_t j0 = 0; j0 < n1; j0 += LINE_COLS) {
+    const int64_t mj = n1 - j0 < LINE_COLS ? n1 - j0 : LINE_COLS, mj8 = mj & ~(int64_t)7;
+    for (int64_t i0 = 0; i0 < g0; i0 += LINE_ROWS) {
+      for (int r = 0; r < LINE_ROWS; r++)
+        memcpy(rows + r * LINE_COLS * 2, c + (i0 + r) * c0 + j0 * 2, (size_t)mj * 2);
+      for (int64_t j = 0; j < mj8; j += 8)
+        for (int r = 0; r < LINE_ROWS; r += 8) {
+          __m128i t[8];
+          w16_transpose(rows + r * LINE_COLS * 2 + j * 2, LINE_COLS * 2, t);
+          for (int q = 0; q < 8; q++) w16_store(cols + (j + q) * col + r * os, t[q], w16, &x);
+        }
+      for (int64_t j = mj8; j < mj; j++) k(cols + j * col, os, rows + j * 2, LINE_COLS * 2, LINE_ROWS, cv);
+      for (int64_t j = 0; j < mj; j++) {
+        uint8_t *d = o + (j0 + j) * o1 + i0 * os;
+        const __m128i *s = (const __m128i *)(cols + j * col);
+        if (((uintptr_t)d & 15) == 0)
+          for (int64_t q = 0; q < col / 16; q++) _mm_stream_si128((__m128i *)d + q, s[q]);
+        else
+          memcpy(d, s, (size_t)col);
+      }
+    }
+    if (g0 < n0)
+      for (int64_t j = 0; j < mj; j++)
+        k(o + (j0 + j) * o1 + g0 * os, os, c + g0 * c0 + (j0 + j) * 2, c0, n0 - g0, cv);
+  }
+  _mm_sfence(); /* the streamed stores are seen before the threads are joined */
 }
 #endif
 
@@ -136,10 +201,16 @@ static void copy_tiled(zkern k, size_t csz, uint8_t *chunk, int64_t c0, int64_t 
                        uint8_t *rdata, int64_t o0, int64_t o1, int64_t n0, int64_t n1, int dir,
                        int w16, zconv *cv) {
 #ifdef __SSE2__
-  if (w16 && dir == 0 && c1 == 2 && o0 == 4) {
+  const int64_t os = w16 == 3 ? 2 : 4;
+  if (w16 && dir == 0 && c1 == 2 && o0 == os) {
+    /* R columns far apart (a large result): whole lines, streamed */
+    if (n0 >= LINE_ROWS && n1 >= 8 && o1 >= ((int64_t)1 << 16)) {
+      copy_w16_lines(k, w16, chunk, c0, rdata, o1, n0, n1, cv);
+      return;
+    }
     for (int64_t j0 = 0; j0 < n1; j0 += TILE)
       for (int64_t i0 = 0; i0 < n0; i0 += TILE)
-        copy_w16(k, w16, chunk + i0 * c0 + j0 * 2, c0, rdata + i0 * 4 + j0 * o1, o1,
+        copy_w16(k, w16, chunk + i0 * c0 + j0 * 2, c0, rdata + i0 * os + j0 * o1, o1,
                  n0 - i0 < TILE ? n0 - i0 : TILE, n1 - j0 < TILE ? n1 - j0 : TILE, cv);
     return;
   }
@@ -251,7 +322,8 @@ int slab_decode(const zslab *s, zdtype dt, zrtype rt, const uint8_t *chunk, void
                 zconv *cv) {
   zkern k = dtype_def(dt)->dec[rt];
   if (k == NULL) return -1;
-  const int w16 = rt != RT_INTEGER ? 0 : dt == DT_UINT16 ? 1 : dt == DT_INT16 ? 2 : 0;
+  const int w16 = rt == RT_RAW ? (dtype_size(dt) == 2 ? 3 : 0)
+                : rt != RT_INTEGER ? 0 : dt == DT_UINT16 ? 1 : dt == DT_INT16 ? 2 : 0;
   slab_walk(s, k, dtype_size(dt), elem_rsize(dt, rt), (uint8_t *)chunk, rdata, 0, w16, cv);
   return 0;
 }

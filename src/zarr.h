@@ -9,6 +9,7 @@
 
 #include "zarr_core.h"
 #include <Rinternals.h>
+#include <R_ext/Rdynload.h>
 
 /* Raise an R condition of class zarr_error_<kind>; never returns. The caller
  * must have released all C resources first. */
@@ -41,6 +42,13 @@ SEXP ffi_zip_extract(SEXP ptr, SEXP dir);
 SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep);
 /* A user interrupt is pending (checked safely, on the R thread only). */
 int interrupt_pending(void);
+
+/* Results that keep the stored width (compact_vector.c). */
+#define COMPACT_MIN_ELEMENTS ((int64_t)1 << 16)
+int compact_possible(int dtype, int rtype);
+SEXP compact_wrap(SEXP payload, int dtype, int rtype, int na, const uint8_t *fill);
+void compact_init(DllInfo *dll);
+SEXP ffi_compact_state(SEXP x);
 
 /* ---- entry points ------------------------------------------------------------- */
 
