@@ -597,7 +597,7 @@ zarr_array <- R6::R6Class("zarr_array",
     },
 
     make_parts = function(m, p) tryCatch({
-      p <- p %||% parse_array_metadata(m, self$path)
+      p <- p %||% parsed_array_metadata(m, self$path)
       cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
         else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
       cg$data_type <- p$data_type
@@ -818,7 +818,7 @@ parse_array_metadata <- function(m, path = NULL) {
                     format(inner[d]), d))
   }
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
-       key_encoding = key_encoding)
+       key_encoding = key_encoding, dt_args = list(m[["data_type"]], fill))
 }
 
 # The chunk key encoding of (valid) array metadata.
@@ -845,6 +845,40 @@ take_parsed <- function(m) {
   p <- parsed_slot$p
   parsed_slot$m <- NULL
   parsed_slot$p <- NULL
+  p
+}
+
+# Arrays opened again (a store reopened per request, a block loop reopening
+# its array) parse the same metadata again: the result of a successful parse
+# is kept, by the node's path, and reused when the metadata are identical
+# (the document cache in R/store.R hands out the same list for the same
+# bytes, so the comparison is mostly a pointer test). Shape, chunk shape,
+# key encoding and the codec chain's description are plain values and are
+# shared; the data type object is mutable (`fill_value<-`) and the chain's
+# lazily built codec objects hold one, so each array gets its own of both.
+# Errors are not kept. At most parsed_cache_max entries; registering a codec
+# or a data type empties it (as it does the chain cache).
+parsed_cache <- new.env(parent = emptyenv())
+parsed_cache_max <- 256L
+
+parsed_cache_forget <- function() {
+  rm(list = ls(parsed_cache, all.names = TRUE), envir = parsed_cache)
+}
+
+parsed_array_metadata <- function(m, path = NULL) {
+  key <- if (is.character(path) && length(path) == 1L && !is.na(path)) path else ""
+  hit <- parsed_cache[[key]]
+  if (!is.null(hit) && identical(hit$m, m)) {
+    p <- hit$p
+    dt <- zarr_data_type$new(p$dt_args[[1L]], p$dt_args[[2L]])
+    p$data_type <- dt
+    p$codecs <- codec_chain_for(p$codecs, dt)
+    return(p)
+  }
+  p <- parse_array_metadata(m, path)
+  if (length(ls(parsed_cache, all.names = TRUE)) >= parsed_cache_max) parsed_cache_forget()
+  assign(key, list(m = m, p = p), envir = parsed_cache)
+  p$codecs <- codec_chain_for(p$codecs, p$data_type)
   p
 }
 

@@ -530,6 +530,7 @@ zarr_register_data_type <- function(name, size, decode, encode, fill_value = as.
   assign(name, list(name = name, size = as.integer(size), decode = decode, encode = encode,
                     fill = fill_value, rtype = rtype, fill_to_json = fill_to_json,
                     fill_from_json = fill_from_json), envir = r_dtypes)
+  parsed_cache_forget() # metadata parsed before may now mean something else
   invisible(name)
 }
 
@@ -538,6 +539,7 @@ zarr_register_data_type <- function(name, size, decode, encode, fill_value = as.
 zarr_unregister_data_type <- function(name) {
   found <- !is.null(r_dtype_get(name))
   if (found) rm(list = name, envir = r_dtypes)
+  parsed_cache_forget()
   invisible(found)
 }
 
