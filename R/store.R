@@ -3,8 +3,11 @@
 # "/".
 
 node_prefix <- function(path) {
-  path <- sub("^/+", "", path)
-  path <- sub("/+$", "", path)
+  # (most paths have no slash to strip: no regular expression for those)
+  if (!is.character(path) || length(path) != 1L || is.na(path) || startsWith(path, "/") || endsWith(path, "/")) {
+    path <- sub("^/+", "", path)
+    path <- sub("/+$", "", path)
+  }
   if (nzchar(path)) paste0(path, "/") else ""
 }
 
