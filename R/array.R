@@ -606,6 +606,7 @@ zarr_array <- R6::R6Class("zarr_array",
       cg$chunk_encoding <- p$key_encoding
       cg$array_prefix <- self$prefix
       cg$cache_bytes <- private$.cache_bytes
+      if (!is.null(p$spec_box)) share_engine_spec(cg, p$spec_box, p$data_type)
       list(p = p, grid = cg, problem = NULL)
     }, error = function(e) list(problem = as_metadata_error(e, self$path))),
 
@@ -876,10 +877,33 @@ parsed_array_metadata <- function(m, path = NULL) {
     return(p)
   }
   p <- parse_array_metadata(m, path)
+  p$spec_box <- new.env(parent = emptyenv())
   if (length(ls(parsed_cache, all.names = TRUE)) >= parsed_cache_max) parsed_cache_forget()
   assign(key, list(m = m, p = p), envir = parsed_cache)
   p$codecs <- codec_chain_for(p$codecs, p$data_type)
   p
+}
+
+# The engine's description of a regular grid's array (its private c_spec())
+# depends on the parsed metadata but for the array's path, key prefix and
+# cache budget: the first array of a parse works it out and leaves it in the
+# parse's box, the arrays opened again from that parse take it with their
+# own path, prefix and budget. A description that cannot be made is not
+# kept (the grid raises its error when data are used).
+share_engine_spec <- function(cg, box, dt) {
+  if (!identical(class(cg)[1L], "chunk_grid_regular")) return(invisible())
+  priv <- cg$.__enclos_env__$private
+  if (is.null(box$spec)) {
+    box$spec <- tryCatch(priv$c_spec(), error = function(e) NULL)
+    return(invisible())
+  }
+  spec <- box$spec
+  spec$name <- priv$.path
+  spec$key_prefix <- priv$.prefix
+  spec["cache_bytes"] <- list(priv$.cache_bytes) # (NULL kept as an element, as c_spec() has it)
+  spec$rtype <- engine_rtype(dt)
+  priv$.spec <- spec
+  invisible()
 }
 
 # The C engine's limits (ZARR_MAX_DIMS, ZARR_MAX_CODECS in src/zarr.h) and
