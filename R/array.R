@@ -566,11 +566,11 @@ zarr_array <- R6::R6Class("zarr_array",
     }
   ),
   private = list(
-    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL, .parts = NULL,
+    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL, .parts = NULL, .json2 = FALSE,
     .cache_bytes = NULL,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
-    is_json2 = function() any(r_object_codecs %in% private$.codecs$names), # chunks R decodes
+    is_json2 = function() private$.json2, # chunks R decodes (see setup())
 
     setup = function(lazy = TRUE) {
       m <- private$.metadata
@@ -592,6 +592,7 @@ zarr_array <- R6::R6Class("zarr_array",
       delayedAssign(".dt", private$.parts[["p"]][["data_type"]], assign.env = private)
       delayedAssign(".codecs", private$.parts[["p"]][["codecs"]], assign.env = private)
       delayedAssign(".grid", private$.parts[["grid"]], assign.env = private)
+      delayedAssign(".json2", any(r_object_codecs %in% private$.codecs$names), assign.env = private)
       if (!lazy && !is.null(private$.parts[["problem"]])) stop(private$.parts[["problem"]])
       invisible()
     },
