@@ -2,6 +2,7 @@
 # 21, items 1 and 5). Three targets:
 #   open_one_*   open a store and read one element (a v2 array at the root,
 #                opened by its path; a v2 group, then its array by name)
+#   sel_3x3      `[` of a 3 x 3 block from an array opened once
 #   create_500   create 500 arrays (20 groups of 25) in a new local store
 #   set_attr_*   set one attribute of one array in a consolidated 500-array
 #                store, the node looked up by path each time (store opened
@@ -133,6 +134,10 @@ row("open_one_group", "open_zarr(path)[[\"/a\"]][i, j] (v2 group)",
     timed(function(n) open_zarr(p("group.zarr"))[["/a"]][I, J]))
 row("open_node", "open_zarr(path)[[\"/a\"]], no read (v2 group)",
     timed(function(n) open_zarr(p("group.zarr"))[["/a"]]))
+a_open <- open_zarr(p("root_array.zarr"))$root
+stopifnot(identical(a_open[1:3, 1:3], x[1:3, 1:3]))
+row("sel_3x3", "a[1:3, 1:3] of an array opened once (v2 root array)",
+    timed(function(n) a_open[1:3, 1:3]))
 row("create_500", "500 arrays (20 groups x 25) in a new v2 store, per store",
     timed(function(n) { d <- p(sprintf("new-%d.zarr", n)); make_tree(d); unlink(d, recursive = TRUE) }))
 row("create_500_v3", "the same in a v3 store (zarr-python: v2)",
