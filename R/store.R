@@ -3,11 +3,13 @@
 # "/".
 
 node_prefix <- function(path) {
-  # (most paths have no slash to strip: no regular expression for those)
-  if (!is.character(path) || length(path) != 1L || is.na(path) || startsWith(path, "/") || endsWith(path, "/")) {
-    path <- sub("^/+", "", path)
-    path <- sub("/+$", "", path)
+  # the usual forms without a regular expression: "a/b" and "a/b/" (a prefix already)
+  if (is.character(path) && length(path) == 1L && !is.na(path) && !startsWith(path, "/")) {
+    if (!endsWith(path, "/")) return(if (nzchar(path)) paste0(path, "/") else "")
+    if (!endsWith(path, "//")) return(path)
   }
+  path <- sub("^/+", "", path)
+  path <- sub("/+$", "", path)
   if (nzchar(path)) paste0(path, "/") else ""
 }
 
@@ -76,6 +78,21 @@ meta_doc_put <- function(key, value) {
 # Whether a node name is valid (check_node_name() without the error, for the
 # paths that only ask: no condition handler).
 node_name_ok <- function(name) {
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name)) return(FALSE)
+  # names found valid are kept (at most node_names_ok_max): every node
+  # opened asks about its name, most of them more than once
+  if (isTRUE(node_names_ok[[name]])) return(TRUE)
+  ok <- node_name_check(name)
+  if (ok) {
+    if (length(node_names_ok) >= node_names_ok_max) rm(list = ls(node_names_ok, all.names = TRUE), envir = node_names_ok)
+    assign(name, TRUE, envir = node_names_ok)
+  }
+  ok
+}
+node_names_ok <- new.env(parent = emptyenv())
+node_names_ok_max <- 4096L
+
+node_name_check <- function(name) {
   is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
     !grepl("/", name, fixed = TRUE) && !name %in% c(".", "..") && !startsWith(name, "__") &&
     !grepl("[[:cntrl:]]", name) && !grepl("^\\.+$", name) &&
