@@ -193,6 +193,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     data_type = function(value) {
       if (missing(value)) return(private$.dt)
       private$.dt <- as_data_type(value)
+      private$.dt_lazy <- FALSE
       private$.spec <- NULL
       private$.kinds <- NULL
     },
@@ -225,7 +226,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   ),
   private = list(
     .shape = NULL, .chunk = NULL, .dt = NULL, .codecs = NULL, .store = NULL,
-    .prefix = "", .path = "/", .spec = NULL, .cache_bytes = NULL, .kinds = NULL,
+    .prefix = "", .path = "/", .spec = NULL, .cache_bytes = NULL, .kinds = NULL, .dt_lazy = FALSE,
     .encoding = list(name = "default", separator = "/"),
     vlen_array_dtype = function() {
       fr <- if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_fragments(private$.codecs)
@@ -247,7 +248,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         vlen_array = identical(name, "vlen_array"))
     },
     check_ready = function() {
-      if (is.null(private$.dt) || is.null(private$.codecs) || is.null(private$.store))
+      # (a data type made on first use is there: asking would make it)
+      if ((!private$.dt_lazy && is.null(private$.dt)) || is.null(private$.codecs) || is.null(private$.store))
         zarr_abort("state", "the chunk grid is not attached to an array")
     },
     c_spec = function() {
