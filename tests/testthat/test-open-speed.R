@@ -93,6 +93,16 @@ test_that("small reads of integer runs read what base R reads", {
   expect_error(a[39:41, 1L], class = "zarr_error_index")
   expect_error(a[0:2, 1L], NA)
   expect_equal(a[0:2, 1L], x[0:2, 1])
+  # whole numbers that are doubles take the same path; others index as base R
+  expect_identical(a[5, 7], x[5, 7])
+  expect_identical(a[c(5, 6, 7), 30], x[c(5, 6, 7), 30])
+  expect_identical(a[2.7, 1.2], x[2.7, 1.2])
+  expect_identical(a[c(1, 1.5, 3), 2], x[c(1, 1.5, 3), 2])
+  expect_identical(a[c(4, NA), 2], x[c(4, NA), 2])
+  expect_identical(a[-1, 3], x[-1, 3])
+  expect_identical(a[40, 30, drop = FALSE], x[40, 30, drop = FALSE])
+  expect_error(a[41, 1], class = "zarr_error_index")
+  expect_error(a[Inf, 1], class = "zarr_error_index")
 })
 
 test_that("an array opened again reuses its parse but keeps objects of its own", {
