@@ -3,10 +3,14 @@
 # "/".
 
 node_prefix <- function(path) {
-  # the usual forms without a regular expression: "a/b" and "a/b/" (a prefix already)
-  if (is.character(path) && length(path) == 1L && !is.na(path) && !startsWith(path, "/")) {
-    if (!endsWith(path, "/")) return(if (nzchar(path)) paste0(path, "/") else "")
-    if (!endsWith(path, "//")) return(path)
+  # the usual forms without a regular expression: "a/b", "/a/b" (a node's
+  # path) and "a/b/" (a prefix already)
+  if (is.character(path) && length(path) == 1L && !is.na(path)) {
+    if (startsWith(path, "/") && !startsWith(path, "//")) path <- substring(path, 2L)
+    if (!startsWith(path, "/")) {
+      if (!endsWith(path, "/")) return(if (nzchar(path)) paste0(path, "/") else "")
+      if (!endsWith(path, "//")) return(path)
+    }
   }
   path <- sub("^/+", "", path)
   path <- sub("/+$", "", path)
