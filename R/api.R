@@ -117,6 +117,14 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
       return(open_existing(zarr_icechunksession$new(location, branch)))
     return(open_existing(zarr_icechunkstore$new(location, branch = branch, tag = tag, snapshot = snapshot)))
   }
+  # a plain local directory (no scheme, no name of a file kind opened
+  # otherwise) needs none of the pattern tests below
+  if (!grepl("://|[.](json|zip|ozx)", location, ignore.case = TRUE, perl = TRUE)) {
+    if (!dir.exists(location))
+      zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
+    if (ref_is_parquet_dir(location)) return(open_existing(zarr_refstore$new(location, format = "parquet")))
+    return(open_existing(zarr_localstore$new(location, read_only = read_only)))
+  }
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&
        !grepl("(^|/)zarr[.]json([?#].*)?$", location) && ref_is_reference_json(location)))

@@ -566,11 +566,11 @@ zarr_array <- R6::R6Class("zarr_array",
     }
   ),
   private = list(
-    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL, .parts = NULL,
+    .dt = NULL, .shape = NULL, .grid = NULL, .codecs = NULL, .dimnames = NULL, .problem = NULL, .parts = NULL, .json2 = FALSE,
     .cache_bytes = NULL,
 
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
-    is_json2 = function() any(r_object_codecs %in% private$.codecs$names), # chunks R decodes
+    is_json2 = function() private$.json2, # chunks R decodes (see setup())
 
     setup = function(lazy = TRUE) {
       m <- private$.metadata
@@ -589,23 +589,30 @@ zarr_array <- R6::R6Class("zarr_array",
       if (!lazy) parsed <- parsed %||% parse_array_metadata(m, self$path) # raised here
       delayedAssign(".parts", private$make_parts(m, parsed), assign.env = private)
       delayedAssign(".problem", private$.parts[["problem"]], assign.env = private)
-      delayedAssign(".dt", private$.parts[["p"]][["data_type"]], assign.env = private)
+      delayedAssign(".dt", private$.parts[["p"]][["data_type"]] %||% private$.parts[["grid"]]$data_type,
+                    assign.env = private)
       delayedAssign(".codecs", private$.parts[["p"]][["codecs"]], assign.env = private)
       delayedAssign(".grid", private$.parts[["grid"]], assign.env = private)
+      delayedAssign(".json2", any(r_object_codecs %in% private$.codecs$names), assign.env = private)
       if (!lazy && !is.null(private$.parts[["problem"]])) stop(private$.parts[["problem"]])
       invisible()
     },
 
     make_parts = function(m, p) tryCatch({
-      p <- p %||% parse_array_metadata(m, self$path)
+      p <- p %||% parsed_array_metadata(m, self$path, lazy = TRUE)
       cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
         else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
-      cg$data_type <- p$data_type
+      if (is.null(p$data_type)) {
+        # a kept parse: the data type object is made when first asked for
+        # (reads of plain types never ask), for the grid and the array alike
+        p$codecs <- lazy_data_type(cg, p$dt_args, p$codecs)
+      } else cg$data_type <- p$data_type
       cg$codecs <- p$codecs
       cg$store <- private$.store
       cg$chunk_encoding <- p$key_encoding
       cg$array_prefix <- self$prefix
       cg$cache_bytes <- private$.cache_bytes
+      if (!is.null(p$spec_box)) share_engine_spec(cg, p$spec_box)
       list(p = p, grid = cg, problem = NULL)
     }, error = function(e) list(problem = as_metadata_error(e, self$path))),
 
@@ -818,7 +825,7 @@ parse_array_metadata <- function(m, path = NULL) {
                     format(inner[d]), d))
   }
   list(data_type = dt, shape = shape, chunk_shape = chunk, chunk_edges = edges, codecs = codecs,
-       key_encoding = key_encoding)
+       key_encoding = key_encoding, dt_args = list(m[["data_type"]], fill))
 }
 
 # The chunk key encoding of (valid) array metadata.
@@ -846,6 +853,79 @@ take_parsed <- function(m) {
   parsed_slot$m <- NULL
   parsed_slot$p <- NULL
   p
+}
+
+# Arrays opened again (a store reopened per request, a block loop reopening
+# its array) parse the same metadata again: the result of a successful parse
+# is kept, by the node's path, and reused when the metadata are identical
+# (the document cache in R/store.R hands out the same list for the same
+# bytes, so the comparison is mostly a pointer test). Shape, chunk shape,
+# key encoding and the codec chain's description are plain values and are
+# shared; the data type object is mutable (`fill_value<-`) and the chain's
+# lazily built codec objects hold one, so each array gets its own of both.
+# Errors are not kept. At most parsed_cache_max entries; registering a codec
+# or a data type empties it (as it does the chain cache).
+parsed_cache <- new.env(parent = emptyenv())
+parsed_cache_max <- 256L
+
+parsed_cache_forget <- function() {
+  rm(list = ls(parsed_cache, all.names = TRUE), envir = parsed_cache)
+}
+
+parsed_array_metadata <- function(m, path = NULL, lazy = FALSE) {
+  key <- if (is.character(path) && length(path) == 1L && !is.na(path)) path else ""
+  hit <- parsed_cache[[key]]
+  if (!is.null(hit) && identical(hit$m, m)) {
+    p <- hit$p
+    if (lazy) { # the caller makes the data type (lazy_data_type())
+      p["data_type"] <- list(NULL)
+      return(p)
+    }
+    dt <- zarr_data_type$new(p$dt_args[[1L]], p$dt_args[[2L]])
+    p$data_type <- dt
+    p$codecs <- codec_chain_for(p$codecs, dt)
+    return(p)
+  }
+  p <- parse_array_metadata(m, path)
+  p$spec_box <- new.env(parent = emptyenv())
+  if (length(ls(parsed_cache, all.names = TRUE)) >= parsed_cache_max) parsed_cache_forget()
+  assign(key, list(m = m, p = p), envir = parsed_cache)
+  p$codecs <- codec_chain_for(p$codecs, p$data_type)
+  p
+}
+
+# The engine's description of a regular grid's array (its private c_spec())
+# depends on the parsed metadata but for the array's path, key prefix and
+# cache budget: the first array of a parse works it out and leaves it in the
+# parse's box, the arrays opened again from that parse take it with their
+# own path, prefix and budget. A description that cannot be made is not
+# kept (the grid raises its error when data are used).
+share_engine_spec <- function(cg, box) {
+  if (!identical(class(cg)[1L], "chunk_grid_regular")) return(invisible())
+  priv <- cg$.__enclos_env__$private
+  if (is.null(box$spec)) {
+    box$spec <- tryCatch(priv$c_spec(), error = function(e) NULL)
+    box$kinds <- priv$.kinds %||% priv$read_kinds()
+    return(invisible())
+  }
+  spec <- box$spec
+  spec$name <- priv$.path
+  spec$key_prefix <- priv$.prefix
+  spec["cache_bytes"] <- list(priv$.cache_bytes) # (NULL kept as an element, as c_spec() has it)
+  priv$.kinds <- box$kinds
+  # (what the engine returns is asked again on every read: this is only the default)
+  spec$rtype <- box$kinds$rtype %||% engine_rtype(priv$.dt)
+  priv$.spec <- spec
+  invisible()
+}
+
+# The data type of a grid made from a kept parse, made on first use; the
+# grid's codec chain (returned) builds its codec objects with it.
+lazy_data_type <- function(cg, args, chain) {
+  priv <- cg$.__enclos_env__$private
+  delayedAssign(".dt", zarr_data_type$new(args[[1L]], args[[2L]]), assign.env = priv)
+  priv$.dt_lazy <- TRUE
+  codec_chain_for(chain, priv$.dt) # (a promise until the codec objects are built)
 }
 
 # The C engine's limits (ZARR_MAX_DIMS, ZARR_MAX_CODECS in src/zarr.h) and

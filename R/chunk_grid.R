@@ -79,7 +79,9 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       on.exit(out <- NULL) # see read_indexed()
       private$check_ready()
       spec <- private$c_spec()
-      spec$rtype <- rtype %||% engine_rtype(private$.dt) # options such as zarr.int64 apply at once
+      kinds <- private$.kinds %||% private$read_kinds()
+      # options such as zarr.int64 apply at once (the plain types depend on none)
+      spec$rtype <- rtype %||% kinds$rtype %||% engine_rtype(private$.dt)
       lens <- sel_lengths(sel)
       n <- prod(lens)
       bytes <- n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8)
@@ -110,7 +112,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
       lost <- attr(out, "zarr_lost") # set only when > 0: removing it copies `out`
       if (!is.null(lost)) attr(out, "zarr_lost") <- NULL
-      if (private$.dt$data_type %in% c("numpy.datetime64", "numpy.timedelta64")) {
+      if (kinds$time) {
         out <- time_from_storage(out, private$.dt)
         lost <- 0
       }
@@ -118,9 +120,8 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
                                        format(lost), private$.path))
       if (spec$rtype == "raw" && is.null(rtype)) out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
-      if (identical(dtype_kind(private$.dt$data_type), "t"))
-        return(struct_read_frame(private$.dt, out, private$.codecs, sel_lengths(sel)))
-      if (identical(private$.dt$data_type, "vlen_array")) out <- vlen_array_from_raw(out, private$vlen_array_dtype())
+      if (kinds$struct) return(struct_read_frame(private$.dt, out, private$.codecs, sel_lengths(sel)))
+      if (kinds$vlen_array) out <- vlen_array_from_raw(out, private$vlen_array_dtype())
       out <- finish_rtype(out, spec$rtype)
       # the engine sets dim: setting it here would copy `out` (R code has seen it)
       if (is.list(sel) && length(sel) > 1L && is.null(dim(out))) dim(out) <- sel_lengths(sel)
@@ -192,7 +193,9 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     data_type = function(value) {
       if (missing(value)) return(private$.dt)
       private$.dt <- as_data_type(value)
+      private$.dt_lazy <- FALSE
       private$.spec <- NULL
+      private$.kinds <- NULL
     },
     #' @field codecs The list of codecs of the array.
     codecs = function(value) {
@@ -223,7 +226,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   ),
   private = list(
     .shape = NULL, .chunk = NULL, .dt = NULL, .codecs = NULL, .store = NULL,
-    .prefix = "", .path = "/", .spec = NULL, .cache_bytes = NULL,
+    .prefix = "", .path = "/", .spec = NULL, .cache_bytes = NULL, .kinds = NULL, .dt_lazy = FALSE,
     .encoding = list(name = "default", separator = "/"),
     vlen_array_dtype = function() {
       fr <- if (inherits(private$.codecs, "zarr_codec_chain")) codec_chain_fragments(private$.codecs)
@@ -231,8 +234,22 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       cd <- Find(function(f) identical(f[["name"]], "vlen-array"), fr)
       cd[["configuration"]][["dtype"]]
     },
+    # What a read does after the engine's call, by the data type alone (asked
+    # once, not on every read): `rtype` is the R type of the plain types,
+    # which no option changes (NULL for the others).
+    read_kinds = function() {
+      name <- private$.dt$data_type
+      i <- match(name, dtype_table$name)
+      rt <- if (!is.na(i)) dtype_table$rtype[i] else NA_character_
+      private$.kinds <- list(
+        rtype = if (rt %in% c("logical", "integer", "double", "complex", "character")) rt,
+        time = name %in% c("numpy.datetime64", "numpy.timedelta64"),
+        struct = identical(dtype_kind(name), "t"),
+        vlen_array = identical(name, "vlen_array"))
+    },
     check_ready = function() {
-      if (is.null(private$.dt) || is.null(private$.codecs) || is.null(private$.store))
+      # (a data type made on first use is there: asking would make it)
+      if ((!private$.dt_lazy && is.null(private$.dt)) || is.null(private$.codecs) || is.null(private$.store))
         zarr_abort("state", "the chunk grid is not attached to an array")
     },
     c_spec = function() {

@@ -72,6 +72,7 @@ forget_validated <- function() {
 codec_chain_forget <- function() {
   rm(list = ls(codec_chain_cache, all.names = TRUE), envir = codec_chain_cache)
   forget_validated()
+  parsed_cache_forget() # parsed array metadata hold chains
 }
 
 # Errors (classed, naming `array`) come from the codecs' own validation, as
@@ -92,9 +93,21 @@ codec_chain <- function(entries, data_type, chunk_shape, array = NULL) {
     assign(key, hit, envir = codec_chain_cache)
   }
   chain <- hit
+  chain$entries <- entries
+  chain$chunk_shape <- chunk_shape
+  chain$array <- array
+  class(chain) <- "zarr_codec_chain"
+  codec_chain_for(chain, data_type)
+}
+
+# A chain of its own for an array (whose data type is `data_type`): the
+# codec objects are built on first use, in a box no other array shares.
+codec_chain_for <- function(chain, data_type) {
+  entries <- chain$entries
+  chunk_shape <- chain$chunk_shape
+  array <- chain$array
   chain$box <- new.env(parent = emptyenv()) # the codec objects, once built
   chain$make <- function() codecs_from_metadata(entries, data_type = data_type, chunk_shape = chunk_shape, array = array)
-  class(chain) <- "zarr_codec_chain"
   chain
 }
 

@@ -531,6 +531,7 @@ zarr_register_data_type <- function(name, size, decode, encode, fill_value = as.
                     fill = fill_value, rtype = rtype, fill_to_json = fill_to_json,
                     fill_from_json = fill_from_json), envir = r_dtypes)
   forget_validated() # a definition checked before may now mean something else
+  parsed_cache_forget() # metadata parsed before may now mean something else
   invisible(name)
 }
 
@@ -540,6 +541,7 @@ zarr_unregister_data_type <- function(name) {
   found <- !is.null(r_dtype_get(name))
   if (found) rm(list = name, envir = r_dtypes)
   forget_validated()
+  parsed_cache_forget()
   invisible(found)
 }
 

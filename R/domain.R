@@ -162,6 +162,7 @@ node_opening <- function() node_build$depth > 0L
 # The arguments a domain's build() declares, once per domain object: the
 # 0.3.0 form is (name, metadata, parent, store), the 1.0.0 form
 # (name, metadata, parent), where the parent of a root node is the zarr object.
+domain_args_100 <- c("name", "metadata", "parent")
 domain_build_args <- function(d) {
   f <- names(formals(d$build))
   if ("..." %in% f) c("name", "metadata", "parent", "store") else intersect(c("name", "metadata", "parent", "store"), f)
@@ -180,12 +181,15 @@ build_node <- function(name, metadata, parent, store, owner = NULL, post_open = 
   # their build() methods is a domain's error
   node <- if (length(domains)) tryCatch({
     claimed <- NULL
-    for (d in domains) {
-      wanted <- domain_build_args(d)
-      args <- list(name = name, metadata = metadata,
-                   parent = if (is.null(parent) && !"store" %in% wanted) owner else parent,
-                   store = store)
-      claimed <- do.call(d$build, unname(args[wanted]))
+    build_args <- domain_registry$build_args
+    for (i in seq_along(domains)) {
+      d <- domains[[i]]
+      wanted <- if (length(build_args) == length(domains)) build_args[[i]] else domain_build_args(d)
+      par <- if (is.null(parent) && !"store" %in% wanted) owner else parent
+      # the two forms directly (do.call() for the rest)
+      claimed <- if (length(wanted) == 4L) d$build(name, metadata, par, store)
+        else if (identical(wanted, domain_args_100)) d$build(name, metadata, par)
+        else do.call(d$build, unname(list(name = name, metadata = metadata, parent = par, store = store)[wanted]))
       if (inherits(claimed, "zarr_node")) break
     }
     claimed
@@ -234,6 +238,8 @@ domains_want_hierarchy <- function() isTRUE(domain_registry$want_hierarchy)
 # Asked once per (un)registration, not per open: the field is read-only, and
 # a domain's own active binding may fail (then it asks).
 domains_update_hierarchy <- function() {
+  # the arguments each build() takes, asked here rather than per node built
+  domain_registry$build_args <- lapply(domain_registry$domains, domain_build_args)
   domain_registry$want_hierarchy <- any(vapply(domain_registry$domains, function(d)
     !isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE)), TRUE))
 }

@@ -151,7 +151,7 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @return A [zarr_group] or [zarr_array], or `NULL` when there is none.
     open_child = function(name) {
       if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name) ||
-          grepl("/", name, fixed = TRUE))
+          (!isTRUE(node_names_ok[[name]]) && grepl("/", name, fixed = TRUE))) # (a valid name has none)
         return(NULL)
       if (!is.null(private$.children[[name]])) return(private$.children[[name]])
       store <- private$.store

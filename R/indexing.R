@@ -96,12 +96,14 @@ index_count <- function(nargs, env, fun) {
 index_count_calls <- new.env(parent = emptyenv())
 
 # The selection as zarr_range()s when every index is an ascending run of
-# integers inside the extent (the common a[1:3, 1:3]), else NULL.
+# whole numbers inside the extent (the common a[1:3, 1:3], and a[5, 7]
+# whose indices are doubles), else NULL.
 integer_runs <- function(sel, shape) {
   out <- vector("list", length(shape))
   for (d in seq_along(shape)) {
     e <- sel[[d]]
-    if (!is.integer(e) || is.object(e) || !(len <- length(e))) return(NULL)
+    if (is.object(e) || !(len <- length(e))) return(NULL)
+    if (!is.integer(e) && !(is.double(e) && !anyNA(e) && all(e == trunc(e)))) return(NULL)
     a <- e[[1L]]
     b <- e[[len]]
     if (is.na(a) || is.na(b) || a < 1L || b > shape[d] || b - a != len - 1L ||

@@ -341,6 +341,22 @@ path_parts <- function(p) {
 # back as arrays.
 node_metadata <- function(m) {
   if (!is.list(m) || isTRUE(attr(m, "zarr_broken"))) return(m)
+  # A pure function of the value, asked twice per node opened (by
+  # build_node() and the node's constructor) and again for each reopen of
+  # a document the document cache hands out as the same list: the last few
+  # results are kept (identical() of the same list is a pointer test).
+  memo <- node_metadata_memo
+  for (i in seq_along(memo$inputs)) if (identical(memo$inputs[[i]], m)) return(memo$outputs[[i]])
+  out <- node_metadata_normal(m)
+  keep <- seq_len(min(length(memo$inputs), node_metadata_memo_max - 2L))
+  memo$inputs <- c(list(m, out), memo$inputs[keep])
+  memo$outputs <- c(list(out, out), memo$outputs[keep])
+  out
+}
+node_metadata_memo <- new.env(parent = emptyenv())
+node_metadata_memo_max <- 8L
+
+node_metadata_normal <- function(m) {
   for (f in c("shape", "dimension_names"))
     if (is.list(m[[f]])) m[[f]] <- json_simplify(m[[f]])
   cs <- m[["chunk_grid"]][["configuration"]][["chunk_shape"]]

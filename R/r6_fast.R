@@ -7,7 +7,8 @@
 # grid, data type), a third of `open_zarr(p)[["/x"]][i, j]`. Which
 # definition wins at each level depends on the class alone, so it is worked
 # out once per class here (a "plan"); each object then only gets its own
-# environments and its own copies of the methods bound to them, laid out
+# environments and its own copies of the methods bound to them, in one call
+# to C (ffi_r6_build(), src/r6_fast.c), laid out
 # exactly as R6 lays them out (the public and private environments, one
 # enclosing environment per level with `self`, `private` and `super`, the
 # `super` binding environments, `.__enclos_env__` and `.__active__`, locked
@@ -60,7 +61,7 @@ r6_make_plan <- function(gen) {
     }
     x
   }
-  list(
+  plan <- list(
     n = n,
     parent_envs = lapply(root_first, function(g) g$parent_env),
     pub = pub, priv = priv, act = act,
@@ -71,6 +72,29 @@ r6_make_plan <- function(gen) {
     lock_objects = isTRUE(gen$lock_objects),
     classes = if (isTRUE(gen$class)) c(vapply(lineage, function(g) g$classname, ""), "R6")
   )
+  plan$c <- r6_plan_c(plan)
+  plan
+}
+
+# The plan as ffi_r6_build() (src/r6_fast.c) takes it: for each level, where
+# each method of the merged lists comes from (level and position, 0-based)
+# and its name, so that building an object concatenates nothing.
+r6_plan_c <- function(plan) {
+  n <- plan$n
+  origin <- function(lists, idx) {
+    lev <- rep(seq_along(lists) - 1L, lengths(lists))
+    pos <- unlist(lapply(lengths(lists), function(l) seq_len(l) - 1L))
+    nm <- unlist(lapply(lists, names))
+    list(lev = as.integer(lev[idx]), pos = as.integer(pos[idx]), names = as.character(nm[idx]))
+  }
+  merged <- lapply(seq_len(n), function(k) list(
+    origin(plan$pub[seq_len(k)], plan$pub_idx[[k]]),
+    origin(plan$priv[seq_len(k)], plan$priv_idx[[k]]),
+    origin(plan$act[seq_len(k)], plan$act_idx[[k]])))
+  fields <- function(x) if (length(x)) x else stats::setNames(list(), character())
+  list(as.integer(n), plan$parent_envs, plan$pub, plan$priv, plan$act, merged, as.logical(plan$has_act),
+       fields(plan$public_fields), fields(plan$private_fields), isTRUE(plan$has_priv), isTRUE(plan$lock_objects),
+       plan$classes)
 }
 
 r6_plan <- function(gen, key) {
@@ -80,60 +104,6 @@ r6_plan <- function(gen, key) {
     assign(key, plan, envir = r6_plans)
   }
   plan
-}
-
-# Methods of one level bound to that level's enclosing environment.
-r6_bind_funs <- function(funs, env) if (length(funs)) .Call(ffi_r6_rebind, funs, env) else funs
-
-# A new object of a plan's class, before initialize().
-r6_fast_build <- function(plan) {
-  n <- plan$n
-  has_priv <- plan$has_priv
-  private_bind_env <- if (has_priv) new.env(parent = emptyenv(), hash = FALSE)
-  public_bind_env <- new.env(parent = emptyenv(), hash = FALSE)
-  pub <- priv <- act <- vector("list", n)
-  super_bind <- NULL
-  for (k in seq_len(n)) {
-    enclos <- new.env(parent = plan$parent_envs[[k]], hash = FALSE)
-    if (k < n) {
-      bind <- new.env(parent = emptyenv(), hash = FALSE)
-      bind$.__enclos_env__ <- enclos
-    }
-    enclos$self <- public_bind_env
-    if (has_priv) enclos$private <- private_bind_env
-    if (!is.null(super_bind)) enclos$super <- super_bind
-    pub[[k]] <- r6_bind_funs(plan$pub[[k]], enclos)
-    priv[[k]] <- r6_bind_funs(plan$priv[[k]], enclos)
-    act[[k]] <- r6_bind_funs(plan$act[[k]], enclos)
-    merged_pub <- unlist(pub[seq_len(k)], recursive = FALSE)[plan$pub_idx[[k]]]
-    merged_priv <- unlist(priv[seq_len(k)], recursive = FALSE)[plan$priv_idx[[k]]]
-    merged_act <- if (plan$has_act[k]) unlist(act[seq_len(k)], recursive = FALSE)[plan$act_idx[[k]]] else list()
-    if (k < n) {
-      # a superclass level: what `super$` reaches from the level above
-      if (length(merged_pub)) .Call(ffi_r6_define, merged_pub, bind, FALSE, FALSE)
-      if (length(merged_priv)) .Call(ffi_r6_define, merged_priv, bind, FALSE, FALSE)
-      if (length(merged_act)) .Call(ffi_r6_define, merged_act, bind, TRUE, FALSE)
-      enclos$.__active__ <- merged_act
-      super_bind <- bind
-    }
-  }
-  # methods are locked, fields not (as R6 does)
-  if (length(merged_pub)) .Call(ffi_r6_define, merged_pub, public_bind_env, FALSE, TRUE)
-  if (length(plan$public_fields)) list2env(plan$public_fields, public_bind_env)
-  if (has_priv) {
-    if (length(merged_priv)) .Call(ffi_r6_define, merged_priv, private_bind_env, FALSE, TRUE)
-    if (length(plan$private_fields)) list2env(plan$private_fields, private_bind_env)
-  }
-  if (length(merged_act)) .Call(ffi_r6_define, merged_act, public_bind_env, TRUE, FALSE)
-  # (R6 keeps the list, empty too, when there is an active binding or a superclass)
-  if (n > 1L || length(plan$act[[n]])) enclos$.__active__ <- merged_act
-  public_bind_env$.__enclos_env__ <- enclos
-  if (plan$lock_objects) {
-    if (has_priv) lockEnvironment(private_bind_env)
-    lockEnvironment(public_bind_env)
-  }
-  class(public_bind_env) <- plan$classes
-  public_bind_env
 }
 
 # The finalizers R6 registers, for an initialised object.
@@ -168,7 +138,7 @@ r6_use_fast_new <- function(gen) {
   }
   gen$new <- function(...) {
     if (length(gen$debug_names)) return(r6_new(...))
-    obj <- r6_fast_build(r6_plan(gen, key))
+    obj <- .Call(ffi_r6_build, r6_plan(gen, key)$c)
     init <- .subset2(obj, "initialize")
     if (is.function(init)) init(...)
     else if (...length()) stop("Called new() with arguments, but there is no initialize method.")

@@ -3,6 +3,15 @@
 # "/".
 
 node_prefix <- function(path) {
+  # the usual forms without a regular expression: "a/b", "/a/b" (a node's
+  # path) and "a/b/" (a prefix already)
+  if (is.character(path) && length(path) == 1L && !is.na(path)) {
+    if (startsWith(path, "/") && !startsWith(path, "//")) path <- substring(path, 2L)
+    if (!startsWith(path, "/")) {
+      if (!endsWith(path, "/")) return(if (nzchar(path)) paste0(path, "/") else "")
+      if (!endsWith(path, "//")) return(path)
+    }
+  }
   path <- sub("^/+", "", path)
   path <- sub("/+$", "", path)
   if (nzchar(path)) paste0(path, "/") else ""
@@ -72,20 +81,29 @@ meta_doc_put <- function(key, value) {
 
 # Whether a node name is valid (check_node_name() without the error, for the
 # paths that only ask: no condition handler).
-# Creating a node asks about its name three times (the group, the store,
-# the node object): the last valid name is kept.
 node_name_ok <- function(name) {
-  if (identical(name, node_name_slot$ok)) return(TRUE)
-  ok <- is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name)) return(FALSE)
+  # names found valid are kept (at most node_names_ok_max): every node
+  # opened or created asks about its name, most of them more than once
+  if (isTRUE(node_names_ok[[name]])) return(TRUE)
+  ok <- node_name_check(name)
+  if (ok) {
+    if (length(node_names_ok) >= node_names_ok_max) rm(list = ls(node_names_ok, all.names = TRUE), envir = node_names_ok)
+    assign(name, TRUE, envir = node_names_ok)
+  }
+  ok
+}
+node_names_ok <- new.env(parent = emptyenv())
+node_names_ok_max <- 4096L
+
+node_name_check <- function(name) {
+  is.character(name) && length(name) == 1L && !is.na(name) && nzchar(name) &&
     # a slash, a control character, dots only ("." and ".." too), a leading "__"
     !grepl("[/[:cntrl:]]|^[.]+$|^__", name) &&
     # a node of a document's name would share its parent's keys: deleting it
     # erased the parent's document
     !name %in% node_documents
-  if (ok) node_name_slot$ok <- name
-  ok
 }
-node_name_slot <- new.env(parent = emptyenv())
 
 #' Zarr stores
 #'

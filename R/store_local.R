@@ -45,10 +45,11 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       check_read_only(read_only)
       if (!is.character(root) || length(root) != 1L || is.na(root) || !nzchar(root))
         zarr_abort("argument", "the store root must be a single path")
-      root <- enc2utf8(sub("^file://", "", root))
+      if (startsWith(root, "file://")) root <- substring(root, 8L)
+      root <- enc2utf8(root)
       # a URL is no folder name: "https://user:pw@host/x" made folders
       # named after it (password included) in the working directory
-      if (grepl("^[A-Za-z][A-Za-z0-9+.-]+://", root))
+      if (grepl("://", root, fixed = TRUE) && grepl("^[A-Za-z][A-Za-z0-9+.-]+://", root))
         zarr_abort("argument", sprintf("'%s' is a URL, not a local folder: stores at URLs open with open_zarr() (read-only but for s3://)", root))
       root <- path.expand(root)
       version <- zarr_default_format()

@@ -2,6 +2,9 @@
 # 21, items 1 and 5). Three targets:
 #   open_one_*   open a store and read one element (a v2 array at the root,
 #                opened by its path; a v2 group, then its array by name)
+#   sel_3x3      `[` of a 3 x 3 block from an array opened once (100 x 100
+#                float64, one chunk, zstd as issue 27 measured it; `_raw`:
+#                uncompressed, where zarr-python 2 decodes nothing either)
 #   create_500   create 500 arrays (20 groups of 25) in a new local store
 #   set_attr_*   set one attribute of one array in a consolidated 500-array
 #                store, the node looked up by path each time (store opened
@@ -54,6 +57,14 @@ def2 <- function(shape, chunks) {
   d
 }
 a <- as_zarr(x, location = p("root_array.zarr"))                 # a root array
+small <- matrix(as.double(seq_len(100 * 100)), 100, 100)
+as_zarr(small, location = p("small.zarr"))                        # one 100 x 100 chunk
+local({ # the same, uncompressed (zarr-python reads it without decoding), in a group
+  d <- define_array("float64", dim(small))
+  d$chunk_shape <- dim(small)
+  d$remove_codec("zstd")
+  create_zarr(p("small_raw.zarr"))$add_array("/", "a", d)$write(small)
+})
 z <- create_zarr(p("group.zarr"))
 z$add_array("/", "a", def2(dim(x), c(100, 100)))$write(x)          # a group holding "a"
 tree_meta <- list(groups = 20L, arrays = 25L, shape = c(100L, 100L), chunks = c(10L, 10L), node = "g10/a13")
@@ -133,6 +144,14 @@ row("open_one_group", "open_zarr(path)[[\"/a\"]][i, j] (v2 group)",
     timed(function(n) open_zarr(p("group.zarr"))[["/a"]][I, J]))
 row("open_node", "open_zarr(path)[[\"/a\"]], no read (v2 group)",
     timed(function(n) open_zarr(p("group.zarr"))[["/a"]]))
+a_open <- open_zarr(p("small.zarr"))$root
+stopifnot(identical(a_open[1:3, 1:3], small[1:3, 1:3]))
+row("sel_3x3", "a[1:3, 1:3] of an array opened once (v2, 100 x 100, one chunk)",
+    timed(function(n) a_open[1:3, 1:3]))
+a_raw <- open_zarr(p("small_raw.zarr"))[["/a"]]
+stopifnot(identical(a_raw[1:3, 1:3], small[1:3, 1:3]))
+row("sel_3x3_raw", "the same, uncompressed",
+    timed(function(n) a_raw[1:3, 1:3]))
 row("create_500", "500 arrays (20 groups x 25) in a new v2 store, per store",
     timed(function(n) { d <- p(sprintf("new-%d.zarr", n)); make_tree(d); unlink(d, recursive = TRUE) }))
 row("create_500_v3", "the same in a v3 store (zarr-python: v2)",

@@ -49,10 +49,24 @@ def set_attr_open(n):
     zarr.consolidate_metadata(store)
 
 
+def sel_3x3(n):
+    if "a" not in state:
+        state["a"] = zarr.open(p("small.zarr"), mode="r")
+    return state["a"][0:3, 0:3]
+
+
+def sel_3x3_raw(n):
+    if "a_raw" not in state:
+        state["a_raw"] = zarr.open(p("small_raw.zarr"), mode="r")["a"]
+    return state["a_raw"][0:3, 0:3]
+
+
 ops = {
     "open_one_root": lambda n: zarr.open(p("root_array.zarr"), mode="r")[I, J],
     "open_one_group": lambda n: zarr.open(p("group.zarr"), mode="r")["a"][I, J],
     "open_node": lambda n: zarr.open(p("group.zarr"), mode="r")["a"],
+    "sel_3x3": sel_3x3,
+    "sel_3x3_raw": sel_3x3_raw,
     "create_500": create,
     "set_attr": set_attr,
     "set_attr_open": set_attr_open,

@@ -73,6 +73,7 @@ SEXP ffi_key_is_safe(SEXP key);
 SEXP ffi_redact(SEXP x);
 SEXP ffi_r6_rebind(SEXP funs, SEXP env);
 SEXP ffi_r6_define(SEXP x, SEXP env, SEXP active, SEXP lock);
+SEXP ffi_r6_build(SEXP plan);
 SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
