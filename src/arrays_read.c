@@ -167,8 +167,7 @@ SEXP ffi_arrays_read(SEXP spec, SEXP store, SEXP keys, SEXP shape, SEXP chunk, S
   SEXP out = PROTECT(allocVector(VECSXP, (R_xlen_t)n));
   m.out = (uint8_t **)R_alloc(n + 1, sizeof(uint8_t *));
   m.ckeys = (const char **)R_alloc(n + 1, sizeof(char *));
-  SEXPTYPE st = a.rtype == RT_RAW ? RAWSXP : a.rtype == RT_INTEGER ? INTSXP
-              : a.rtype == RT_LOGICAL ? LGLSXP : a.rtype == RT_COMPLEX ? CPLXSXP : REALSXP;
+  SEXPTYPE st = rtype_sexp(a.rtype);
   if (a.rtype != RT_RAW && a.rtype != RT_INTEGER && a.rtype != RT_LOGICAL && a.rtype != RT_COMPLEX &&
       a.rtype != RT_DOUBLE)
     zarr_raise(ZE_CODEC, a.name, NULL, "reading many arrays at once returns atomic vectors only");

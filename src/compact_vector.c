@@ -30,6 +30,10 @@ typedef struct {
 
 static R_altrep_class_t compact_int_class, compact_dbl_class, compact_lgl_class;
 
+static R_altrep_class_t class_of(int rtype) {
+  return rtype == RT_DOUBLE ? compact_dbl_class : rtype == RT_LOGICAL ? compact_lgl_class : compact_int_class;
+}
+
 static const compact_info *info_of(SEXP x) {
   return (const compact_info *)RAW(VECTOR_ELT(R_altrep_data2(x), 0));
 }
@@ -54,17 +58,13 @@ static void convert(SEXP x, R_xlen_t i, R_xlen_t n, void *dst) {
                       RAW(R_altrep_data1(x)) + (size_t)i * es, (int64_t)es, (int64_t)n, &cv);
 }
 
-static SEXPTYPE sexptype_of(int rtype) {
-  return rtype == RT_DOUBLE ? REALSXP : rtype == RT_LOGICAL ? LGLSXP : INTSXP;
-}
-
 static void *compact_dataptr(SEXP x, Rboolean writeable) {
   (void)writeable;
   SEXP full = full_of(x);
   if (full == R_NilValue) {
     const compact_info *in = info_of(x);
     R_xlen_t n = compact_length(x);
-    full = PROTECT(allocVector(sexptype_of(in->rtype), n));
+    full = PROTECT(allocVector(rtype_sexp((zrtype)in->rtype), n));
     /* no interrupt check: compiled code asking for the pointer (C++ among
      * it) does not expect a long jump other than an allocation failure */
     convert(x, 0, n, DATAPTR(full));
@@ -121,10 +121,7 @@ static SEXP compact_make(R_altrep_class_t cls, SEXP payload, SEXP info);
 static SEXP compact_duplicate(SEXP x, Rboolean deep) {
   (void)deep;
   if (full_of(x) != R_NilValue) return NULL;
-  const compact_info *in = info_of(x);
-  R_altrep_class_t cls = in->rtype == RT_DOUBLE ? compact_dbl_class
-                       : in->rtype == RT_LOGICAL ? compact_lgl_class : compact_int_class;
-  return compact_make(cls, R_altrep_data1(x), VECTOR_ELT(R_altrep_data2(x), 0));
+  return compact_make(class_of(info_of(x)->rtype), R_altrep_data1(x), VECTOR_ELT(R_altrep_data2(x), 0));
 }
 
 static Rboolean compact_inspect(SEXP x, int pre, int deep, int pvec,
@@ -132,7 +129,7 @@ static Rboolean compact_inspect(SEXP x, int pre, int deep, int pvec,
   (void)pre, (void)deep, (void)pvec, (void)inspect_subtree;
   const compact_info *in = info_of(x);
   Rprintf(" zarr %s elements as %s (%s)\n", dtype_def((zdtype)in->dtype)->name,
-          type2char(sexptype_of(in->rtype)), full_of(x) == R_NilValue ? "stored width" : "converted");
+          type2char(rtype_sexp((zrtype)in->rtype)), full_of(x) == R_NilValue ? "stored width" : "converted");
   return TRUE;
 }
 
@@ -160,9 +157,7 @@ SEXP compact_wrap(SEXP payload, int dtype, int rtype, int na, const uint8_t *fil
   in.na = na;
   memcpy(in.fill, fill, sizeof in.fill);
   memcpy(RAW(info), &in, sizeof in);
-  R_altrep_class_t cls = rtype == RT_DOUBLE ? compact_dbl_class
-                       : rtype == RT_LOGICAL ? compact_lgl_class : compact_int_class;
-  SEXP out = compact_make(cls, payload, info);
+  SEXP out = compact_make(class_of(rtype), payload, info);
   UNPROTECT(1);
   return out;
 }

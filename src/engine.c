@@ -1171,7 +1171,7 @@ static void tbufs_give(tbufs *tb, int nt, double cap) {
   if (!((double)kept_bytes() <= cap)) tbufs_release();
 }
 
-static SEXPTYPE rtype_sexp(zrtype rt) {
+SEXPTYPE rtype_sexp(zrtype rt) {
   switch (rt) {
   case RT_LOGICAL: return LGLSXP;
   case RT_INTEGER: return INTSXP;

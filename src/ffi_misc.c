@@ -113,7 +113,7 @@ SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill, SEXP
 SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na) {
   int dt = dtype_from_name(CHAR(STRING_ELT(dtype, 0)));
   int rt = rtype_from_name(CHAR(STRING_ELT(rtype, 0)));
-  if (dt < 0 || rt < 0 || !kernel_supported((zdtype)dt, (zrtype)rt, 0))
+  if (dt < 0 || rt < 0 || rt == RT_CHARACTER || rt == RT_RAWLIST || !kernel_supported((zdtype)dt, (zrtype)rt, 0))
     zarr_raise(ZE_CODEC, NULL, NULL, "unsupported data type conversion");
   size_t es = dtype_size((zdtype)dt);
   if ((size_t)XLENGTH(raw) % es != 0)
@@ -122,8 +122,7 @@ SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP
   SEXP tmp = PROTECT(duplicate(raw));
   size_t unit = dtype_def((zdtype)dt)->swap;
   if (asLogical(big_endian) == TRUE && unit > 1) byteswap_inplace(RAW(tmp), (size_t)n * es / unit, unit);
-  SEXPTYPE st = rt == RT_LOGICAL ? LGLSXP : rt == RT_INTEGER ? INTSXP : rt == RT_COMPLEX ? CPLXSXP
-              : rt == RT_RAW ? RAWSXP : REALSXP;
+  SEXPTYPE st = rtype_sexp((zrtype)rt);
   SEXP out = PROTECT(allocVector(st, (R_xlen_t)(rt == RT_RAW ? n * (int64_t)es : n)));
   int64_t *idx = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
   zslab s;

@@ -9,8 +9,6 @@ void slab_init(void);
 #define CALLDEF(name, n) {#name, (DL_FUNC)(void (*)(void))&name, n}
 
 static const R_CallMethodDef call_methods[] = {
-    CALLDEF(ffi_r6_rebind, 2),
-    CALLDEF(ffi_r6_define, 4),
     CALLDEF(ffi_r6_build, 1),
     CALLDEF(ffi_array_read, 4),
     CALLDEF(ffi_compact_state, 1),

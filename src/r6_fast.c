@@ -1,7 +1,8 @@
 /* The per-object part of building an R6 object of this package (R/r6_fast.R):
- * copies of a level's methods bound to the object's enclosing environment,
- * and an environment's bindings (locked methods, active bindings). One call
- * each instead of an R loop over every method of every object. */
+ * copies of each level's methods bound to the object's enclosing
+ * environments, and the environments' bindings (locked methods, active
+ * bindings), in one call instead of an R loop over every method of every
+ * object. */
 #include <Rversion.h>
 #include "zarr.h"
 
@@ -19,8 +20,7 @@ static SEXP rebound(SEXP f, SEXP env) {
 }
 
 /* funs: a list of functions (names kept); env: their new enclosure. */
-SEXP ffi_r6_rebind(SEXP funs, SEXP env) {
-  if (TYPEOF(funs) != VECSXP || TYPEOF(env) != ENVSXP) zarr_raise(ZE_VALUE, NULL, NULL, "r6_rebind: a list and an environment are needed");
+static SEXP rebind_all(SEXP funs, SEXP env) {
   R_xlen_t n = XLENGTH(funs);
   SEXP out = PROTECT(allocVector(VECSXP, n));
   for (R_xlen_t i = 0; i < n; i++) {
@@ -30,25 +30,6 @@ SEXP ffi_r6_rebind(SEXP funs, SEXP env) {
   setAttrib(out, R_NamesSymbol, getAttrib(funs, R_NamesSymbol));
   UNPROTECT(1);
   return out;
-}
-
-/* Define the elements of the named list `x` in `env`: as active bindings
- * when `active` is TRUE, else as values, locked when `lock` is TRUE. */
-SEXP ffi_r6_define(SEXP x, SEXP env, SEXP active, SEXP lock) {
-  if (TYPEOF(x) != VECSXP || TYPEOF(env) != ENVSXP) zarr_raise(ZE_VALUE, NULL, NULL, "r6_define: a list and an environment are needed");
-  SEXP names = getAttrib(x, R_NamesSymbol);
-  R_xlen_t n = XLENGTH(x);
-  if (n && (TYPEOF(names) != STRSXP || XLENGTH(names) != n)) zarr_raise(ZE_VALUE, NULL, NULL, "r6_define: the list needs names");
-  int act = asLogical(active) == TRUE, lk = asLogical(lock) == TRUE;
-  for (R_xlen_t i = 0; i < n; i++) {
-    SEXP sym = installTrChar(STRING_ELT(names, i));
-    if (act) R_MakeActiveBinding(sym, VECTOR_ELT(x, i), env);
-    else {
-      defineVar(sym, VECTOR_ELT(x, i), env);
-      if (lk) R_LockBinding(sym, env);
-    }
-  }
-  return R_NilValue;
 }
 
 /* One merged method list of a level: element i is the method at position
@@ -80,8 +61,8 @@ static void define_all(SEXP x, SEXP env, int active, int lock) {
 }
 
 /* A new object of a class from its plan (r6_plan_c() in R/r6_fast.R, which
- * says what each element is), laid out as r6_fast_build() documents: the
- * whole per-object work in one call. */
+ * says what each element is), laid out as R6 lays out its objects (see
+ * the top of R/r6_fast.R). */
 SEXP ffi_r6_build(SEXP plan) {
   if (TYPEOF(plan) != VECSXP || XLENGTH(plan) != 12) zarr_raise(ZE_VALUE, NULL, NULL, "r6_build: invalid plan");
   int n = asInteger(VECTOR_ELT(plan, 0));
@@ -114,7 +95,7 @@ SEXP ffi_r6_build(SEXP plan) {
     if (has_priv) defineVar(install("private"), private_env, enclos);
     if (super_bind != R_NilValue) defineVar(install("super"), super_bind, enclos);
     for (int w = 0; w < 3; w++)
-      SET_VECTOR_ELT(VECTOR_ELT(bound, w), k, ffi_r6_rebind(VECTOR_ELT(VECTOR_ELT(plan, 2 + w), k), enclos));
+      SET_VECTOR_ELT(VECTOR_ELT(bound, w), k, rebind_all(VECTOR_ELT(VECTOR_ELT(plan, 2 + w), k), enclos));
     SEXP mk = VECTOR_ELT(merged, k);
     m_pub = merged_list(VECTOR_ELT(bound, 0), VECTOR_ELT(mk, 0));
     SET_VECTOR_ELT(keep, 2, m_pub);

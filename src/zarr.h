@@ -43,6 +43,9 @@ SEXP ffi_zip_write(SEXP path, SEXP dir, SEXP names, SEXP level, SEXP keep);
 /* A user interrupt is pending (checked safely, on the R thread only). */
 int interrupt_pending(void);
 
+/* The R vector type of an R element type (engine.c). */
+SEXPTYPE rtype_sexp(zrtype rt);
+
 /* Results that keep the stored width (compact_vector.c). */
 #define COMPACT_MIN_ELEMENTS ((int64_t)1 << 16)
 int compact_possible(int dtype, int rtype);
@@ -71,8 +74,6 @@ SEXP ffi_file_write(SEXP path, SEXP data);
 SEXP ffi_file_size(SEXP path);
 SEXP ffi_key_is_safe(SEXP key);
 SEXP ffi_redact(SEXP x);
-SEXP ffi_r6_rebind(SEXP funs, SEXP env);
-SEXP ffi_r6_define(SEXP x, SEXP env, SEXP active, SEXP lock);
 SEXP ffi_r6_build(SEXP plan);
 SEXP ffi_encode_elements(SEXP data, SEXP dtype, SEXP big_endian, SEXP fill, SEXP na);
 SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP fill, SEXP na);
