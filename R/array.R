@@ -69,7 +69,9 @@ zarr_array <- R6::R6Class("zarr_array",
       super$initialize(name, metadata, parent, store)
       # An array this package cannot read still belongs in the hierarchy: the
       # error is raised when its data are used, not when its group is opened.
-      problem <- tryCatch({
+      # (metadata of the plain form cannot make setup() fail: no condition
+      # handler then, they cost more than the rest of opening the array)
+      problem <- if (setup_cannot_fail(private$.metadata)) { private$setup(); NULL } else tryCatch({
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
@@ -576,10 +578,12 @@ zarr_array <- R6::R6Class("zarr_array",
       m <- private$.metadata
       # shape and dimension names first: they are shown even for arrays that
       # cannot be read
-      if (is.list(m) && !is.null(m[["shape"]]))
-        private$.shape <- tryCatch(check_shape(m[["shape"]], "shape"), zarr_error = function(e) NULL)
+      shape <- if (is.list(m)) m[["shape"]]
+      if (!is.null(shape))
+        private$.shape <- if (whole_numbers(shape)) as.numeric(shape)
+          else tryCatch(check_shape(shape, "shape"), zarr_error = function(e) NULL)
       dn <- if (is.list(m)) m[["dimension_names"]]
-      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
+      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else if (is.character(dn)) unname(dn) else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
       # The data type, codecs and chunk grid are objects that cost more than
       # the rest of opening the node: they are made when first used (a node
@@ -835,6 +839,20 @@ array_key_encoding <- function(m) {
   normalize_key_encoding(list(
     name = enc_name,
     separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
+}
+
+# Whether x is a vector of non-negative whole numbers (what check_shape()
+# accepts without converting anything), with no condition handler.
+whole_numbers <- function(x) is.numeric(x) && !anyNA(x) && all(x >= 0) && all(x == trunc(x))
+
+# Whether a zarr_array's setup() (lazy) can run on metadata `m` without an
+# error: a list whose shape is absent or whole numbers and whose dimension
+# names are absent or strings (other forms are converted, which may fail).
+setup_cannot_fail <- function(m) {
+  if (!is.list(m)) return(FALSE)
+  shape <- m[["shape"]]
+  dn <- m[["dimension_names"]]
+  (is.null(shape) || whole_numbers(shape)) && (is.null(dn) || is.character(dn))
 }
 
 # The store parses the metadata of an array it creates; the array object
