@@ -390,20 +390,23 @@ zarr_group <- R6::R6Class("zarr_group",
     child_from_store = function(nm, meta = NULL) {
       store <- private$.store
       reading <- is.null(meta)
+      in_domain <- node_build$in_domain
       tryCatch({
         if (reading) {
           meta <- store$get_metadata(paste0(self$prefix, nm, "/"))
           reading <- FALSE
         }
-        if (!is.null(meta)) build_node(nm, meta, self, store, post_open = FALSE)
+        if (!is.null(meta)) build_node(nm, meta, self, store, post_open = FALSE, guarded = TRUE)
       }, error = function(e) {
+        # a domain's refusal is raised
+        if (domain_failed(in_domain)) stop(as_domain_error(e))
         if (reading) {
           if (inherits(e, "zarr_error_key")) return(NULL)
           prefix <- self$prefix
           return(broken_node(nm, as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)),
                              self, store))
         }
-        if (inherits(e, "zarr_domain_error")) stop(e) # a domain's refusal is raised
+        if (inherits(e, "zarr_domain_error")) stop(e) # (from a node a domain opened)
         broken_node(nm, as_metadata_error(e), self, store)
       })
     }

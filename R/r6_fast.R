@@ -148,8 +148,12 @@ r6_use_fast_new <- function(gen) {
   invisible()
 }
 
-# The classes made for every open and every array created.
+# The classes made for every open and every array created, and the domains
+# this package registers (asked about every node opened: R6's own
+# constructor sets the environment of each method, which on R < 4.5 drops
+# its byte code, and these methods ran three times slower uncompiled).
 r6_fast_classes <- function() {
   list(zarr_store, zarr_localstore, zarr_memorystore, zarr, zarr_object, zarr_node, zarr_group, zarr_array,
-       zarr_extension, zarr_data_type, chunk_grid_regular, chunk_grid_rectilinear, zarr_domain)
+       zarr_extension, zarr_data_type, chunk_grid_regular, chunk_grid_rectilinear, zarr_domain,
+       zarr_ome_domain, zarr_vectors_domain)
 }
