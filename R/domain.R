@@ -250,7 +250,10 @@ as_domain_error <- function(e) {
 }
 
 # Whether a node came from a registered domain (its post_open() is called).
-domain_node <- function(node) !class(node)[1L] %in% c("zarr_group", "zarr_array")
+domain_node <- function(node) {
+  cls <- class(node)[1L]
+  cls != "zarr_group" && cls != "zarr_array"
+}
 
 with_node_opening <- function(expr) {
   node_build$depth <- node_build$depth + 1L
