@@ -85,7 +85,8 @@ r6_plan_c <- function(plan) {
     lev <- rep(seq_along(lists) - 1L, lengths(lists))
     pos <- unlist(lapply(lengths(lists), function(l) seq_len(l) - 1L))
     nm <- unlist(lapply(lists, names))
-    list(lev = as.integer(lev[idx]), pos = as.integer(pos[idx]), names = as.character(nm[idx]))
+    list(lev = as.integer(lev[idx]), pos = as.integer(pos[idx]), names = as.character(nm[idx]),
+         syms = lapply(as.character(nm[idx]), as.name))
   }
   merged <- lapply(seq_len(n), function(k) list(
     origin(plan$pub[seq_len(k)], plan$pub_idx[[k]]),
@@ -94,7 +95,7 @@ r6_plan_c <- function(plan) {
   fields <- function(x) if (length(x)) x else stats::setNames(list(), character())
   list(as.integer(n), plan$parent_envs, plan$pub, plan$priv, plan$act, merged, as.logical(plan$has_act),
        fields(plan$public_fields), fields(plan$private_fields), isTRUE(plan$has_priv), isTRUE(plan$lock_objects),
-       plan$classes)
+       plan$classes, lapply(names(plan$public_fields), as.name), lapply(names(plan$private_fields), as.name))
 }
 
 r6_plan <- function(gen, key) {
