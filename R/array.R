@@ -44,7 +44,8 @@ zarr_array <- R6::R6Class("zarr_array",
     initialize = function(name, metadata, parent, store) {
       if (missing(parent)) parent <- NULL
       created <- FALSE
-      if (missing(store) && !is.null(parent) && !node_opening()) {
+      form_100 <- missing(store) && !is.null(parent) && !node_opening()
+      if (form_100) {
         # the 1.0.0 form
         if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
         if (inherits(parent, "zarr")) name <- ""
@@ -84,7 +85,7 @@ zarr_array <- R6::R6Class("zarr_array",
         }, error = function(e) e)
       # a node whose metadata could not be read (broken_node()) keeps its error
       if (!is.null(attr(metadata, "zarr_problem"))) private$.problem <- attr(metadata, "zarr_problem")
-      if (missing(store) && !is.null(parent) && !node_opening()) {
+      if (form_100) {
         if (inherits(parent, "zarr")) parent$root <- self
         else {
           parent$set_node(self)
@@ -589,7 +590,7 @@ zarr_array <- R6::R6Class("zarr_array",
       # the rest of opening the node: they are made when first used (a node
       # opened for its attributes never needs them). What goes wrong making
       # them is the array's problem, raised when its data are used.
-      parsed <- take_parsed(m)
+      parsed <- if (!is.null(parsed_slot$m)) take_parsed(m) # (only after a create)
       if (!lazy) parsed <- parsed %||% parse_array_metadata(m, self$path) # raised here
       delayedAssign(".parts", private$make_parts(m, parsed), assign.env = private)
       delayedAssign(".problem", private$.parts[["problem"]], assign.env = private)
