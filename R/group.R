@@ -188,7 +188,7 @@ zarr_group <- R6::R6Class("zarr_group",
     get_node = function(path) {
       if (!is.character(path) || length(path) != 1L) return(NULL)
       # a child's name (a name found valid before): `z[["/a"]]`, `g[["x"]]`
-      if (!is.na(path) && isTRUE(node_names_ok[[path]])) return(self$open_child(path))
+      if (!is.na(path) && nzchar(path) && isTRUE(node_names_ok[[path]])) return(self$open_child(path))
       parts <- strsplit(path, "/", fixed = TRUE)[[1L]]
       node <- self
       for (p in parts[nzchar(parts) & parts != "."]) {

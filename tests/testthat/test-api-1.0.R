@@ -168,6 +168,12 @@ test_that("a child opened by path: a domain's error is raised, malformed metadat
   expect_output(print(broken), "Not readable")
   expect_identical(z2[["/g/b"]][], 1:3)
   expect_null(z2[["/g/none"]])
+  # paths that are not a child's name take the long way
+  g2 <- z2[["/g"]]
+  expect_identical(g2$get_node(""), g2)
+  expect_identical(g2[["./b"]], z2[["/g/b"]])
+  expect_identical(g2[["../g/b"]], z2[["/g/b"]])
+  expect_null(g2[["b/x"]])
 })
 
 test_that("zarr_object keeps a name and works on attribute lists", {
