@@ -70,7 +70,9 @@ r6_make_plan <- function(gen) {
     public_fields = fields("public_fields"), private_fields = fields("private_fields"),
     has_priv = gen$has_private(),
     lock_objects = isTRUE(gen$lock_objects),
-    classes = if (isTRUE(gen$class)) c(vapply(lineage, function(g) g$classname, ""), "R6")
+    classes = if (isTRUE(gen$class)) c(vapply(lineage, function(g) g$classname, ""), "R6"),
+    # whether any level has a finalize() method (r6_finalizers() then looks)
+    finalizes = "finalize" %in% c(unlist(lapply(pub, names)), unlist(lapply(priv, names)))
   )
   plan$c <- r6_plan_c(plan)
   plan
@@ -139,11 +141,12 @@ r6_use_fast_new <- function(gen) {
   }
   gen$new <- function(...) {
     if (length(gen$debug_names)) return(r6_new(...))
-    obj <- .Call(ffi_r6_build, r6_plan(gen, key)$c)
+    plan <- r6_plan(gen, key)
+    obj <- .Call(ffi_r6_build, plan$c)
     init <- .subset2(obj, "initialize")
     if (is.function(init)) init(...)
     else if (...length()) stop("Called new() with arguments, but there is no initialize method.")
-    r6_finalizers(obj)
+    if (plan$finalizes) r6_finalizers(obj)
     obj
   }
   invisible()
