@@ -72,7 +72,7 @@ zarr_array <- R6::R6Class("zarr_array",
       # error is raised when its data are used, not when its group is opened.
       # (metadata of the plain form cannot make setup() fail: no condition
       # handler then, they cost more than the rest of opening the array)
-      problem <- if (setup_cannot_fail(private$.metadata)) { private$setup(); NULL } else tryCatch({
+      problem <- if (setup_cannot_fail(private$.metadata)) { private$setup(plain = TRUE); NULL } else tryCatch({
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
@@ -575,13 +575,14 @@ zarr_array <- R6::R6Class("zarr_array",
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
     is_json2 = function() private$.json2, # chunks R decodes (see setup())
 
-    setup = function(lazy = TRUE) {
+    # `plain`: the metadata passed setup_cannot_fail()
+    setup = function(lazy = TRUE, plain = FALSE) {
       m <- private$.metadata
       # shape and dimension names first: they are shown even for arrays that
       # cannot be read
       shape <- if (is.list(m)) m[["shape"]]
       if (!is.null(shape))
-        private$.shape <- if (whole_numbers(shape)) as.numeric(shape)
+        private$.shape <- if (plain || whole_numbers(shape)) as.numeric(shape)
           else tryCatch(check_shape(shape, "shape"), zarr_error = function(e) NULL)
       dn <- if (is.list(m)) m[["dimension_names"]]
       private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else if (is.character(dn)) unname(dn) else
