@@ -266,12 +266,13 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @return A list, or `NULL` if there is no node.
     get_metadata = function(prefix) {
       prefix <- node_prefix(prefix)
-      key <- paste0(prefix, "zarr.json")
-      raw <- self$get(key)
+      docs <- private$node_documents(prefix)
+      raw <- docs[[1L]]
       if (!is.null(raw)) {
         doc <- meta_doc_key("v3", raw)
         meta <- meta_doc_get(doc)
         if (is.null(meta)) {
+          key <- paste0(prefix, "zarr.json")
           meta <- json_parse(raw, "zarr.json", key = key)
           check_node_document(meta, key)
           meta_doc_put(doc, meta)
@@ -280,7 +281,8 @@ zarr_store <- R6::R6Class("zarr_store",
         if (!nzchar(prefix) && !is.null(meta[["consolidated_metadata"]])) remember_root_document(meta, raw)
         return(meta)
       }
-      v2_get_metadata(self, prefix)
+      if (length(docs) < 4L || (is.null(docs[[2L]]) && is.null(docs[[3L]]))) return(NULL)
+      v2_metadata(prefix, docs[[2L]], docs[[3L]], docs[[4L]])
     },
 
     #' @description Write the metadata of the node at a prefix.
@@ -413,6 +415,18 @@ zarr_store <- R6::R6Class("zarr_store",
     # that can tell at once (a local store: the folder is not there) spares
     # creating a node the reads of documents that are not there.
     node_absent = function(prefix) FALSE,
+    # The documents of the node at `prefix` that get_metadata() reads, in
+    # its order and no more: list(zarr.json, .zarray, .zgroup, .zattrs),
+    # NULL where absent or not read. A store with a C implementation reads
+    # them in one call (ffi_store_node_docs).
+    node_documents = function(prefix) {
+      v3 <- self$get(paste0(prefix, "zarr.json"))
+      if (!is.null(v3)) return(list(v3))
+      zarray <- self$get(paste0(prefix, ".zarray"))
+      zgroup <- if (is.null(zarray)) self$get(paste0(prefix, ".zgroup"))
+      if (is.null(zarray) && is.null(zgroup)) return(list(NULL, NULL, NULL, NULL))
+      list(NULL, zarray, zgroup, self$get(paste0(prefix, ".zattrs")))
+    },
     # The metadata documents of a node new_node_prefix() just cleared (a
     # folder that was not there has no old .zattrs to remove).
     write_new_node = function(prefix, metadata) {

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "zarr.h"
 
@@ -268,6 +269,34 @@ SEXP ffi_file_write(SEXP path, SEXP data) {
 
 SEXP ffi_file_size(SEXP path) {
   return ScalarReal((double)file_size(translateCharUTF8(STRING_ELT(path, 0))));
+}
+
+/* What is at a local store's root, in one call for zarr_localstore$new()
+ * and open_zarr(): c(kind, zarr.json, .zgroup, .zarray, .zmetadata) with
+ * kind 0 (nothing), 1 (a folder) or 2 (something else), then for a folder
+ * whether each document exists, looked for in that order only until one is
+ * found (the others are then -1: not looked at). */
+SEXP ffi_local_probe(SEXP path) {
+  static const char *const docs[] = {"zarr.json", ".zgroup", ".zarray", ".zmetadata"};
+  const char *p = translateCharUTF8(STRING_ELT(path, 0));
+  SEXP out = PROTECT(allocVector(INTSXP, 5));
+  int *o = INTEGER(out);
+  for (int i = 0; i < 5; i++) o[i] = -1;
+  struct stat st;
+  o[0] = zarr_stat(p, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 1 : 2;
+  size_t n = strlen(p);
+  if (o[0] == 1 && n + 16 < 8192) {
+    char buf[8192];
+    memcpy(buf, p, n);
+    if (n == 0 || buf[n - 1] != '/') buf[n++] = '/';
+    for (int i = 0; i < 4; i++) {
+      strcpy(buf + n, docs[i]);
+      o[i + 1] = zarr_stat(buf, &st) == 0;
+      if (o[i + 1]) break;
+    }
+  }
+  UNPROTECT(1);
+  return out;
 }
 
 SEXP ffi_key_is_safe(SEXP key) {

@@ -480,6 +480,23 @@ static int one_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int
   return 0;
 }
 
+/* Values up to this size (metadata documents) are copied into R without a
+ * condition handler; R fails to allocate them only when nothing else works. */
+#define SMALL_VALUE ((size_t)1 << 16)
+
+static SEXP copy_small(void *data) {
+  one_get *g = data;
+  SEXP out = allocVector(RAWSXP, (R_xlen_t)g->n);
+  if (g->n) memcpy(RAW(out), g->data, g->n);
+  return out;
+}
+
+static void free_get(void *data) {
+  one_get *g = data;
+  free(g->data);
+  g->data = NULL;
+}
+
 static SEXP alloc_raw(void *data) { return allocVector(RAWSXP, (R_xlen_t)((one_get *)data)->n); }
 static SEXP alloc_failed(SEXP cond, void *data) {
   (void)cond;
@@ -487,18 +504,14 @@ static SEXP alloc_failed(SEXP cond, void *data) {
   return R_NilValue;
 }
 
-/* The value of one key (range: NULL, or c(offset, length) with length -1
- * for "to the end"; a negative offset is a suffix), or NULL when absent. */
-SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
-  zstore *s = store_from(ptr);
+/* The value of one key as an R raw vector, or NULL when absent (off/len as
+ * in zrange: len -1 for "to the end", a negative offset a suffix). */
+static SEXP store_value(zstore *s, const char *key, int64_t off, int64_t len) {
   one_get g;
   memset(&g, 0, sizeof g);
-  g.key = translateCharUTF8(STRING_ELT(key, 0));
-  g.len = -1;
-  if (!isNull(range)) {
-    g.off = (int64_t)REAL(range)[0];
-    g.len = (int64_t)REAL(range)[1];
-  }
+  g.key = key;
+  g.off = off;
+  g.len = len;
   volatile int stop = 0;
   zerr e = {ZE_OK, ""};
   if (store_fetch(s, 1, one_req, one_handle, &g, 1, &stop, &e)) {
@@ -510,15 +523,56 @@ SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
     free(g.data);
     zarr_raise(ZE_NOMEM, NULL, g.key, "the value is too large for an R vector");
   }
-  /* an R allocation may fail: keep the C copy only in an R vector's finalizer reach */
+  if (g.n <= SMALL_VALUE) /* the C copy is freed however the allocation ends */
+    return R_ExecWithCleanup(copy_small, &g, free_get, &g);
+  /* a large R allocation may fail: then a classed error naming the key,
+   * after the C copy is freed (R_tryCatchError runs R code: not for small
+   * documents, where it cost more than reading them) */
   SEXP out = R_tryCatchError(alloc_raw, &g, alloc_failed, NULL);
   if (out == R_NilValue) {
     free(g.data);
     zarr_raise(ZE_NOMEM, NULL, g.key, "cannot allocate an R vector for the value");
   }
-  PROTECT(out);
   if (g.n) memcpy(RAW(out), g.data, g.n);
   free(g.data);
+  return out;
+}
+
+/* The value of one key (range: NULL, or c(offset, length) with length -1
+ * for "to the end"; a negative offset is a suffix), or NULL when absent. */
+SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
+  zstore *s = store_from(ptr);
+  int64_t off = 0, len = -1;
+  if (!isNull(range)) {
+    off = (int64_t)REAL(range)[0];
+    len = (int64_t)REAL(range)[1];
+  }
+  return store_value(s, translateCharUTF8(STRING_ELT(key, 0)), off, len);
+}
+
+/* The metadata documents of the node at `prefix` ("" or "a/b/"), read in
+ * the order get_metadata() needs them and no further: zarr.json; without
+ * it .zarray, or else .zgroup; with either, .zattrs. One call instead of
+ * one R method call per document: a list (zarr.json, .zarray, .zgroup,
+ * .zattrs) of raw vectors or NULLs. */
+SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix) {
+  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup", ".zattrs"};
+  zstore *s = store_from(ptr);
+  if (TYPEOF(prefix) != STRSXP || XLENGTH(prefix) != 1 || STRING_ELT(prefix, 0) == NA_STRING)
+    zarr_raise(ZE_VALUE, NULL, NULL, "internal: a node prefix must be one string");
+  const char *pre = translateCharUTF8(STRING_ELT(prefix, 0));
+  size_t np = strlen(pre);
+  char key[4096];
+  if (np + 16 > sizeof key) zarr_raise(ZE_KEY, NULL, NULL, "the node path is too long for a store key");
+  memcpy(key, pre, np);
+  SEXP out = PROTECT(allocVector(VECSXP, 4));
+  for (int i = 0; i < 4; i++) {
+    if (i == 1 && VECTOR_ELT(out, 0) != R_NilValue) break;  /* v3: nothing else */
+    if (i == 2 && VECTOR_ELT(out, 1) != R_NilValue) continue; /* an array is no group */
+    if (i == 3 && VECTOR_ELT(out, 1) == R_NilValue && VECTOR_ELT(out, 2) == R_NilValue) break;
+    strcpy(key + np, names[i]);
+    SET_VECTOR_ELT(out, i, store_value(s, key, 0, -1));
+  }
   UNPROTECT(1);
   return out;
 }
