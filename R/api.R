@@ -129,7 +129,13 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
       return(open_existing(zarr_refstore$new(location, format = "parquet")))
     local_probe_slot$path <- root
     local_probe_slot$probe <- probe
-    return(open_existing(zarr_localstore$new(location, read_only = read_only)))
+    store <- zarr_localstore$new(location, read_only = read_only)
+    # with root metadata there is no Icechunk repository to fall back to
+    if (any(probe[2:4] == 1L)) {
+      z <- zarr$new(store)
+      if (!is.null(z$root)) return(z)
+    }
+    return(open_existing(store))
   }
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&

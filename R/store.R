@@ -266,7 +266,9 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @return A list, or `NULL` if there is no node.
     get_metadata = function(prefix) {
       prefix <- node_prefix(prefix)
-      docs <- private$node_documents(prefix)
+      root <- !nzchar(prefix)
+      if (root) forget_root_zmetadata()
+      docs <- private$node_documents(prefix, root)
       raw <- docs[[1L]]
       if (!is.null(raw)) {
         doc <- meta_doc_key("v3", raw)
@@ -282,6 +284,7 @@ zarr_store <- R6::R6Class("zarr_store",
         return(meta)
       }
       if (length(docs) < 4L || (is.null(docs[[2L]]) && is.null(docs[[3L]]))) return(NULL)
+      if (root && length(docs) == 5L) remember_root_zmetadata(self, docs[[5L]])
       v2_metadata(prefix, docs[[2L]], docs[[3L]], docs[[4L]])
     },
 
@@ -418,8 +421,9 @@ zarr_store <- R6::R6Class("zarr_store",
     # The documents of the node at `prefix` that get_metadata() reads, in
     # its order and no more: list(zarr.json, .zarray, .zgroup, .zattrs),
     # NULL where absent or not read. A store with a C implementation reads
-    # them in one call (ffi_store_node_docs).
-    node_documents = function(prefix) {
+    # them in one call (ffi_store_node_docs), for a `root` group with its
+    # .zmetadata as a fifth element (read_consolidated() takes it).
+    node_documents = function(prefix, root = FALSE) {
       v3 <- self$get(paste0(prefix, "zarr.json"))
       if (!is.null(v3)) return(list(v3))
       zarray <- self$get(paste0(prefix, ".zarray"))

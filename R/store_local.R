@@ -248,7 +248,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
   ),
   private = list(
     .root = NULL, .io = NULL,
-    node_documents = function(prefix) .Call(ffi_store_node_docs, self$io_spec(), prefix),
+    node_documents = function(prefix, root = FALSE) .Call(ffi_store_node_docs, self$io_spec(), prefix, root),
     # the node's folder is not there (a dangling symbolic link counts as
     # absent: writing through it is refused in src/store_local.c)
     node_absent = function(prefix) nzchar(prefix) && !file.exists(private$path(sub("/$", "", prefix))),

@@ -50,7 +50,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_store_zip, 2),
     CALLDEF(ffi_store_r, 1),
     CALLDEF(ffi_store_get, 3),
-    CALLDEF(ffi_store_node_docs, 2),
+    CALLDEF(ffi_store_node_docs, 3),
     CALLDEF(ffi_store_get_keys, 3),
     CALLDEF(ffi_store_set, 3),
     CALLDEF(ffi_store_stats, 1),

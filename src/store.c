@@ -505,8 +505,9 @@ static SEXP alloc_failed(SEXP cond, void *data) {
 }
 
 /* The value of one key as an R raw vector, or NULL when absent (off/len as
- * in zrange: len -1 for "to the end", a negative offset a suffix). */
-static SEXP store_value(zstore *s, const char *key, int64_t off, int64_t len) {
+ * in zrange: len -1 for "to the end", a negative offset a suffix); `quiet`:
+ * NULL too when it cannot be read. */
+static SEXP store_value(zstore *s, const char *key, int64_t off, int64_t len, int quiet) {
   one_get g;
   memset(&g, 0, sizeof g);
   g.key = key;
@@ -516,6 +517,7 @@ static SEXP store_value(zstore *s, const char *key, int64_t off, int64_t len) {
   zerr e = {ZE_OK, ""};
   if (store_fetch(s, 1, one_req, one_handle, &g, 1, &stop, &e)) {
     free(g.data);
+    if (quiet) return R_NilValue;
     store_raise(s, &e, NULL, g.key);
   }
   if (g.missing) return R_NilValue;
@@ -547,31 +549,35 @@ SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
     off = (int64_t)REAL(range)[0];
     len = (int64_t)REAL(range)[1];
   }
-  return store_value(s, translateCharUTF8(STRING_ELT(key, 0)), off, len);
+  return store_value(s, translateCharUTF8(STRING_ELT(key, 0)), off, len, 0);
 }
 
 /* The metadata documents of the node at `prefix` ("" or "a/b/"), read in
  * the order get_metadata() needs them and no further: zarr.json; without
- * it .zarray, or else .zgroup; with either, .zattrs. One call instead of
- * one R method call per document: a list (zarr.json, .zarray, .zgroup,
- * .zattrs) of raw vectors or NULLs. */
-SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix) {
-  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup", ".zattrs"};
+ * it .zarray, or else .zgroup; with either, .zattrs; and with `root`, the
+ * .zmetadata of a v2 root group (NULL also when it cannot be read: the hierarchy
+ * is then listed, as when it is absent). One call instead of one R method
+ * call per document: a list (zarr.json, .zarray, .zgroup, .zattrs,
+ * .zmetadata) of raw vectors or NULLs. */
+SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix, SEXP root) {
+  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"};
   zstore *s = store_from(ptr);
   if (TYPEOF(prefix) != STRSXP || XLENGTH(prefix) != 1 || STRING_ELT(prefix, 0) == NA_STRING)
     zarr_raise(ZE_VALUE, NULL, NULL, "internal: a node prefix must be one string");
   const char *pre = translateCharUTF8(STRING_ELT(prefix, 0));
+  int with_root = asLogical(root) == TRUE;
   size_t np = strlen(pre);
   char key[4096];
   if (np + 16 > sizeof key) zarr_raise(ZE_KEY, NULL, NULL, "the node path is too long for a store key");
   memcpy(key, pre, np);
-  SEXP out = PROTECT(allocVector(VECSXP, 4));
-  for (int i = 0; i < 4; i++) {
+  SEXP out = PROTECT(allocVector(VECSXP, 5));
+  for (int i = 0; i < 5; i++) {
     if (i == 1 && VECTOR_ELT(out, 0) != R_NilValue) break;  /* v3: nothing else */
     if (i == 2 && VECTOR_ELT(out, 1) != R_NilValue) continue; /* an array is no group */
     if (i == 3 && VECTOR_ELT(out, 1) == R_NilValue && VECTOR_ELT(out, 2) == R_NilValue) break;
+    if (i == 4 && (!with_root || VECTOR_ELT(out, 2) == R_NilValue)) break; /* of a root group only */
     strcpy(key + np, names[i]);
-    SET_VECTOR_ELT(out, i, store_value(s, key, 0, -1));
+    SET_VECTOR_ELT(out, i, store_value(s, key, 0, -1, i == 4));
   }
   UNPROTECT(1);
   return out;

@@ -155,7 +155,7 @@ SEXP ffi_dir_files(SEXP dir, SEXP links);
 SEXP ffi_store_zip(SEXP index, SEXP prefix);
 SEXP ffi_store_r(SEXP env);
 SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);
-SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix);
+SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix, SEXP root);
 SEXP ffi_store_get_keys(SEXP ptr, SEXP keys, SEXP nthreads);
 SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value);
 SEXP ffi_store_stats(SEXP ptr);
