@@ -504,6 +504,8 @@ static SEXP alloc_failed(SEXP cond, void *data) {
   return R_NilValue;
 }
 
+static SEXP raw_from_get(one_get *g);
+
 /* The value of one key as an R raw vector, or NULL when absent (off/len as
  * in zrange: len -1 for "to the end", a negative offset a suffix); `quiet`:
  * NULL too when it cannot be read. */
@@ -525,18 +527,23 @@ static SEXP store_value(zstore *s, const char *key, int64_t off, int64_t len, in
     free(g.data);
     zarr_raise(ZE_NOMEM, NULL, g.key, "the value is too large for an R vector");
   }
-  if (g.n <= SMALL_VALUE) /* the C copy is freed however the allocation ends */
-    return R_ExecWithCleanup(copy_small, &g, free_get, &g);
+  return raw_from_get(&g);
+}
+
+/* The bytes fetched into g (malloc'd, freed here) as an R raw vector. */
+static SEXP raw_from_get(one_get *g) {
+  if (g->n <= SMALL_VALUE) /* the C copy is freed however the allocation ends */
+    return R_ExecWithCleanup(copy_small, g, free_get, g);
   /* a large R allocation may fail: then a classed error naming the key,
    * after the C copy is freed (R_tryCatchError runs R code: not for small
    * documents, where it cost more than reading them) */
-  SEXP out = R_tryCatchError(alloc_raw, &g, alloc_failed, NULL);
+  SEXP out = R_tryCatchError(alloc_raw, g, alloc_failed, NULL);
   if (out == R_NilValue) {
-    free(g.data);
-    zarr_raise(ZE_NOMEM, NULL, g.key, "cannot allocate an R vector for the value");
+    free(g->data);
+    zarr_raise(ZE_NOMEM, NULL, g->key, "cannot allocate an R vector for the value");
   }
-  if (g.n) memcpy(RAW(out), g.data, g.n);
-  free(g.data);
+  if (g->n) memcpy(RAW(out), g->data, g->n);
+  free(g->data);
   return out;
 }
 
@@ -550,6 +557,33 @@ SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
     len = (int64_t)REAL(range)[1];
   }
   return store_value(s, translateCharUTF8(STRING_ELT(key, 0)), off, len, 0);
+}
+
+/* A metadata document read directly where the store reads one key at a
+ * time (a local folder): not counted in io_stats(), which count the
+ * requests for data, as when documents were read from R. NULL when absent
+ * (or, `quiet`, unreadable). */
+static SEXP doc_value(zstore *s, const char *key, int quiet) {
+  if (s->ops->get == NULL) return store_value(s, key, 0, -1, quiet);
+  zerr e = {ZE_OK, ""};
+  zbuf b = {0};
+  one_get g;
+  memset(&g, 0, sizeof g);
+  g.key = key;
+  zrange r = {key, 0, -1};
+  if (store_key_ok(s, key, 0, &e) || s->ops->get(s, &r, &b, &g.missing, &e)) {
+    zbuf_free(&b);
+    if (quiet) return R_NilValue;
+    store_raise(s, &e, NULL, key);
+  }
+  if (g.missing) {
+    zbuf_free(&b);
+    return R_NilValue;
+  }
+  if (b.data == NULL && zbuf_reserve(&b, 1, &e)) zarr_raise_err(&e, NULL, key);
+  g.data = b.data; /* handed over: raw_from_get() frees it */
+  g.n = b.size;
+  return raw_from_get(&g);
 }
 
 /* The metadata documents of the node at `prefix` ("" or "a/b/"), read in
@@ -577,7 +611,7 @@ SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix, SEXP root) {
     if (i == 3 && VECTOR_ELT(out, 1) == R_NilValue && VECTOR_ELT(out, 2) == R_NilValue) break;
     if (i == 4 && (!with_root || VECTOR_ELT(out, 2) == R_NilValue)) break; /* of a root group only */
     strcpy(key + np, names[i]);
-    SET_VECTOR_ELT(out, i, store_value(s, key, 0, -1, i == 4));
+    SET_VECTOR_ELT(out, i, doc_value(s, key, i == 4));
   }
   UNPROTECT(1);
   return out;
