@@ -52,15 +52,7 @@ meta_doc_max <- 512L
 # text holds, or large documents). Parts are separated by a control byte,
 # which valid JSON does not hold either, so documents that would not parse
 # never find the entry of others.
-meta_doc_key <- function(kind, ...) {
-  docs <- list(...)
-  n <- 0
-  for (d in docs) if (!is.null(d)) {
-    n <- n + length(d)
-    if (n > 65536 || any(d == as.raw(0L))) return(NULL)
-  }
-  paste(c(kind, vapply(docs, function(d) if (is.null(d)) "\001" else rawToChar(d), "")), collapse = "\002")
-}
+meta_doc_key <- function(kind, ...) .Call(ffi_meta_doc_key, kind, list(...))
 
 meta_doc_get <- function(key) {
   if (is.null(key)) return(NULL)
