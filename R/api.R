@@ -120,10 +120,22 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
   # a plain local directory (no scheme, no name of a file kind opened
   # otherwise) needs none of the pattern tests below
   if (!grepl("://|[.](json|zip|ozx)", location, ignore.case = TRUE, perl = TRUE)) {
-    if (!dir.exists(location))
+    root <- path.expand(enc2utf8(location))
+    probe <- .Call(ffi_local_probe, root)
+    if (probe[1L] != 1L)
       zarr_abort("not_found", sprintf("'%s' does not exist or is not a directory", location))
-    if (ref_is_parquet_dir(location)) return(open_existing(zarr_refstore$new(location, format = "parquet")))
-    return(open_existing(zarr_localstore$new(location, read_only = read_only)))
+    # only a .zmetadata without node documents may be a parquet reference store
+    if (probe[5L] == 1L && ref_is_parquet_dir(location))
+      return(open_existing(zarr_refstore$new(location, format = "parquet")))
+    local_probe_slot$path <- root
+    local_probe_slot$probe <- probe
+    store <- zarr_localstore$new(location, read_only = read_only)
+    # with root metadata there is no Icechunk repository to fall back to
+    if (any(probe[2:4] == 1L)) {
+      z <- zarr$new(store)
+      if (!is.null(z$root)) return(z)
+    }
+    return(open_existing(store))
   }
   if (grepl("^reference[+](json|parquet)://", location, ignore.case = TRUE) ||
       (grepl("[.]json([?#].*)?$", location, ignore.case = TRUE) &&

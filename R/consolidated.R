@@ -14,7 +14,8 @@ read_consolidated <- function(store, root_meta) {
     return(structure(cm[["metadata"]], zarr_source = if (!is.null(raw)) list(raw = raw, v2 = FALSE)))
   }
   if (!identical(as.integer(root_meta[["zarr_format"]]), 2L)) return(NULL)
-  raw <- tryCatch(store$get(".zmetadata"), zarr_error = function(e) NULL)
+  raw <- take_root_zmetadata(store)
+  if (identical(raw, FALSE)) raw <- tryCatch(store$get(".zmetadata"), zarr_error = function(e) NULL)
   if (is.null(raw)) return(NULL)
   # what its parse would take, before it is parsed (a classed error: the budget is the user's to raise)
   json_check_budget(raw, "the consolidated metadata", key = ".zmetadata")
@@ -37,6 +38,31 @@ read_consolidated <- function(store, root_meta) {
   })
   names(out) <- paths[node]
   structure(out, zarr_source = list(raw = raw, v2 = TRUE))
+}
+
+# The .zmetadata of a v2 root group (NULL: absent or unreadable) that the
+# store read with its other root documents in get_metadata(""), for the
+# read_consolidated() that follows it; forgotten by every get_metadata("")
+# (each open reads the root metadata first) and taken once, for that store only.
+root_zmetadata_slot <- new.env(parent = emptyenv())
+
+remember_root_zmetadata <- function(store, raw) {
+  root_zmetadata_slot$store <- store
+  root_zmetadata_slot$raw <- raw
+}
+
+forget_root_zmetadata <- function() {
+  root_zmetadata_slot$store <- NULL
+  root_zmetadata_slot$raw <- NULL
+}
+
+# The kept bytes (or NULL) when they are this store's; FALSE when none are kept.
+take_root_zmetadata <- function(store) {
+  kept <- root_zmetadata_slot$store
+  if (is.null(kept) || !identical(kept, store)) return(FALSE)
+  raw <- root_zmetadata_slot$raw
+  forget_root_zmetadata()
+  raw
 }
 
 # The bytes of the root zarr.json that the store parsed last, when they are

@@ -52,15 +52,7 @@ meta_doc_max <- 512L
 # text holds, or large documents). Parts are separated by a control byte,
 # which valid JSON does not hold either, so documents that would not parse
 # never find the entry of others.
-meta_doc_key <- function(kind, ...) {
-  docs <- list(...)
-  n <- 0
-  for (d in docs) if (!is.null(d)) {
-    n <- n + length(d)
-    if (n > 65536 || any(d == as.raw(0L))) return(NULL)
-  }
-  paste(c(kind, vapply(docs, function(d) if (is.null(d)) "\001" else rawToChar(d), "")), collapse = "\002")
-}
+meta_doc_key <- function(kind, ...) .Call(ffi_meta_doc_key, kind, list(...))
 
 meta_doc_get <- function(key) {
   if (is.null(key)) return(NULL)
@@ -266,12 +258,15 @@ zarr_store <- R6::R6Class("zarr_store",
     #' @return A list, or `NULL` if there is no node.
     get_metadata = function(prefix) {
       prefix <- node_prefix(prefix)
-      key <- paste0(prefix, "zarr.json")
-      raw <- self$get(key)
+      root <- !nzchar(prefix)
+      if (root) forget_root_zmetadata()
+      docs <- private$node_documents(prefix, root)
+      raw <- docs[[1L]]
       if (!is.null(raw)) {
         doc <- meta_doc_key("v3", raw)
         meta <- meta_doc_get(doc)
         if (is.null(meta)) {
+          key <- paste0(prefix, "zarr.json")
           meta <- json_parse(raw, "zarr.json", key = key)
           check_node_document(meta, key)
           meta_doc_put(doc, meta)
@@ -280,7 +275,9 @@ zarr_store <- R6::R6Class("zarr_store",
         if (!nzchar(prefix) && !is.null(meta[["consolidated_metadata"]])) remember_root_document(meta, raw)
         return(meta)
       }
-      v2_get_metadata(self, prefix)
+      if (length(docs) < 4L || (is.null(docs[[2L]]) && is.null(docs[[3L]]))) return(NULL)
+      if (root && length(docs) == 5L) remember_root_zmetadata(self, docs[[5L]])
+      v2_metadata(prefix, docs[[2L]], docs[[3L]], docs[[4L]])
     },
 
     #' @description Write the metadata of the node at a prefix.
@@ -413,6 +410,19 @@ zarr_store <- R6::R6Class("zarr_store",
     # that can tell at once (a local store: the folder is not there) spares
     # creating a node the reads of documents that are not there.
     node_absent = function(prefix) FALSE,
+    # The documents of the node at `prefix` that get_metadata() reads, in
+    # its order and no more: list(zarr.json, .zarray, .zgroup, .zattrs),
+    # NULL where absent or not read. A store with a C implementation reads
+    # them in one call (ffi_store_node_docs), for a `root` group with its
+    # .zmetadata as a fifth element (read_consolidated() takes it).
+    node_documents = function(prefix, root = FALSE) {
+      v3 <- self$get(paste0(prefix, "zarr.json"))
+      if (!is.null(v3)) return(list(v3))
+      zarray <- self$get(paste0(prefix, ".zarray"))
+      zgroup <- if (is.null(zarray)) self$get(paste0(prefix, ".zgroup"))
+      if (is.null(zarray) && is.null(zgroup)) return(list(NULL, NULL, NULL, NULL))
+      list(NULL, zarray, zgroup, self$get(paste0(prefix, ".zattrs")))
+    },
     # The metadata documents of a node new_node_prefix() just cleared (a
     # folder that was not there has no old .zattrs to remove).
     write_new_node = function(prefix, metadata) {

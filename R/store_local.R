@@ -52,23 +52,24 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       if (grepl("://", root, fixed = TRUE) && grepl("^[A-Za-z][A-Za-z0-9+.-]+://", root))
         zarr_abort("argument", sprintf("'%s' is a URL, not a local folder: stores at URLs open with open_zarr() (read-only but for s3://)", root))
       root <- path.expand(root)
-      version <- zarr_default_format()
-      if (dir.exists(root)) {
-        has3 <- file.exists(file.path(root, "zarr.json"))
-        has2 <- !has3 && (file.exists(file.path(root, ".zgroup")) || file.exists(file.path(root, ".zarray")) ||
-          file.exists(file.path(root, ".zmetadata")))
+      probe <- local_root_probe(root)
+      version <- NULL
+      if (probe[1L] == 1L) {
+        has3 <- probe[2L] == 1L
+        has2 <- !has3 && any(probe[3:5] == 1L)
         if (!has3 && !has2 && length(list.files(root, all.files = TRUE, no.. = TRUE)) &&
             !has_nested_metadata(root) && !ic_is_repository_dir(root))
           zarr_abort("store", sprintf("'%s' exists but is not a Zarr store", root))
         if (has3) version <- 3L
-        if (!has3 && has2) version <- 2L
-      } else if (file.exists(root)) {
+        if (has2) version <- 2L
+      } else if (probe[1L] == 2L) {
         zarr_abort("store", sprintf("'%s' is a file, not a directory", root))
       } else {
         if (isTRUE(read_only)) zarr_abort("store", sprintf("'%s' does not exist", root))
         if (!dir.create(root, recursive = TRUE, showWarnings = FALSE))
           zarr_abort("io", sprintf("cannot create directory '%s'", root))
       }
+      if (is.null(version)) version <- zarr_default_format()
       super$initialize(read_only, version)
       private$.root <- normalizePath(root, winslash = "/", mustWork = TRUE)
       private$.separator <- "."
@@ -231,7 +232,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     #'   (whole or by byte range) and written by its worker threads.
     #' @return An external pointer to the store's C implementation.
     io_spec = function() {
-      if (is.null(private$.io)) private$.io <- .Call(ffi_store_local, private$.root)
+      if (is.null(private$.io)) private$.io <- .Call(ffi_store_local, private$.root, TRUE)
       private$.io
     }
   ),
@@ -247,6 +248,7 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
   ),
   private = list(
     .root = NULL, .io = NULL,
+    node_documents = function(prefix, root = FALSE) .Call(ffi_store_node_docs, self$io_spec(), prefix, root),
     # the node's folder is not there (a dangling symbolic link counts as
     # absent: writing through it is refused in src/store_local.c)
     node_absent = function(prefix) nzchar(prefix) && !file.exists(private$path(sub("/$", "", prefix))),
@@ -263,6 +265,21 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     }
   )
 )
+
+# What is at a local store's root (ffi_local_probe: kind, then whether
+# zarr.json, .zgroup, .zarray, .zmetadata exist, -1 where not looked at).
+# open_zarr() probes before it builds the store: the store takes that probe
+# (once, for the same path) instead of asking again.
+local_probe_slot <- new.env(parent = emptyenv())
+
+local_root_probe <- function(root) {
+  probe <- local_probe_slot$probe
+  if (!is.null(probe)) {
+    local_probe_slot$probe <- NULL
+    if (identical(local_probe_slot$path, root)) return(probe)
+  }
+  .Call(ffi_local_probe, root)
+}
 
 # Whether each path is a symbolic link (whatever it points to, if anything);
 # Sys.readlink() gives NA where nothing is.

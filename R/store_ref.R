@@ -774,7 +774,7 @@ ref_resolve_target <- function(url, base, local_ok = TRUE) {
     return(none(sprintf(paste("references read from a remote location may not name the local file '%s'",
                               "(options(zarr.reference_local_targets = TRUE) allows it)"), shown)))
   p <- normalizePath(path.expand(url), winslash = "/", mustWork = FALSE)
-  list(group = "file", make = function() .Call(ffi_store_local, ""),
+  list(group = "file", make = function() .Call(ffi_store_local, "", FALSE),
        key = sub("^/+", "", p), error = "", shown = shown)
 }
 

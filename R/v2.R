@@ -85,11 +85,9 @@ v2_codec <- function(comp, key = NULL, typesize = 1L) {
   )
 }
 
-v2_get_metadata <- function(store, prefix) {
-  zarray <- store$get(paste0(prefix, ".zarray"))
-  zgroup <- if (is.null(zarray)) store$get(paste0(prefix, ".zgroup")) else NULL
-  if (is.null(zarray) && is.null(zgroup)) return(NULL)
-  attrs_raw <- store$get(paste0(prefix, ".zattrs"))
+# The metadata (v3 form) of a node's v2 documents as read (raw; zarray or
+# zgroup NULL), parsed once per distinct bytes (meta_doc_cache).
+v2_metadata <- function(prefix, zarray, zgroup, attrs_raw) {
   doc <- meta_doc_key("v2", zarray, zgroup, attrs_raw)
   hit <- meta_doc_get(doc)
   if (!is.null(hit)) return(hit)

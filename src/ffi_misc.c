@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "zarr.h"
 
@@ -268,6 +269,65 @@ SEXP ffi_file_write(SEXP path, SEXP data) {
 
 SEXP ffi_file_size(SEXP path) {
   return ScalarReal((double)file_size(translateCharUTF8(STRING_ELT(path, 0))));
+}
+
+/* The key of metadata documents in the cache of parsed ones (R/store.R):
+ * the kind, then each document's bytes ("\001" for an absent one), joined
+ * by "\002"; NULL for documents too large to keep (over 64 KiB together)
+ * or holding a NUL byte. */
+SEXP ffi_meta_doc_key(SEXP kind, SEXP docs) {
+  const char *k = CHAR(STRING_ELT(kind, 0));
+  R_xlen_t nd = XLENGTH(docs);
+  size_t total = strlen(k), body = 0;
+  for (R_xlen_t i = 0; i < nd; i++) {
+    SEXP d = VECTOR_ELT(docs, i);
+    size_t n = TYPEOF(d) == RAWSXP ? (size_t)XLENGTH(d) : 1;
+    body += TYPEOF(d) == RAWSXP ? n : 0;
+    if (body > 65536 || (TYPEOF(d) == RAWSXP && n && memchr(RAW(d), 0, n) != NULL)) return R_NilValue;
+    total += 1 + n;
+  }
+  char *buf = R_alloc(total + 1, 1);
+  size_t at = strlen(k);
+  memcpy(buf, k, at);
+  for (R_xlen_t i = 0; i < nd; i++) {
+    SEXP d = VECTOR_ELT(docs, i);
+    buf[at++] = '\002';
+    if (TYPEOF(d) == RAWSXP) {
+      if (XLENGTH(d)) memcpy(buf + at, RAW(d), (size_t)XLENGTH(d));
+      at += (size_t)XLENGTH(d);
+    } else {
+      buf[at++] = '\001';
+    }
+  }
+  return ScalarString(mkCharLenCE(buf, (int)at, CE_NATIVE));
+}
+
+/* What is at a local store's root, in one call for zarr_localstore$new()
+ * and open_zarr(): c(kind, zarr.json, .zgroup, .zarray, .zmetadata) with
+ * kind 0 (nothing), 1 (a folder) or 2 (something else), then for a folder
+ * whether each document exists, looked for in that order only until one is
+ * found (the others are then -1: not looked at). */
+SEXP ffi_local_probe(SEXP path) {
+  static const char *const docs[] = {"zarr.json", ".zgroup", ".zarray", ".zmetadata"};
+  const char *p = translateCharUTF8(STRING_ELT(path, 0));
+  SEXP out = PROTECT(allocVector(INTSXP, 5));
+  int *o = INTEGER(out);
+  for (int i = 0; i < 5; i++) o[i] = -1;
+  struct stat st;
+  o[0] = zarr_stat(p, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 1 : 2;
+  size_t n = strlen(p);
+  if (o[0] == 1 && n + 16 < 8192) {
+    char buf[8192];
+    memcpy(buf, p, n);
+    if (n == 0 || buf[n - 1] != '/') buf[n++] = '/';
+    for (int i = 0; i < 4; i++) {
+      strcpy(buf + n, docs[i]);
+      o[i + 1] = zarr_stat(buf, &st) == 0;
+      if (o[i + 1]) break;
+    }
+  }
+  UNPROTECT(1);
+  return out;
 }
 
 SEXP ffi_key_is_safe(SEXP key) {

@@ -480,6 +480,23 @@ static int one_handle(void *ctx, size_t i, int thread, uint8_t *p, size_t n, int
   return 0;
 }
 
+/* Values up to this size (metadata documents) are copied into R without a
+ * condition handler; R fails to allocate them only when nothing else works. */
+#define SMALL_VALUE ((size_t)1 << 16)
+
+static SEXP copy_small(void *data) {
+  one_get *g = data;
+  SEXP out = allocVector(RAWSXP, (R_xlen_t)g->n);
+  if (g->n) memcpy(RAW(out), g->data, g->n);
+  return out;
+}
+
+static void free_get(void *data) {
+  one_get *g = data;
+  free(g->data);
+  g->data = NULL;
+}
+
 static SEXP alloc_raw(void *data) { return allocVector(RAWSXP, (R_xlen_t)((one_get *)data)->n); }
 static SEXP alloc_failed(SEXP cond, void *data) {
   (void)cond;
@@ -487,22 +504,22 @@ static SEXP alloc_failed(SEXP cond, void *data) {
   return R_NilValue;
 }
 
-/* The value of one key (range: NULL, or c(offset, length) with length -1
- * for "to the end"; a negative offset is a suffix), or NULL when absent. */
-SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
-  zstore *s = store_from(ptr);
+static SEXP raw_from_get(one_get *g);
+
+/* The value of one key as an R raw vector, or NULL when absent (off/len as
+ * in zrange: len -1 for "to the end", a negative offset a suffix); `quiet`:
+ * NULL too when it cannot be read. */
+static SEXP store_value(zstore *s, const char *key, int64_t off, int64_t len, int quiet) {
   one_get g;
   memset(&g, 0, sizeof g);
-  g.key = translateCharUTF8(STRING_ELT(key, 0));
-  g.len = -1;
-  if (!isNull(range)) {
-    g.off = (int64_t)REAL(range)[0];
-    g.len = (int64_t)REAL(range)[1];
-  }
+  g.key = key;
+  g.off = off;
+  g.len = len;
   volatile int stop = 0;
   zerr e = {ZE_OK, ""};
   if (store_fetch(s, 1, one_req, one_handle, &g, 1, &stop, &e)) {
     free(g.data);
+    if (quiet) return R_NilValue;
     store_raise(s, &e, NULL, g.key);
   }
   if (g.missing) return R_NilValue;
@@ -510,15 +527,92 @@ SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
     free(g.data);
     zarr_raise(ZE_NOMEM, NULL, g.key, "the value is too large for an R vector");
   }
-  /* an R allocation may fail: keep the C copy only in an R vector's finalizer reach */
-  SEXP out = R_tryCatchError(alloc_raw, &g, alloc_failed, NULL);
+  return raw_from_get(&g);
+}
+
+/* The bytes fetched into g (malloc'd, freed here) as an R raw vector. */
+static SEXP raw_from_get(one_get *g) {
+  if (g->n <= SMALL_VALUE) /* the C copy is freed however the allocation ends */
+    return R_ExecWithCleanup(copy_small, g, free_get, g);
+  /* a large R allocation may fail: then a classed error naming the key,
+   * after the C copy is freed (R_tryCatchError runs R code: not for small
+   * documents, where it cost more than reading them) */
+  SEXP out = R_tryCatchError(alloc_raw, g, alloc_failed, NULL);
   if (out == R_NilValue) {
-    free(g.data);
-    zarr_raise(ZE_NOMEM, NULL, g.key, "cannot allocate an R vector for the value");
+    free(g->data);
+    zarr_raise(ZE_NOMEM, NULL, g->key, "cannot allocate an R vector for the value");
   }
-  PROTECT(out);
-  if (g.n) memcpy(RAW(out), g.data, g.n);
-  free(g.data);
+  if (g->n) memcpy(RAW(out), g->data, g->n);
+  free(g->data);
+  return out;
+}
+
+/* The value of one key (range: NULL, or c(offset, length) with length -1
+ * for "to the end"; a negative offset is a suffix), or NULL when absent. */
+SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range) {
+  zstore *s = store_from(ptr);
+  int64_t off = 0, len = -1;
+  if (!isNull(range)) {
+    off = (int64_t)REAL(range)[0];
+    len = (int64_t)REAL(range)[1];
+  }
+  return store_value(s, translateCharUTF8(STRING_ELT(key, 0)), off, len, 0);
+}
+
+/* A metadata document read directly where the store reads one key at a
+ * time (a local folder): not counted in io_stats(), which count the
+ * requests for data, as when documents were read from R. NULL when absent
+ * (or, `quiet`, unreadable). */
+static SEXP doc_value(zstore *s, const char *key, int quiet) {
+  if (s->ops->get == NULL) return store_value(s, key, 0, -1, quiet);
+  zerr e = {ZE_OK, ""};
+  zbuf b = {0};
+  one_get g;
+  memset(&g, 0, sizeof g);
+  g.key = key;
+  zrange r = {key, 0, -1};
+  if (store_key_ok(s, key, 0, &e) || s->ops->get(s, &r, &b, &g.missing, &e)) {
+    zbuf_free(&b);
+    if (quiet) return R_NilValue;
+    store_raise(s, &e, NULL, key);
+  }
+  if (g.missing) {
+    zbuf_free(&b);
+    return R_NilValue;
+  }
+  if (b.data == NULL && zbuf_reserve(&b, 1, &e)) zarr_raise_err(&e, NULL, key);
+  g.data = b.data; /* handed over: raw_from_get() frees it */
+  g.n = b.size;
+  return raw_from_get(&g);
+}
+
+/* The metadata documents of the node at `prefix` ("" or "a/b/"), read in
+ * the order get_metadata() needs them and no further: zarr.json; without
+ * it .zarray, or else .zgroup; with either, .zattrs; and with `root`, the
+ * .zmetadata of a v2 root group (NULL also when it cannot be read: the hierarchy
+ * is then listed, as when it is absent). One call instead of one R method
+ * call per document: a list (zarr.json, .zarray, .zgroup, .zattrs,
+ * .zmetadata) of raw vectors or NULLs. */
+SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix, SEXP root) {
+  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"};
+  zstore *s = store_from(ptr);
+  if (TYPEOF(prefix) != STRSXP || XLENGTH(prefix) != 1 || STRING_ELT(prefix, 0) == NA_STRING)
+    zarr_raise(ZE_VALUE, NULL, NULL, "internal: a node prefix must be one string");
+  const char *pre = translateCharUTF8(STRING_ELT(prefix, 0));
+  int with_root = asLogical(root) == TRUE;
+  size_t np = strlen(pre);
+  char key[4096];
+  if (np + 16 > sizeof key) zarr_raise(ZE_KEY, NULL, NULL, "the node path is too long for a store key");
+  memcpy(key, pre, np);
+  SEXP out = PROTECT(allocVector(VECSXP, 5));
+  for (int i = 0; i < 5; i++) {
+    if (i == 1 && VECTOR_ELT(out, 0) != R_NilValue) break;  /* v3: nothing else */
+    if (i == 2 && VECTOR_ELT(out, 1) != R_NilValue) continue; /* an array is no group */
+    if (i == 3 && VECTOR_ELT(out, 1) == R_NilValue && VECTOR_ELT(out, 2) == R_NilValue) break;
+    if (i == 4 && (!with_root || VECTOR_ELT(out, 2) == R_NilValue)) break; /* of a root group only */
+    strcpy(key + np, names[i]);
+    SET_VECTOR_ELT(out, i, doc_value(s, key, i == 4));
+  }
   UNPROTECT(1);
   return out;
 }

@@ -130,7 +130,7 @@ void store_raise(zstore *s, const zerr *e, const char *array, const char *key)
     ;
 
 /* Constructors (each in its own store_<kind>.c; NULL with e set on failure). */
-zstore *local_store_new(const char *root, zerr *e);
+zstore *local_store_new(const char *root, int resolved, zerr *e);
 zstore *zip_store_new(const zipidx *z, const char *prefix, zerr *e);
 
 /* HTTP (store_http.c): `base` is the URL of the store root without a
@@ -150,11 +150,12 @@ zstore *http_store_new(const char *base, const char *query, const zhttp_opts *o,
 void http_global_init(void);
 
 /* R entry points */
-SEXP ffi_store_local(SEXP root);
+SEXP ffi_store_local(SEXP root, SEXP resolved);
 SEXP ffi_dir_files(SEXP dir, SEXP links);
 SEXP ffi_store_zip(SEXP index, SEXP prefix);
 SEXP ffi_store_r(SEXP env);
 SEXP ffi_store_get(SEXP ptr, SEXP key, SEXP range);
+SEXP ffi_store_node_docs(SEXP ptr, SEXP prefix, SEXP root);
 SEXP ffi_store_get_keys(SEXP ptr, SEXP keys, SEXP nthreads);
 SEXP ffi_store_set(SEXP ptr, SEXP key, SEXP value);
 SEXP ffi_store_stats(SEXP ptr);

@@ -33,13 +33,9 @@ int file_read(const char *path, int64_t off, int64_t len, zbuf *out, int *missin
   *missing = 0;
   out->size = 0;
   /* never blocks on a FIFO or device a key may name; a directory is absent */
-  int fd = open_regular(path, missing, e);
-  if (fd < 0) return *missing ? 0 : -1;
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return zerr_set(e, ZE_IO, "cannot stat '%s': %s", path, strerror(errno));
-  }
+  int fd = open_regular(path, &st, missing, e);
+  if (fd < 0) return *missing ? 0 : -1;
   int64_t size = (int64_t)st.st_size;
   if (off < 0) off = size + off < 0 ? 0 : size + off;
   if (off > size) off = size;
@@ -313,11 +309,12 @@ static const zstore_ops local_ops = {
  * symbolic link, no "." or ".."), ending in "/", so that an entry is named
  * by its file's path whichever folder of the path the store was opened at.
  * A root that cannot be resolved is named as given. */
-static char *local_ident(const char *root) {
+static char *local_ident(const char *root, const char *resolved) {
 #ifdef _WIN32
+  (void)resolved;
   char *real = _fullpath(NULL, root, 0);
 #else
-  char *real = *root ? realpath(root, NULL) : NULL;
+  char *real = resolved != NULL ? strdup(resolved) : *root ? realpath(root, NULL) : NULL;
 #endif
   const char *r = real ? real : root;
   size_t n = strlen(r);
@@ -328,14 +325,19 @@ static char *local_ident(const char *root) {
   return id;
 }
 
-zstore *local_store_new(const char *root, zerr *e) {
+/* `resolved`: the root is already a real path (zarr_localstore keeps its
+ * root normalised), so it is not resolved again. */
+zstore *local_store_new(const char *root, int resolved, zerr *e) {
   local_impl *li = calloc(1, sizeof *li);
   if (li != NULL) li->root = strdup(root);
 #ifndef _WIN32
-  if (li != NULL && *root) li->real = realpath(root, NULL); /* NULL: resolved when needed */
+  if (li != NULL && *root)
+    li->real = resolved ? strdup(root) : realpath(root, NULL); /* NULL: resolved when needed */
+#else
+  (void)resolved;
 #endif
   zstore *s = li && li->root ? store_alloc(&local_ops, li, root) : NULL;
-  if (s != NULL) s->ident = local_ident(root);
+  if (s != NULL) s->ident = local_ident(root, li->real); /* (resolved once) */
   if (s == NULL || s->ident == NULL) {
     if (s != NULL) free(s->where);
     free(s);
@@ -350,9 +352,9 @@ zstore *local_store_new(const char *root, zerr *e) {
   return s;
 }
 
-SEXP ffi_store_local(SEXP root) {
+SEXP ffi_store_local(SEXP root, SEXP resolved) {
   zerr e = {ZE_OK, ""};
-  zstore *s = local_store_new(translateCharUTF8(STRING_ELT(root, 0)), &e);
+  zstore *s = local_store_new(translateCharUTF8(STRING_ELT(root, 0)), asLogical(resolved) == TRUE, &e);
   if (s == NULL) zarr_raise_err(&e, NULL, NULL);
   return store_wrap(s, R_NilValue);
 }

@@ -491,7 +491,8 @@ void tbufs_release(void);     /* frees the read scratch kept between reads (engi
 /* Open a file for reading without ever blocking: a FIFO, socket or device is
  * refused (ZE_IO naming the path), a directory or absent file gives
  * *missing = 1. Returns a blocking descriptor of a regular file, or -1. */
-int open_regular(const char *path, int *missing, zerr *e);
+struct stat;
+int open_regular(const char *path, struct stat *st, int *missing, zerr *e);
 
 /* ---- XML answers of S3 services (xml.c, libxml2) ---- */
 
