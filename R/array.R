@@ -44,7 +44,8 @@ zarr_array <- R6::R6Class("zarr_array",
     initialize = function(name, metadata, parent, store) {
       if (missing(parent)) parent <- NULL
       created <- FALSE
-      if (missing(store) && !is.null(parent) && !node_opening()) {
+      form_100 <- missing(store) && !is.null(parent) && !node_opening()
+      if (form_100) {
         # the 1.0.0 form
         if (inherits(metadata, "array_builder")) metadata <- metadata$metadata()
         if (inherits(parent, "zarr")) name <- ""
@@ -69,7 +70,9 @@ zarr_array <- R6::R6Class("zarr_array",
       super$initialize(name, metadata, parent, store)
       # An array this package cannot read still belongs in the hierarchy: the
       # error is raised when its data are used, not when its group is opened.
-      problem <- tryCatch({
+      # (metadata of the plain form cannot make setup() fail: no condition
+      # handler then, they cost more than the rest of opening the array)
+      problem <- if (setup_cannot_fail(private$.metadata)) { private$setup(plain = TRUE); NULL } else tryCatch({
         private$setup()
         NULL
       }, error = function(e) as_metadata_error(e, self$path))
@@ -82,7 +85,7 @@ zarr_array <- R6::R6Class("zarr_array",
         }, error = function(e) e)
       # a node whose metadata could not be read (broken_node()) keeps its error
       if (!is.null(attr(metadata, "zarr_problem"))) private$.problem <- attr(metadata, "zarr_problem")
-      if (missing(store) && !is.null(parent) && !node_opening()) {
+      if (form_100) {
         if (inherits(parent, "zarr")) parent$root <- self
         else {
           parent$set_node(self)
@@ -572,20 +575,23 @@ zarr_array <- R6::R6Class("zarr_array",
     check_usable = function() if (!is.null(private$.problem)) stop(private$.problem),
     is_json2 = function() private$.json2, # chunks R decodes (see setup())
 
-    setup = function(lazy = TRUE) {
+    # `plain`: the metadata passed setup_cannot_fail()
+    setup = function(lazy = TRUE, plain = FALSE) {
       m <- private$.metadata
       # shape and dimension names first: they are shown even for arrays that
       # cannot be read
-      if (is.list(m) && !is.null(m[["shape"]]))
-        private$.shape <- tryCatch(check_shape(m[["shape"]], "shape"), zarr_error = function(e) NULL)
+      shape <- if (is.list(m)) m[["shape"]]
+      if (!is.null(shape))
+        private$.shape <- if (plain || whole_numbers(shape)) as.numeric(shape)
+          else tryCatch(check_shape(shape, "shape"), zarr_error = function(e) NULL)
       dn <- if (is.list(m)) m[["dimension_names"]]
-      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else
+      private$.dimnames <- if (is.null(dn) || !length(dn)) NULL else if (is.character(dn)) unname(dn) else
         vapply(dn, function(x) if (is.null(x)) NA_character_ else as.character(x)[1L], "", USE.NAMES = FALSE)
       # The data type, codecs and chunk grid are objects that cost more than
       # the rest of opening the node: they are made when first used (a node
       # opened for its attributes never needs them). What goes wrong making
       # them is the array's problem, raised when its data are used.
-      parsed <- take_parsed(m)
+      parsed <- if (!is.null(parsed_slot$m)) take_parsed(m) # (only after a create)
       if (!lazy) parsed <- parsed %||% parse_array_metadata(m, self$path) # raised here
       delayedAssign(".parts", private$make_parts(m, parsed), assign.env = private)
       delayedAssign(".problem", private$.parts[["problem"]], assign.env = private)
@@ -835,6 +841,20 @@ array_key_encoding <- function(m) {
   normalize_key_encoding(list(
     name = enc_name,
     separator = enc[["configuration"]][["separator"]] %||% (if (identical(enc_name, "v2")) "." else "/")))
+}
+
+# Whether x is a vector of non-negative whole numbers (what check_shape()
+# accepts without converting anything), with no condition handler.
+whole_numbers <- function(x) is.numeric(x) && !anyNA(x) && all(x >= 0) && all(x == trunc(x))
+
+# Whether a zarr_array's setup() (lazy) can run on metadata `m` without an
+# error: a list whose shape is absent or whole numbers and whose dimension
+# names are absent or strings (other forms are converted, which may fail).
+setup_cannot_fail <- function(m) {
+  if (!is.list(m)) return(FALSE)
+  shape <- m[["shape"]]
+  dn <- m[["dimension_names"]]
+  (is.null(shape) || whole_numbers(shape)) && (is.null(dn) || is.character(dn))
 }
 
 # The store parses the metadata of an array it creates; the array object

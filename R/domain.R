@@ -167,36 +167,34 @@ domain_build_args <- function(d) {
   f <- names(formals(d$build))
   if ("..." %in% f) c("name", "metadata", "parent", "store") else intersect(c("name", "metadata", "parent", "store"), f)
 }
+# The form as a number: 4 (all four arguments), 3 (the 1.0.0 form), 0 (others).
+domain_build_form <- function(wanted) {
+  if (length(wanted) == 4L) 4L else if (identical(wanted, domain_args_100)) 3L else 0L
+}
 
 # Build the object for one node: registered domains first, then the defaults.
 # `owner` is the zarr object a root node belongs to, when there is one. A
 # node that a domain builds gets its post_open() call, unless `post_open` is
 # FALSE (a group calls it once all of its children are built).
-build_node <- function(name, metadata, parent, store, owner = NULL, post_open = TRUE) {
+# An error of a domain's build() is a domain's error (class
+# zarr_domain_error). With `guarded`, the caller has a condition handler of
+# its own and asks domain_failed() there (a handler here would cost more
+# than asking the domains).
+build_node <- function(name, metadata, parent, store, owner = NULL, post_open = TRUE, guarded = FALSE) {
   metadata <- node_metadata(metadata)
   node_build$depth <- node_build$depth + 1L
   on.exit(node_build$depth <- node_build$depth - 1L)
   domains <- domain_registry$domains
-  # one condition handler for all the domains asked: an error of any of
-  # their build() methods is a domain's error
-  node <- if (length(domains)) tryCatch({
-    claimed <- NULL
-    build_args <- domain_registry$build_args
-    for (i in seq_along(domains)) {
-      d <- domains[[i]]
-      wanted <- if (length(build_args) == length(domains)) build_args[[i]] else domain_build_args(d)
-      par <- if (is.null(parent) && !"store" %in% wanted) owner else parent
-      # the two forms directly (do.call() for the rest)
-      claimed <- if (length(wanted) == 4L) d$build(name, metadata, par, store)
-        else if (identical(wanted, domain_args_100)) d$build(name, metadata, par)
-        else do.call(d$build, unname(list(name = name, metadata = metadata, parent = par, store = store)[wanted]))
-      if (inherits(claimed, "zarr_node")) break
-    }
-    claimed
-  }, error = function(e) {
-    class(e) <- unique(c("zarr_domain_error", class(e)))
-    stop(e)
-  })
+  node <- if (!length(domains)) NULL
+    else if (guarded) {
+      # left raised when a build() fails (see domain_failed())
+      outer <- node_build$in_domain
+      node_build$in_domain <- outer + 1L
+      claimed <- domains_claim(domains, name, metadata, parent, store, owner)
+      node_build$in_domain <- outer
+      claimed
+    } else tryCatch(domains_claim(domains, name, metadata, parent, store, owner),
+                    error = function(e) stop(as_domain_error(e)))
   if (inherits(node, "zarr_node")) {
     node_build$depth <- node_build$depth - 1L
     on.exit()
@@ -213,8 +211,49 @@ build_node <- function(name, metadata, parent, store, owner = NULL, post_open = 
   )
 }
 
+# The node the first registered domain that claims it builds (NULL or
+# another non-node when none does).
+domains_claim <- function(domains, name, metadata, parent, store, owner) {
+  claimed <- NULL
+  build_args <- domain_registry$build_args
+  forms <- domain_registry$build_forms
+  known <- length(build_args) == length(domains) && length(forms) == length(domains)
+  for (i in seq_along(domains)) {
+    d <- domains[[i]]
+    wanted <- if (known) build_args[[i]] else domain_build_args(d)
+    form <- if (known) forms[[i]] else domain_build_form(wanted)
+    # (the parent of a root node is the zarr object in the 1.0.0 form)
+    par <- if (is.null(parent) && form != 4L && !"store" %in% wanted) owner else parent
+    # the two forms directly (do.call() for the rest)
+    claimed <- if (form == 4L) d$build(name, metadata, par, store)
+      else if (form == 3L) d$build(name, metadata, par)
+      else do.call(d$build, unname(list(name = name, metadata = metadata, parent = par, store = store)[wanted]))
+    if (inherits(claimed, "zarr_node")) break
+  }
+  claimed
+}
+
+# For the condition handler of a caller of build_node(guarded = TRUE): whether
+# the error it handles came from a domain's build() (then it gets the class
+# zarr_domain_error), `depth` being node_build$in_domain when the caller
+# started (an interrupt may have left it raised). Resets the count.
+domain_failed <- function(depth) {
+  failed <- node_build$in_domain > depth
+  node_build$in_domain <- depth
+  failed
+}
+node_build$in_domain <- 0L
+
+as_domain_error <- function(e) {
+  class(e) <- unique(c("zarr_domain_error", class(e)))
+  e
+}
+
 # Whether a node came from a registered domain (its post_open() is called).
-domain_node <- function(node) !class(node)[1L] %in% c("zarr_group", "zarr_array")
+domain_node <- function(node) {
+  cls <- class(node)[1L]
+  cls != "zarr_group" && cls != "zarr_array"
+}
 
 with_node_opening <- function(expr) {
   node_build$depth <- node_build$depth + 1L
@@ -240,6 +279,7 @@ domains_want_hierarchy <- function() isTRUE(domain_registry$want_hierarchy)
 domains_update_hierarchy <- function() {
   # the arguments each build() takes, asked here rather than per node built
   domain_registry$build_args <- lapply(domain_registry$domains, domain_build_args)
+  domain_registry$build_forms <- vapply(domain_registry$build_args, domain_build_form, 0L)
   domain_registry$want_hierarchy <- any(vapply(domain_registry$domains, function(d)
     !isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE)), TRUE))
 }

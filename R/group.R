@@ -132,7 +132,7 @@ zarr_group <- R6::R6Class("zarr_group",
       # the first time, children already opened by path are kept as they are
       known <- if (private$.built) list() else private$.children
       for (nm in sort(names_found)) {
-        kid <- known[[nm]] %||% private$child_from_store(nm)
+        kid <- known[[nm]] %||% private$child_from_store(nm, consolidated_metadata_of(self, nm))
         if (!is.null(kid)) kids[[nm]] <- kid
       }
       # children opened by path in a store that cannot be listed stay known
@@ -153,16 +153,21 @@ zarr_group <- R6::R6Class("zarr_group",
       if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name) ||
           (!isTRUE(node_names_ok[[name]]) && grepl("/", name, fixed = TRUE))) # (a valid name has none)
         return(NULL)
-      if (!is.null(private$.children[[name]])) return(private$.children[[name]])
+      kid <- private$.children[[name]]
+      if (!is.null(kid)) return(kid)
       store <- private$.store
-      if (store$supports_listing || !is.null(consolidated_map(self))) {
-        # as listing would find it: only this child's metadata is read
-        map <- consolidated_map(self)
-        if (private$.built || name %in% c(".", "..", node_documents) ||
-            (!is.null(map) && is.null(consolidated_metadata_of(self, name))) ||
-            !node_name_ok(name))
-          return(NULL)
-        kid <- private$child_from_store(name)
+      # the consolidated map is looked up once (the root keeps it)
+      map <- if (is.null(private$.parent)) private$.consolidated else consolidated_map(self)
+      if (!is.null(map) || store$supports_listing) {
+        # as listing would find it: only this child's metadata is read (an
+        # invalid name, "." and ".." and documents' names among them, is none)
+        if (private$.built || !node_name_ok(name)) return(NULL)
+        meta <- NULL
+        if (!is.null(map)) {
+          meta <- consolidated_metadata_of(self, name)
+          if (is.null(meta)) return(NULL)
+        }
+        kid <- private$child_from_store(name, meta)
       } else {
         meta <- store$get_metadata(paste0(self$prefix, name, "/"))
         if (is.null(meta)) return(NULL)
@@ -170,7 +175,8 @@ zarr_group <- R6::R6Class("zarr_group",
       }
       if (!is.null(kid)) {
         private$.children[[name]] <- kid
-        run_post_open(kid)
+        # (post_open() is only for nodes that registered domains build)
+        if (length(domain_registry$domains)) run_post_open(kid)
       }
       kid
     },
@@ -181,6 +187,8 @@ zarr_group <- R6::R6Class("zarr_group",
     #' @return A [zarr_group] or [zarr_array], or `NULL`.
     get_node = function(path) {
       if (!is.character(path) || length(path) != 1L) return(NULL)
+      # a child's name (a name found valid before): `z[["/a"]]`, `g[["x"]]`
+      if (!is.na(path) && nzchar(path) && isTRUE(node_names_ok[[path]])) return(self$open_child(path))
       parts <- strsplit(path, "/", fixed = TRUE)[[1L]]
       node <- self
       for (p in parts[nzchar(parts) & parts != "."]) {
@@ -374,20 +382,31 @@ zarr_group <- R6::R6Class("zarr_group",
       if (!is.null(private$.children[[name]]) || paste0(self$prefix, name) %in% names(map))
         zarr_abort("exists", sprintf("'%s' already exists in group '%s'", name, self$path))
     },
-    # A child from its metadata (consolidated or in the store), NULL when
-    # there is none; metadata that cannot be understood hides only that node:
-    # it opens as an array whose use raises the error.
-    child_from_store = function(nm) {
+    # A child from its metadata (consolidated, when given, or in the store),
+    # NULL when there is none; metadata that cannot be understood hides only
+    # that node: it opens as an array whose use raises the error. One
+    # condition handler for reading and building (a broken node is rare;
+    # handlers cost more than the rest of opening a node).
+    child_from_store = function(nm, meta = NULL) {
       store <- private$.store
-      prefix <- self$prefix
-      meta <- consolidated_metadata_of(self, nm) %||% tryCatch(
-        store$get_metadata(paste0(prefix, nm, "/")),
-        zarr_error_key = function(e) NULL,
-        error = function(e) as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)))
-      if (is.null(meta)) return(NULL)
-      if (inherits(meta, "condition")) return(broken_node(nm, meta, self, store))
-      tryCatch(build_node(nm, meta, self, store, post_open = FALSE), error = function(e) {
-        if (inherits(e, "zarr_domain_error")) stop(e) # a domain's refusal is raised
+      reading <- is.null(meta)
+      in_domain <- node_build$in_domain
+      tryCatch({
+        if (reading) {
+          meta <- store$get_metadata(paste0(self$prefix, nm, "/"))
+          reading <- FALSE
+        }
+        if (!is.null(meta)) build_node(nm, meta, self, store, post_open = FALSE, guarded = TRUE)
+      }, error = function(e) {
+        # a domain's refusal is raised
+        if (domain_failed(in_domain)) stop(as_domain_error(e))
+        if (reading) {
+          if (inherits(e, "zarr_error_key")) return(NULL)
+          prefix <- self$prefix
+          return(broken_node(nm, as_metadata_error(e, paste0(prefix_path(prefix), if (nzchar(prefix)) "/", nm)),
+                             self, store))
+        }
+        if (inherits(e, "zarr_domain_error")) stop(e) # (from a node a domain opened)
         broken_node(nm, as_metadata_error(e), self, store)
       })
     }

@@ -263,7 +263,9 @@ zarr_node <- R6::R6Class("zarr_node",
     #' @field prefix (read-only) The store prefix of the node ("" for the root).
     prefix = function(value) {
       if (!missing(value)) zarr_abort("read_only", "prefix is read-only")
-      node_prefix(self$path)
+      # (name and parent never change: the prefix is worked out once)
+      if (is.null(private$.parent)) return("")
+      private$.prefix %||% (private$.prefix <- paste0(private$.parent$prefix, private$.name, "/"))
     },
     #' @field metadata The metadata document, a list. Setting a list that does
     #'   not describe this node makes it invalid.
@@ -281,7 +283,7 @@ zarr_node <- R6::R6Class("zarr_node",
     }
   ),
   private = list(
-    .name = "", .parent = NULL, .store = NULL, .metadata = NULL, .zarr = NULL, .dirty = FALSE,
+    .name = "", .parent = NULL, .store = NULL, .metadata = NULL, .zarr = NULL, .dirty = FALSE, .prefix = NULL,
     # for descendant classes (domain packages): the domain that manages the
     # node, the glyph drawn for it, the extra lines printed and the
     # attributes shown

@@ -70,7 +70,9 @@ r6_make_plan <- function(gen) {
     public_fields = fields("public_fields"), private_fields = fields("private_fields"),
     has_priv = gen$has_private(),
     lock_objects = isTRUE(gen$lock_objects),
-    classes = if (isTRUE(gen$class)) c(vapply(lineage, function(g) g$classname, ""), "R6")
+    classes = if (isTRUE(gen$class)) c(vapply(lineage, function(g) g$classname, ""), "R6"),
+    # whether any level has a finalize() method (r6_finalizers() then looks)
+    finalizes = "finalize" %in% c(unlist(lapply(pub, names)), unlist(lapply(priv, names)))
   )
   plan$c <- r6_plan_c(plan)
   plan
@@ -85,7 +87,8 @@ r6_plan_c <- function(plan) {
     lev <- rep(seq_along(lists) - 1L, lengths(lists))
     pos <- unlist(lapply(lengths(lists), function(l) seq_len(l) - 1L))
     nm <- unlist(lapply(lists, names))
-    list(lev = as.integer(lev[idx]), pos = as.integer(pos[idx]), names = as.character(nm[idx]))
+    list(lev = as.integer(lev[idx]), pos = as.integer(pos[idx]), names = as.character(nm[idx]),
+         syms = lapply(as.character(nm[idx]), as.name))
   }
   merged <- lapply(seq_len(n), function(k) list(
     origin(plan$pub[seq_len(k)], plan$pub_idx[[k]]),
@@ -94,7 +97,7 @@ r6_plan_c <- function(plan) {
   fields <- function(x) if (length(x)) x else stats::setNames(list(), character())
   list(as.integer(n), plan$parent_envs, plan$pub, plan$priv, plan$act, merged, as.logical(plan$has_act),
        fields(plan$public_fields), fields(plan$private_fields), isTRUE(plan$has_priv), isTRUE(plan$lock_objects),
-       plan$classes)
+       plan$classes, lapply(names(plan$public_fields), as.name), lapply(names(plan$private_fields), as.name))
 }
 
 r6_plan <- function(gen, key) {
@@ -138,18 +141,23 @@ r6_use_fast_new <- function(gen) {
   }
   gen$new <- function(...) {
     if (length(gen$debug_names)) return(r6_new(...))
-    obj <- .Call(ffi_r6_build, r6_plan(gen, key)$c)
+    plan <- r6_plan(gen, key)
+    obj <- .Call(ffi_r6_build, plan$c)
     init <- .subset2(obj, "initialize")
     if (is.function(init)) init(...)
     else if (...length()) stop("Called new() with arguments, but there is no initialize method.")
-    r6_finalizers(obj)
+    if (plan$finalizes) r6_finalizers(obj)
     obj
   }
   invisible()
 }
 
-# The classes made for every open and every array created.
+# The classes made for every open and every array created, and the domains
+# this package registers (asked about every node opened: R6's own
+# constructor sets the environment of each method, which on R < 4.5 drops
+# its byte code, and these methods ran three times slower uncompiled).
 r6_fast_classes <- function() {
   list(zarr_store, zarr_localstore, zarr_memorystore, zarr, zarr_object, zarr_node, zarr_group, zarr_array,
-       zarr_extension, zarr_data_type, chunk_grid_regular, chunk_grid_rectilinear, zarr_domain)
+       zarr_extension, zarr_data_type, chunk_grid_regular, chunk_grid_rectilinear, zarr_domain,
+       zarr_ome_domain, zarr_vectors_domain)
 }

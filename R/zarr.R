@@ -120,7 +120,7 @@ zarr <- R6::R6Class("zarr",
         zarr_abort("argument", "a node path must be a single string starting with '/'")
       if (path == "/" || is.null(private$.root)) return(private$.root)
       if (!inherits(private$.root, "zarr_group")) return(NULL)
-      private$.root$get_node(sub("^/", "", path))
+      private$.root$get_node(substr(path, 2L, nchar(path))) # (no regular expression: the path starts with "/")
     },
 
     #' @description Add a group.

@@ -47,11 +47,12 @@ static SEXP merged_list(SEXP bound, SEXP spec) {
   return out;
 }
 
-static void define_all(SEXP x, SEXP env, int active, int lock) {
-  SEXP names = getAttrib(x, R_NamesSymbol);
+/* x: the values; syms: their names as symbols (made once per plan: looking
+ * names up in the symbol table for every object cost as much as the rest) */
+static void define_all(SEXP x, SEXP syms, SEXP env, int active, int lock) {
   R_xlen_t n = XLENGTH(x);
   for (R_xlen_t i = 0; i < n; i++) {
-    SEXP sym = installTrChar(STRING_ELT(names, i));
+    SEXP sym = VECTOR_ELT(syms, i);
     if (active) R_MakeActiveBinding(sym, VECTOR_ELT(x, i), env);
     else {
       defineVar(sym, VECTOR_ELT(x, i), env);
@@ -64,12 +65,20 @@ static void define_all(SEXP x, SEXP env, int active, int lock) {
  * says what each element is), laid out as R6 lays out its objects (see
  * the top of R/r6_fast.R). */
 SEXP ffi_r6_build(SEXP plan) {
-  if (TYPEOF(plan) != VECSXP || XLENGTH(plan) != 12) zarr_raise(ZE_VALUE, NULL, NULL, "r6_build: invalid plan");
+  if (TYPEOF(plan) != VECSXP || XLENGTH(plan) != 14) zarr_raise(ZE_VALUE, NULL, NULL, "r6_build: invalid plan");
   int n = asInteger(VECTOR_ELT(plan, 0));
   SEXP parents = VECTOR_ELT(plan, 1), merged = VECTOR_ELT(plan, 5), has_act = VECTOR_ELT(plan, 6);
   SEXP pub_fields = VECTOR_ELT(plan, 7), priv_fields = VECTOR_ELT(plan, 8), classes = VECTOR_ELT(plan, 11);
+  SEXP pub_field_syms = VECTOR_ELT(plan, 12), priv_field_syms = VECTOR_ELT(plan, 13);
   int has_priv = asLogical(VECTOR_ELT(plan, 9)) == TRUE, lock_objects = asLogical(VECTOR_ELT(plan, 10)) == TRUE;
-  SEXP sym_enclos = install(".__enclos_env__"), sym_active = install(".__active__");
+  static SEXP sym_enclos = NULL, sym_active, sym_self, sym_private, sym_super;
+  if (!sym_enclos) {
+    sym_enclos = install(".__enclos_env__");
+    sym_active = install(".__active__");
+    sym_self = install("self");
+    sym_private = install("private");
+    sym_super = install("super");
+  }
   int nprot = 0;
   SEXP public_env = PROTECT(R_NewEnv(R_EmptyEnv, FALSE, 0)); nprot++;
   SEXP private_env = R_NilValue;
@@ -91,9 +100,9 @@ SEXP ffi_r6_build(SEXP plan) {
       REPROTECT(bind, ipx);
       defineVar(sym_enclos, enclos, bind);
     }
-    defineVar(install("self"), public_env, enclos);
-    if (has_priv) defineVar(install("private"), private_env, enclos);
-    if (super_bind != R_NilValue) defineVar(install("super"), super_bind, enclos);
+    defineVar(sym_self, public_env, enclos);
+    if (has_priv) defineVar(sym_private, private_env, enclos);
+    if (super_bind != R_NilValue) defineVar(sym_super, super_bind, enclos);
     for (int w = 0; w < 3; w++)
       SET_VECTOR_ELT(VECTOR_ELT(bound, w), k, rebind_all(VECTOR_ELT(VECTOR_ELT(plan, 2 + w), k), enclos));
     SEXP mk = VECTOR_ELT(merged, k);
@@ -105,24 +114,23 @@ SEXP ffi_r6_build(SEXP plan) {
     SET_VECTOR_ELT(keep, 4, m_act);
     if (k < n - 1) {
       /* a superclass level: what `super$` reaches from the level above */
-      define_all(m_pub, bind, 0, 0);
-      define_all(m_priv, bind, 0, 0);
-      define_all(m_act, bind, 1, 0);
+      define_all(m_pub, VECTOR_ELT(VECTOR_ELT(mk, 0), 3), bind, 0, 0);
+      define_all(m_priv, VECTOR_ELT(VECTOR_ELT(mk, 1), 3), bind, 0, 0);
+      if (LOGICAL(has_act)[k]) define_all(m_act, VECTOR_ELT(VECTOR_ELT(mk, 2), 3), bind, 1, 0);
       defineVar(sym_active, m_act, enclos);
       super_bind = bind;
       SET_VECTOR_ELT(keep, 1, super_bind);
     }
   }
   /* methods are locked, fields not (as R6 does) */
-  define_all(m_pub, public_env, 0, 1);
-  for (R_xlen_t i = 0; i < XLENGTH(pub_fields); i++)
-    defineVar(installTrChar(STRING_ELT(getAttrib(pub_fields, R_NamesSymbol), i)), VECTOR_ELT(pub_fields, i), public_env);
+  SEXP last = VECTOR_ELT(merged, n - 1);
+  define_all(m_pub, VECTOR_ELT(VECTOR_ELT(last, 0), 3), public_env, 0, 1);
+  define_all(pub_fields, pub_field_syms, public_env, 0, 0);
   if (has_priv) {
-    define_all(m_priv, private_env, 0, 1);
-    for (R_xlen_t i = 0; i < XLENGTH(priv_fields); i++)
-      defineVar(installTrChar(STRING_ELT(getAttrib(priv_fields, R_NamesSymbol), i)), VECTOR_ELT(priv_fields, i), private_env);
+    define_all(m_priv, VECTOR_ELT(VECTOR_ELT(last, 1), 3), private_env, 0, 1);
+    define_all(priv_fields, priv_field_syms, private_env, 0, 0);
   }
-  define_all(m_act, public_env, 1, 0);
+  if (LOGICAL(has_act)[n - 1]) define_all(m_act, VECTOR_ELT(VECTOR_ELT(last, 2), 3), public_env, 1, 0);
   /* (R6 keeps the list, empty too, when there is an active binding or a superclass) */
   if (n > 1 || XLENGTH(VECTOR_ELT(VECTOR_ELT(plan, 4), n - 1))) defineVar(sym_active, m_act, enclos);
   defineVar(sym_enclos, enclos, public_env);

@@ -140,6 +140,42 @@ test_that("a domain's error while building a node is raised", {
   expect_error(zarr$new(z$store), "node a is not acceptable")
 })
 
+test_that("a child opened by path: a domain's error is raised, malformed metadata opens a broken node", {
+  # the error of a domain's build() is told apart from the node's own errors
+  # by the one condition handler of the child's opening
+  bad <- R6::R6Class("bad_child_domain", inherit = zarr_domain,
+    public = list(initialize = function() super$initialize("BadChild"),
+                  build = function(name, metadata, parent) {
+                    if (identical(name, "a")) stop("node a is not acceptable") else FALSE
+                  }),
+    active = list(open_hierarchy = function(value) FALSE))
+  p <- withr::local_tempfile(fileext = ".zarr")
+  z <- create_zarr(p)
+  g <- z$add_group("/", "g")
+  g$add_array("a", define_array("int32", 3))
+  g$add_array("b", define_array("int32", 3))$write(1:3)
+  g$add_array("c", define_array("int32", 3))
+  writeLines('{"zarr_format": 3, "node_type": "array", "shape": [3', file.path(p, "g", "c", "zarr.json"))
+  local_domain(bad$new())
+  z2 <- open_zarr(p)
+  err <- tryCatch(z2[["/g/a"]], error = function(e) e)
+  expect_s3_class(err, "zarr_domain_error")
+  expect_match(conditionMessage(err), "node a is not acceptable")
+  # after the domain's error: a malformed child is a broken node, a good one opens
+  broken <- z2[["/g/c"]]
+  expect_s3_class(broken, "zarr_array")
+  expect_error(broken[], class = "zarr_error_metadata")
+  expect_output(print(broken), "Not readable")
+  expect_identical(z2[["/g/b"]][], 1:3)
+  expect_null(z2[["/g/none"]])
+  # paths that are not a child's name take the long way
+  g2 <- z2[["/g"]]
+  expect_identical(g2$get_node(""), g2)
+  expect_identical(g2[["./b"]], z2[["/g/b"]])
+  expect_identical(g2[["../g/b"]], z2[["/g/b"]])
+  expect_null(g2[["b/x"]])
+})
+
 test_that("zarr_object keeps a name and works on attribute lists", {
   lab <- tiny_label$new("label", list(a = 1))
   expect_s3_class(lab, "zarr_object")

@@ -57,3 +57,23 @@ test_that("a method added with $set() reaches objects made afterwards", {
   expect_null(before$r6_plan_probe)
   expect_identical(after$r6_plan_probe(), "probe int8")
 })
+
+test_that("a finalize() method of a class built from a plan runs when the object is collected", {
+  # (the plan says whether there is one: no class of this package has it)
+  on.exit({
+    zarr_data_type$private_methods$finalize <- NULL
+    rm(list = ls(r6_plans, all.names = TRUE), envir = r6_plans)
+    options(zarr.test_finalized = NULL)
+  }, add = TRUE)
+  expect_false(r6_plan(zarr_data_type, "zarr_data_type")$finalizes)
+  zarr_data_type$set("private", "finalize", function() options(zarr.test_finalized = TRUE))
+  expect_true(r6_plan(zarr_data_type, "zarr_data_type")$finalizes)
+  local(zarr_data_type$new("int8"))
+  invisible(gc())
+  expect_true(isTRUE(getOption("zarr.test_finalized")))
+})
+
+test_that("the domains this package registers are laid out as R6 makes them", {
+  for (g in list(zarr_ome_domain, zarr_vectors_domain))
+    expect_identical(r6_layout(g$new()), r6_layout(g$.__r6_new__()))
+})
