@@ -192,8 +192,7 @@ zarr_array <- R6::R6Class("zarr_array",
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      how <- if (!isTRUE(self$raw_read)) cf_decode_settings(decode, self$path)
-      enc <- if (!is.null(how)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path, how$valid_range)
+      enc <- if (!isTRUE(self$raw_read)) private$cf_read_encoding(decode)
       if (!is.null(enc)) out <- cf_decode(out, enc)
       if (inherits(out, "CFTime")) out else private$decorate(out)
     },
@@ -648,9 +647,37 @@ zarr_array <- R6::R6Class("zarr_array",
       })
     },
 
+    # The CF encoding reads decode with (NULL: none), kept per array: the
+    # attributes are examined again only when they change (a new list, as
+    # R copies the one kept here before changing it), the encoding made
+    # again when the data type, its fill value or valid_range decoding do.
+    .cf = NULL,
+    cf_read_encoding = function(decode) {
+      attrs <- private$.metadata[["attributes"]]
+      kept <- private$.cf
+      if (is.null(kept) || !identical(kept$attrs, attrs)) {
+        kept <- list(attrs = attrs, any = length(attrs) > 0L && any(names(attrs) %in% cf_attribute_names))
+        private$.cf <- kept
+      }
+      if (!kept$any) { # nothing to decode; a bad `decode` is still an error
+        if (is.list(decode)) cf_decode_settings(decode, self$path)
+        return(NULL)
+      }
+      how <- cf_decode_settings(decode, self$path)
+      if (is.null(how)) return(NULL)
+      dt <- private$.dt
+      key <- list(dt, dt$fill_value, how$valid_range)
+      if (!identical(kept$key, key)) {
+        kept$enc <- cf_encoding(attrs, dt, self$path, how$valid_range)
+        kept$key <- key
+        private$.cf <- kept
+      }
+      kept$enc
+    },
+
     decorate = function(out) {
       dn <- private$.dimnames
-      if (isTRUE(getOption("zarr.dimnames", FALSE)) && !is.null(dn) && !all(is.na(dn)) && length(dim(out)) == length(dn)) {
+      if (!is.null(dn) && isTRUE(getOption("zarr.dimnames", FALSE)) && !all(is.na(dn)) && length(dim(out)) == length(dn)) {
         dimnames(out) <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
       }
       out
@@ -714,6 +741,7 @@ as_range_if_contiguous <- function(i) {
 
 sel_lengths <- function(sel) {
   if (inherits(sel, "zarr_points")) return(nrow(sel)) # one element per row
+  if (is.list(sel)) return(.Call(ffi_sel_lengths, sel)) # (on every read's path)
   n <- numeric(length(sel))
   for (d in seq_along(sel)) n[d] <- if (inherits(sel[[d]], "zarr_range")) sel[[d]][[2L]] else length(sel[[d]])
   n

@@ -99,8 +99,11 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       if (!is.na(mem) && bytes > mem)
         zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
                                      what(), format_bytes(mem)), array = private$.path)
-      run <- function() with_progress(.Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel,
-                                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path))
+      opts <- read_opts(fill_as_na)
+      # a small read never shows a bar: one comparison, not with_progress()'s checks
+      run <- if (bytes < opts$progress_min) function() .Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel, opts)
+        else function() with_progress(.Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel,
+                                            opts), bytes, sprintf("Reading %s", private$.path))
       # No condition handler around the call: a frame of tryCatch() or
       # withCallingHandlers() kept each large result alive into the next read
       # (see read_indexed()). The engine returns NULL when it cannot allocate

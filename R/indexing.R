@@ -95,24 +95,6 @@ index_count <- function(nargs, env, fun) {
 }
 index_count_calls <- new.env(parent = emptyenv())
 
-# The selection as zarr_range()s when every index is an ascending run of
-# whole numbers inside the extent (the common a[1:3, 1:3], and a[5, 7]
-# whose indices are doubles), else NULL.
-integer_runs <- function(sel, shape) {
-  out <- vector("list", length(shape))
-  for (d in seq_along(shape)) {
-    e <- sel[[d]]
-    if (is.object(e) || !(len <- length(e))) return(NULL)
-    if (!is.integer(e) && !(is.double(e) && !anyNA(e) && all(e == trunc(e)))) return(NULL)
-    a <- e[[1L]]
-    b <- e[[len]]
-    if (is.na(a) || is.na(b) || a < 1L || b > shape[d] || b - a != len - 1L ||
-        !isFALSE(is.unsorted(e, strictly = TRUE))) return(NULL)
-    out[[d]] <- zarr_range(a - 1, len)
-  }
-  out
-}
-
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
@@ -246,7 +228,9 @@ read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
   on.exit(out <- NULL)
   nd <- length(shape)
   # plain runs such as 1:3 in every dimension: no NA to split, nothing to resolve
-  runs <- integer_runs(sel, shape)
+  # (ffi_index_runs: zarr_range()s when every index is an ascending run of
+  # whole numbers inside the extent, as a[1:3, 1:3] and a[5, 7], else NULL)
+  runs <- .Call(ffi_index_runs, sel, as.numeric(shape))
   if (!is.null(runs)) {
     out <- x$read(runs, fill_as_na = fill_as_na, decode = decode)
     if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole")) && !inherits(out, "CFTime")) out <- drop(out)
