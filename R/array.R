@@ -599,18 +599,17 @@ zarr_array <- R6::R6Class("zarr_array",
 
     make_parts = function(m, p) tryCatch({
       p <- p %||% parsed_array_metadata(m, self$path, lazy = TRUE)
-      cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
+      # (made on the first read: a regular grid of a parse has its fields
+      # set directly, without the checks and setters the parse made needless)
+      cg <- if (is.null(p$chunk_edges)) chunk_grid_of_parse(p$shape, p$chunk_shape)
         else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
       if (is.null(p$data_type)) {
         # a kept parse: the data type object is made when first asked for
         # (reads of plain types never ask), for the grid and the array alike
         p$codecs <- lazy_data_type(cg, p$dt_args, p$codecs)
       } else cg$data_type <- p$data_type
-      cg$codecs <- p$codecs
-      cg$store <- private$.store
-      cg$chunk_encoding <- p$key_encoding
-      cg$array_prefix <- self$prefix
-      cg$cache_bytes <- private$.cache_bytes
+      path <- self$path
+      chunk_grid_attach(cg, p$codecs, private$.store, p$key_encoding, node_prefix(path), path, private$.cache_bytes)
       if (!is.null(p$spec_box)) share_engine_spec(cg, p$spec_box)
       list(p = p, grid = cg, problem = NULL)
     }, error = function(e) list(problem = as_metadata_error(e, self$path))),

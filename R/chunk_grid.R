@@ -283,6 +283,35 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
   )
 )
 
+# A regular grid of a validated parse (parse_array_metadata()): its shapes
+# need none of initialize()'s checks. Built as $new() builds it (R6's
+# constructor for a generator under $debug() or changed with $set()).
+chunk_grid_of_parse <- function(shape, chunk) {
+  gen <- chunk_grid_regular
+  if (is.null(gen$.__r6_new__) || length(gen$debug_names)) return(gen$new(shape, chunk))
+  cg <- .Call(ffi_r6_build, r6_plan(gen, gen$classname)$c)
+  priv <- .subset2(cg, ".__enclos_env__")$private
+  priv$.name <- "regular"
+  priv$.shape <- shape
+  priv$.chunk <- chunk
+  cg
+}
+
+# Attach a new grid to its array: what the setters of codecs, store,
+# chunk_encoding (normalized by the parse), array_prefix (with the array's
+# path, which it gives) and cache_bytes do, without a call each.
+chunk_grid_attach <- function(cg, codecs, store, encoding, prefix, path, cache_bytes) {
+  priv <- .subset2(cg, ".__enclos_env__")$private
+  priv$.codecs <- codecs
+  priv$.store <- store
+  priv$.encoding <- encoding
+  priv$.prefix <- prefix
+  priv$.path <- path
+  priv$.cache_bytes <- cache_bytes
+  priv$.spec <- NULL
+  invisible(cg)
+}
+
 #' @rdname chunk_grid_regular
 #' @param object A `chunk_grid_regular` instance.
 #' @param ... Ignored.
