@@ -185,16 +185,22 @@ zarr_array <- R6::R6Class("zarr_array",
                     decode = getOption("zarr.decode_cf", TRUE)) {
       on.exit(out <- NULL) # see read_indexed()
       private$check_usable()
-      sel <- private$normalize_selection(selection)
+      # ranges only (from `[`): nothing to normalize
+      sel <- if (.Call(ffi_all_ranges, selection, length(private$.shape))) selection
+        else private$normalize_selection(selection)
+      raw <- isTRUE(self$raw_read)
       # which fill values mark missing ones is fill_is_missing_marker()'s call
-      fill_as_na <- isTRUE(fill_as_na) && !isTRUE(self$raw_read)
-      out <- if (private$is_json2()) {
+      fill_as_na <- !raw && isTRUE(fill_as_na)
+      out <- if (private$.json2) {
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      enc <- if (!isTRUE(self$raw_read)) private$cf_read_encoding(decode)
-      if (!is.null(enc)) out <- cf_decode(out, enc)
-      if (inherits(out, "CFTime")) out else private$decorate(out)
+      enc <- if (!raw) private$cf_read_encoding(decode)
+      if (!is.null(enc)) {
+        out <- cf_decode(out, enc)
+        if (inherits(out, "CFTime")) return(out)
+      }
+      if (is.null(private$.dimnames)) out else private$decorate(out)
     },
 
     #' @description The elements of a uint8 array as a raw vector: the bytes

@@ -230,7 +230,7 @@ read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
   # plain runs such as 1:3 in every dimension: no NA to split, nothing to resolve
   # (ffi_index_runs: zarr_range()s when every index is an ascending run of
   # whole numbers inside the extent, as a[1:3, 1:3] and a[5, 7], else NULL)
-  runs <- .Call(ffi_index_runs, sel, as.numeric(shape))
+  runs <- .Call(ffi_index_runs, sel, shape)
   if (!is.null(runs)) {
     out <- x$read(runs, fill_as_na = fill_as_na, decode = decode)
     if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole")) && !inherits(out, "CFTime")) out <- drop(out)

@@ -37,6 +37,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_read_opts, 1),
     CALLDEF(ffi_index_runs, 2),
     CALLDEF(ffi_sel_lengths, 1),
+    CALLDEF(ffi_all_ranges, 2),
     CALLDEF(ffi_capabilities, 0),
     CALLDEF(ffi_s3_parse_list, 2),
     CALLDEF(ffi_azure_parse_list, 2),

@@ -127,12 +127,16 @@ static int index_run(SEXP e, double n, double *start) {
  * count) of class "zarr_range", when every index is a plain run inside the
  * extent; else NULL (R resolves it in full). */
 SEXP ffi_index_runs(SEXP sel, SEXP shape) {
-  if (TYPEOF(sel) != VECSXP || TYPEOF(shape) != REALSXP || XLENGTH(sel) != XLENGTH(shape)) return R_NilValue;
+  if (TYPEOF(sel) != VECSXP || (TYPEOF(shape) != REALSXP && TYPEOF(shape) != INTSXP) ||
+      XLENGTH(sel) != XLENGTH(shape))
+    return R_NilValue;
   R_xlen_t nd = XLENGTH(sel);
   double starts[ZARR_MAX_DIMS];
   if (nd > ZARR_MAX_DIMS) return R_NilValue;
-  for (R_xlen_t d = 0; d < nd; d++)
-    if (!index_run(VECTOR_ELT(sel, d), REAL(shape)[d], &starts[d])) return R_NilValue;
+  for (R_xlen_t d = 0; d < nd; d++) {
+    double n = TYPEOF(shape) == REALSXP ? REAL(shape)[d] : (double)INTEGER(shape)[d];
+    if (!index_run(VECTOR_ELT(sel, d), n, &starts[d])) return R_NilValue;
+  }
   if (range_class == NULL) {
     range_class = mkString("zarr_range");
     R_PreserveObject(range_class);
@@ -161,4 +165,15 @@ SEXP ffi_sel_lengths(SEXP sel) {
   }
   UNPROTECT(1);
   return out;
+}
+
+/* Whether a selection is a list of `nd` zarr_range()s (what `[` passes
+ * $read() for plain runs): nothing to normalize. */
+SEXP ffi_all_ranges(SEXP sel, SEXP nd) {
+  if (TYPEOF(sel) != VECSXP || OBJECT(sel) || XLENGTH(sel) != (R_xlen_t)asInteger(nd)) return ScalarLogical(0);
+  for (R_xlen_t d = 0; d < XLENGTH(sel); d++) {
+    SEXP e = VECTOR_ELT(sel, d);
+    if (TYPEOF(e) != REALSXP || XLENGTH(e) != 2 || !inherits(e, "zarr_range")) return ScalarLogical(0);
+  }
+  return ScalarLogical(1);
 }

@@ -83,6 +83,7 @@ SEXP ffi_num_cores(void);
 SEXP ffi_read_opts(SEXP fill_as_na);
 SEXP ffi_index_runs(SEXP sel, SEXP shape);
 SEXP ffi_sel_lengths(SEXP sel);
+SEXP ffi_all_ranges(SEXP sel, SEXP nd);
 SEXP ffi_capabilities(void); /* capabilities.c */
 SEXP ffi_s3_parse_list(SEXP body, SEXP where);
 SEXP ffi_azure_parse_list(SEXP body, SEXP where);
