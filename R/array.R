@@ -652,6 +652,42 @@ zarr_array <- R6::R6Class("zarr_array",
       })
     },
 
+    # The read of `[` for plain runs (zarr_range()s from ffi_index_runs): for
+    # a small result of a plain data type (see read_kinds()) whose grid has
+    # read before, what $read() and the grid's read_selection() do, in one
+    # frame; every other read (the first, large ones, ones that may show a
+    # bar, arrays that cannot be read, json2 chunks, raw reads) takes
+    # $read() itself.
+    read_runs = function(runs, fill_as_na, decode) {
+      on.exit(out <- NULL) # see read_indexed()
+      if (!is.null(private$.problem) || private$.json2 || isTRUE(self$raw_read))
+        return(self$read(runs, fill_as_na = fill_as_na, decode = decode))
+      gp <- .subset2(private$.grid, ".__enclos_env__")$private
+      spec <- gp$.spec
+      kinds <- gp$.kinds
+      if (is.null(spec) || is.null(kinds) || !kinds$plain)
+        return(self$read(runs, fill_as_na = fill_as_na, decode = decode))
+      n <- prod(.Call(ffi_sel_lengths, runs))
+      opts <- read_opts(isTRUE(fill_as_na))
+      bytes <- n * switch(kinds$rtype, integer = , logical = 4, complex = 16, 8)
+      if (n == 0 || bytes >= 2^24 || bytes >= opts$progress_min)
+        return(self$read(runs, fill_as_na = fill_as_na, decode = decode))
+      spec$rtype <- kinds$rtype
+      out <- .Call(ffi_array_read, spec, store_chunk_io(gp$.store, gp$.prefix), runs, opts)
+      lost <- attr(out, "zarr_lost")
+      if (!is.null(lost)) {
+        attr(out, "zarr_lost") <- NULL
+        zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
+                                       format(lost), gp$.path))
+      }
+      enc <- private$cf_read_encoding(decode)
+      if (!is.null(enc)) {
+        out <- cf_decode(out, enc)
+        if (inherits(out, "CFTime")) return(out)
+      }
+      if (is.null(private$.dimnames)) out else private$decorate(out)
+    },
+
     # The CF encoding reads decode with (NULL: none), kept per array: the
     # attributes are examined again only when they change (a new list, as
     # R copies the one kept here before changing it), the encoding made

@@ -104,3 +104,22 @@ test_that("the first read of a freshly opened array reads what later ones do", {
     expect_identical(b$chunking$chunk_shape, c(3, 5))
   }
 })
+
+test_that("`[` goes through read() of a class derived from zarr_array that has its own", {
+  shifted <- R6::R6Class("shifted_array", inherit = zarr_array, cloneable = FALSE,
+    public = list(read = function(...) super$read(...) + 1000))
+  dom <- R6::R6Class("shifted_domain", inherit = zarr_domain, cloneable = FALSE,
+    public = list(
+      initialize = function() super$initialize("test-shifted"),
+      build = function(name, metadata, parent) {
+        if (identical(metadata$node_type, "array")) shifted$new(name, metadata, parent) else FALSE
+      }))
+  zarr_register_domain(dom$new())
+  on.exit(zarr_unregister_domain("test-shifted"))
+  s <- local_small_array()
+  b <- open_zarr(s$path)[["/a"]]
+  expect_s3_class(b, "shifted_array")
+  expect_identical(b[1:2, 1], c(1001, 1002))
+  expect_identical(b[1:2, 1], c(1001, 1002))
+  expect_identical(b[2, 3], 1008)
+})
