@@ -188,17 +188,22 @@ zarr_array <- R6::R6Class("zarr_array",
                     decode = getOption("zarr.decode_cf", TRUE)) {
       on.exit(out <- NULL) # see read_indexed()
       private$check_usable()
-      sel <- private$normalize_selection(selection)
+      # ranges only (from `[`): nothing to normalize
+      sel <- if (.Call(ffi_all_ranges, selection, length(private$.shape))) selection
+        else private$normalize_selection(selection)
+      raw <- isTRUE(self$raw_read)
       # which fill values mark missing ones is fill_is_missing_marker()'s call
-      fill_as_na <- isTRUE(fill_as_na) && !isTRUE(self$raw_read)
-      out <- if (private$is_json2()) {
+      fill_as_na <- !raw && isTRUE(fill_as_na)
+      out <- if (private$.json2) {
         o <- read_json2(self, private$.grid, sel)
         if (fill_as_na) strings_fill_as_na(o, private$.dt) else o
       } else private$.grid$read_selection(sel, fill_as_na)
-      how <- if (!isTRUE(self$raw_read)) cf_decode_settings(decode, self$path)
-      enc <- if (!is.null(how)) cf_encoding(private$.metadata[["attributes"]], private$.dt, self$path, how$valid_range)
-      if (!is.null(enc)) out <- cf_decode(out, enc)
-      if (inherits(out, "CFTime")) out else private$decorate(out)
+      enc <- if (!raw) private$cf_read_encoding(decode)
+      if (!is.null(enc)) {
+        out <- cf_decode(out, enc)
+        if (inherits(out, "CFTime")) return(out)
+      }
+      if (is.null(private$.dimnames)) out else private$decorate(out)
     },
 
     #' @description The elements of a uint8 array as a raw vector: the bytes
@@ -606,18 +611,17 @@ zarr_array <- R6::R6Class("zarr_array",
 
     make_parts = function(m, p) tryCatch({
       p <- p %||% parsed_array_metadata(m, self$path, lazy = TRUE)
-      cg <- if (is.null(p$chunk_edges)) chunk_grid_regular$new(p$shape, p$chunk_shape)
+      # (made on the first read: a regular grid of a parse has its fields
+      # set directly, without the checks and setters the parse made needless)
+      cg <- if (is.null(p$chunk_edges)) chunk_grid_of_parse(p$shape, p$chunk_shape)
         else chunk_grid_rectilinear$new(p$shape, p$chunk_edges)
       if (is.null(p$data_type)) {
         # a kept parse: the data type object is made when first asked for
         # (reads of plain types never ask), for the grid and the array alike
         p$codecs <- lazy_data_type(cg, p$dt_args, p$codecs)
       } else cg$data_type <- p$data_type
-      cg$codecs <- p$codecs
-      cg$store <- private$.store
-      cg$chunk_encoding <- p$key_encoding
-      cg$array_prefix <- self$prefix
-      cg$cache_bytes <- private$.cache_bytes
+      path <- self$path
+      chunk_grid_attach(cg, p$codecs, private$.store, p$key_encoding, node_prefix(path), path, private$.cache_bytes)
       if (!is.null(p$spec_box)) share_engine_spec(cg, p$spec_box)
       list(p = p, grid = cg, problem = NULL)
     }, error = function(e) list(problem = as_metadata_error(e, self$path))),
@@ -654,9 +658,73 @@ zarr_array <- R6::R6Class("zarr_array",
       })
     },
 
+    # The read of `[` for plain runs (zarr_range()s from ffi_index_runs): for
+    # a small result of a plain data type (see read_kinds()) whose grid has
+    # read before, what $read() and the grid's read_selection() do, in one
+    # frame; every other read (the first, large ones, ones that may show a
+    # bar, arrays that cannot be read, json2 chunks, raw reads) takes
+    # $read() itself.
+    read_runs = function(runs, fill_as_na, decode) {
+      on.exit(out <- NULL) # see read_indexed()
+      if (!is.null(private$.problem) || private$.json2 || isTRUE(self$raw_read))
+        return(self$read(runs, fill_as_na = fill_as_na, decode = decode))
+      gp <- .subset2(private$.grid, ".__enclos_env__")$private
+      spec <- gp$.spec
+      kinds <- gp$.kinds
+      if (is.null(spec) || is.null(kinds) || !kinds$plain)
+        return(self$read(runs, fill_as_na = fill_as_na, decode = decode))
+      n <- prod(.Call(ffi_sel_lengths, runs))
+      opts <- read_opts(isTRUE(fill_as_na))
+      bytes <- n * switch(kinds$rtype, integer = , logical = 4, complex = 16, 8)
+      if (n == 0 || bytes >= 2^24 || bytes >= opts$progress_min)
+        return(self$read(runs, fill_as_na = fill_as_na, decode = decode))
+      spec$rtype <- kinds$rtype
+      out <- .Call(ffi_array_read, spec, store_chunk_io(gp$.store, gp$.prefix), runs, opts)
+      lost <- attr(out, "zarr_lost")
+      if (!is.null(lost)) {
+        attr(out, "zarr_lost") <- NULL
+        zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
+                                       format(lost), gp$.path))
+      }
+      enc <- private$cf_read_encoding(decode)
+      if (!is.null(enc)) {
+        out <- cf_decode(out, enc)
+        if (inherits(out, "CFTime")) return(out)
+      }
+      if (is.null(private$.dimnames)) out else private$decorate(out)
+    },
+
+    # The CF encoding reads decode with (NULL: none), kept per array: the
+    # attributes are examined again only when they change (a new list, as
+    # R copies the one kept here before changing it), the encoding made
+    # again when the data type, its fill value or valid_range decoding do.
+    .cf = NULL,
+    cf_read_encoding = function(decode) {
+      attrs <- private$.metadata[["attributes"]]
+      kept <- private$.cf
+      if (is.null(kept) || !identical(kept$attrs, attrs)) {
+        kept <- list(attrs = attrs, any = length(attrs) > 0L && any(names(attrs) %in% cf_attribute_names))
+        private$.cf <- kept
+      }
+      if (!kept$any) { # nothing to decode; a bad `decode` is still an error
+        if (is.list(decode)) cf_decode_settings(decode, self$path)
+        return(NULL)
+      }
+      how <- cf_decode_settings(decode, self$path)
+      if (is.null(how)) return(NULL)
+      dt <- private$.dt
+      key <- list(dt, dt$fill_value, how$valid_range)
+      if (!identical(kept$key, key)) {
+        kept$enc <- cf_encoding(attrs, dt, self$path, how$valid_range)
+        kept$key <- key
+        private$.cf <- kept
+      }
+      kept$enc
+    },
+
     decorate = function(out) {
       dn <- private$.dimnames
-      if (isTRUE(getOption("zarr.dimnames", FALSE)) && !is.null(dn) && !all(is.na(dn)) && length(dim(out)) == length(dn)) {
+      if (!is.null(dn) && isTRUE(getOption("zarr.dimnames", FALSE)) && !all(is.na(dn)) && length(dim(out)) == length(dn)) {
         dimnames(out) <- stats::setNames(vector("list", length(dn)), ifelse(is.na(dn), "", dn))
       }
       out
@@ -720,6 +788,7 @@ as_range_if_contiguous <- function(i) {
 
 sel_lengths <- function(sel) {
   if (inherits(sel, "zarr_points")) return(nrow(sel)) # one element per row
+  if (is.list(sel)) return(.Call(ffi_sel_lengths, sel)) # (on every read's path)
   n <- numeric(length(sel))
   for (d in seq_along(sel)) n[d] <- if (inherits(sel[[d]], "zarr_range")) sel[[d]][[2L]] else length(sel[[d]])
   n

@@ -78,7 +78,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     read_selection = function(sel, fill_as_na = zarr_fill_as_na(), rtype = NULL) {
       on.exit(out <- NULL) # see read_indexed()
       private$check_ready()
-      spec <- private$c_spec()
+      spec <- private$.spec %||% private$c_spec()
       kinds <- private$.kinds %||% private$read_kinds()
       # options such as zarr.int64 apply at once (the plain types depend on none)
       spec$rtype <- rtype %||% kinds$rtype %||% engine_rtype(private$.dt)
@@ -87,38 +87,47 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       bytes <- n * switch(spec$rtype, integer = , logical = 4, complex = 16, 8)
       # only for the messages: formatting on every call costs as much as a small read
       what <- function() sprintf("%s element(s) (%s)", format(n, big.mark = ",", scientific = FALSE), format_bytes(bytes))
-      if (n > 2^52) # R_XLEN_T_MAX
-        zarr_abort("memory", sprintf("the selection holds %s, more than an R vector can", what()),
-                   array = private$.path)
-      if (length(lens) > 1L && any(lens > .Machine$integer.max))
+      if (length(lens) > 1L && any(lens > .Machine$integer.max)) { # (an empty selection can have such a dimension)
+        if (n > 2^52) # R_XLEN_T_MAX
+          zarr_abort("memory", sprintf("the selection holds %s, more than an R vector can", what()),
+                     array = private$.path)
         zarr_abort("value", sprintf("the selection is %s: an R array has at most 2^31 - 1 elements per dimension",
                                     paste(format(lens, scientific = FALSE, trim = TRUE), collapse = " x ")),
                    array = private$.path)
-      # (reading /proc/meminfo costs as much as a small read: only for big ones)
-      mem <- if (bytes >= 2^26) machine_memory() else NA
-      if (!is.na(mem) && bytes > mem)
-        zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
-                                     what(), format_bytes(mem)), array = private$.path)
-      run <- function() with_progress(.Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel,
-                                            engine_opts(fill_as_na)), bytes, sprintf("Reading %s", private$.path))
+      }
+      if (bytes >= 2^24) { # the checks of a large result (a small one passes them all)
+        if (n > 2^52) # R_XLEN_T_MAX
+          zarr_abort("memory", sprintf("the selection holds %s, more than an R vector can", what()),
+                     array = private$.path)
+        # (reading /proc/meminfo costs as much as a small read: only for big ones)
+        mem <- if (bytes >= 2^26) machine_memory() else NA
+        if (!is.na(mem) && bytes > mem)
+          zarr_abort("memory", sprintf("the selection holds %s, more than this machine's memory (%s)",
+                                       what(), format_bytes(mem)), array = private$.path)
+        if (bytes > mem.maxVSize() * 2^20)
+          zarr_abort("memory", sprintf("cannot allocate the result of %s (mem.maxVSize())", what()), array = private$.path)
+      }
+      opts <- read_opts(fill_as_na)
       # No condition handler around the call: a frame of tryCatch() or
       # withCallingHandlers() kept each large result alive into the next read
       # (see read_indexed()). The engine returns NULL when it cannot allocate
-      # the result.
-      if (bytes >= 2^24 && bytes > mem.maxVSize() * 2^20)
-        zarr_abort("memory", sprintf("cannot allocate the result of %s (mem.maxVSize())", what()), array = private$.path)
-      out <- run()
+      # the result. A small read never shows a bar: one comparison, not
+      # with_progress()'s checks.
+      out <- if (bytes < opts$progress_min)
+        .Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel, opts)
+      else with_progress(.Call(ffi_array_read, spec, store_chunk_io(private$.store, private$.prefix), sel, opts),
+                         bytes, sprintf("Reading %s", private$.path))
       if (is.null(out))
         zarr_abort("memory", sprintf("cannot allocate the result of %s", what()), array = private$.path)
       lost <- attr(out, "zarr_lost") # set only when > 0: removing it copies `out`
-      if (!is.null(lost)) attr(out, "zarr_lost") <- NULL
-      if (kinds$time) {
-        out <- time_from_storage(out, private$.dt)
-        lost <- 0
+      if (!is.null(lost)) {
+        attr(out, "zarr_lost") <- NULL
+        if (!kinds$time)
+          zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
+                                         format(lost), private$.path))
       }
-      if (!is.null(lost) && lost > 0)
-        zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
-                                       format(lost), private$.path))
+      if (kinds$plain && is.null(rtype) && n > 0) return(out) # (the engine set dim; not on an empty result)
+      if (kinds$time) out <- time_from_storage(out, private$.dt)
       if (spec$rtype == "raw" && is.null(rtype)) out <- r_dtype_decode(private$.dt$data_type, out, private$.path)
       if (kinds$struct) return(struct_read_frame(private$.dt, out, private$.codecs, sel_lengths(sel)))
       if (kinds$vlen_array) out <- vlen_array_from_raw(out, private$vlen_array_dtype())
@@ -246,6 +255,10 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
         time = name %in% c("numpy.datetime64", "numpy.timedelta64"),
         struct = identical(dtype_kind(name), "t"),
         vlen_array = identical(name, "vlen_array"))
+      # nothing to do after the engine's call (it sets dim)
+      private$.kinds$plain <- !is.null(private$.kinds$rtype) && !private$.kinds$time && !private$.kinds$struct &&
+        !private$.kinds$vlen_array
+      private$.kinds
     },
     check_ready = function() {
       # (a data type made on first use is there: asking would make it)
@@ -279,6 +292,35 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     }
   )
 )
+
+# A regular grid of a validated parse (parse_array_metadata()): its shapes
+# need none of initialize()'s checks. Built as $new() builds it (R6's
+# constructor for a generator under $debug() or changed with $set()).
+chunk_grid_of_parse <- function(shape, chunk) {
+  gen <- chunk_grid_regular
+  if (is.null(gen$.__r6_new__) || length(gen$debug_names)) return(gen$new(shape, chunk))
+  cg <- .Call(ffi_r6_build, r6_plan(gen, gen$classname)$c)
+  priv <- .subset2(cg, ".__enclos_env__")$private
+  priv$.name <- "regular"
+  priv$.shape <- shape
+  priv$.chunk <- chunk
+  cg
+}
+
+# Attach a new grid to its array: what the setters of codecs, store,
+# chunk_encoding (normalized by the parse), array_prefix (with the array's
+# path, which it gives) and cache_bytes do, without a call each.
+chunk_grid_attach <- function(cg, codecs, store, encoding, prefix, path, cache_bytes) {
+  priv <- .subset2(cg, ".__enclos_env__")$private
+  priv$.codecs <- codecs
+  priv$.store <- store
+  priv$.encoding <- encoding
+  priv$.prefix <- prefix
+  priv$.path <- path
+  priv$.cache_bytes <- cache_bytes
+  priv$.spec <- NULL
+  invisible(cg)
+}
 
 #' @rdname chunk_grid_regular
 #' @param object A `chunk_grid_regular` instance.

@@ -95,24 +95,6 @@ index_count <- function(nargs, env, fun) {
 }
 index_count_calls <- new.env(parent = emptyenv())
 
-# The selection as zarr_range()s when every index is an ascending run of
-# whole numbers inside the extent (the common a[1:3, 1:3], and a[5, 7]
-# whose indices are doubles), else NULL.
-integer_runs <- function(sel, shape) {
-  out <- vector("list", length(shape))
-  for (d in seq_along(shape)) {
-    e <- sel[[d]]
-    if (is.object(e) || !(len <- length(e))) return(NULL)
-    if (!is.integer(e) && !(is.double(e) && !anyNA(e) && all(e == trunc(e)))) return(NULL)
-    a <- e[[1L]]
-    b <- e[[len]]
-    if (is.na(a) || is.na(b) || a < 1L || b > shape[d] || b - a != len - 1L ||
-        !isFALSE(is.unsorted(e, strictly = TRUE))) return(NULL)
-    out[[d]] <- zarr_range(a - 1, len)
-  }
-  out
-}
-
 # Indices of `[` resolved in base-R terms, so that $read() and $write() (whose
 # selection elements are ranges) take them as they are.
 resolved_selection <- function(sel, shape, path) {
@@ -218,12 +200,17 @@ split_na <- function(sel, shape) {
 #' @export
 `[.zarr_array` <- function(x, i, j, ..., drop = TRUE, fill_as_na = getOption("zarr.fill_as_na", TRUE),
                           decode = getOption("zarr.decode_cf", TRUE)) {
-  shape <- x$shape
-  nd <- length(shape)
-  if (nd == 0L) return(x$read(fill_as_na = fill_as_na, decode = decode))
   # the index arguments: all but x and the named ones given (index_count()'s
   # count, spelt out for this method's formals as it runs on every call)
   n <- nargs() - 1L - (!missing(drop)) - (!missing(fill_as_na)) - (!missing(decode))
+  # a[i, j] of plain runs (1:3, 5) on a matrix, the common case: read at once
+  if (n == 2L && !missing(i) && !missing(j)) {
+    runs <- .Call(ffi_index_runs, list(i, j), .subset2(x, ".__enclos_env__")$private$.shape)
+    if (!is.null(runs)) return(read_runs(x, runs, drop, fill_as_na, decode))
+  }
+  shape <- x$shape
+  nd <- length(shape)
+  if (nd == 0L) return(x$read(fill_as_na = fill_as_na, decode = decode))
   if (n == 0L) return(x[, fill_as_na = fill_as_na, decode = decode]) # x[fill_as_na = ]: as x[]
   # x[i, j] with both given (the common case): index_args() without its
   # per-argument eval(); missing() sees through to the caller as there
@@ -246,11 +233,12 @@ read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
   on.exit(out <- NULL)
   nd <- length(shape)
   # plain runs such as 1:3 in every dimension: no NA to split, nothing to resolve
-  runs <- integer_runs(sel, shape)
+  # (ffi_index_runs: zarr_range()s when every index is an ascending run of
+  # whole numbers inside the extent, as a[1:3, 1:3] and a[5, 7], else NULL)
+  runs <- .Call(ffi_index_runs, sel, shape)
   if (!is.null(runs)) {
-    out <- x$read(runs, fill_as_na = fill_as_na, decode = decode)
-    if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole")) && !inherits(out, "CFTime")) out <- drop(out)
-    return(out)
+    # x[] is x whole, as in base R: nothing dropped
+    return(read_runs(x, runs, drop = is.null(attr(sel, "whole")) && isTRUE(drop), fill_as_na, decode))
   }
   s <- split_na(sel, shape)
   out <- x$read(resolved_selection(s$sel, shape, x$path), fill_as_na = fill_as_na, decode = decode)
@@ -263,6 +251,19 @@ read_indexed <- function(x, sel, shape, drop, fill_as_na, decode) {
   if (nd > 1L && isTRUE(drop) && is.null(attr(sel, "whole")) && !inherits(out, "CFTime")) out <- drop(out)
   out
 }
+
+# The read of plain runs (from ffi_index_runs()): the array's own (see its
+# private read_runs()), unless a class derived from zarr_array has a read()
+# of its own.
+read_runs <- function(x, runs, drop, fill_as_na, decode) {
+  on.exit(out <- NULL) # see read_indexed()
+  out <- if (identical(body(.subset2(x, "read")), zarr_array_read_body))
+    .subset2(x, ".__enclos_env__")$private$read_runs(runs, fill_as_na, decode)
+    else x$read(runs, fill_as_na = fill_as_na, decode = decode)
+  if (length(runs) > 1L && isTRUE(drop) && !inherits(out, "CFTime")) out <- drop(out)
+  out
+}
+zarr_array_read_body <- body(zarr_array$public_methods$read)
 
 # Elements at points (rows of 0-based coordinates; NA rows read NA): only the
 # chunks holding them are read, in one call. Points filling at least half of

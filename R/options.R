@@ -213,6 +213,19 @@ engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
        compact = !isFALSE(getOption("zarr.compact_results")))
 }
 
+# What a read is told and asks (engine_opts() and the progress threshold),
+# read in one call; R reads them
+# (coercing, or raising the option's error) when one holds a value the C
+# reader leaves to it.
+read_opts <- function(fill_as_na) {
+  opts <- .Call(ffi_read_opts, fill_as_na)
+  if (!is.null(opts)) return(opts)
+  opts <- engine_opts(isTRUE(fill_as_na))
+  pmin <- progress_min_bytes()
+  opts$progress_min <- if (is.numeric(pmin) && length(pmin) == 1L && !is.na(pmin)) pmin else 0
+  opts
+}
+
 # The parse budget for store content (zarr.max_decoded_bytes), as the C
 # parsers take it.
 max_decoded_bytes <- function() zarr_num_option("zarr.max_decoded_bytes", 2^30, 2^20)

@@ -2,6 +2,8 @@
 # 21, items 1 and 5). Three targets:
 #   open_one_*   open a store and read one element (a v2 array at the root,
 #                opened by its path; a v2 group, then its array by name)
+#   first_read   `[i, j]` of an array opened just before (its parts are made
+#                on first use; `later_read`: a second read of each)
 #   sel_3x3      `[` of a 3 x 3 block from an array opened once (100 x 100
 #                float64, one chunk, zstd as issue 27 measured it; `_raw`:
 #                uncompressed, where zarr-python 2 decodes nothing either)
@@ -144,6 +146,23 @@ row("open_one_group", "open_zarr(path)[[\"/a\"]][i, j] (v2 group)",
     timed(function(n) open_zarr(p("group.zarr"))[["/a"]][I, J]))
 row("open_node", "open_zarr(path)[[\"/a\"]], no read (v2 group)",
     timed(function(n) open_zarr(p("group.zarr"))[["/a"]]))
+# Arrays opened beforehand (not timed), then [i, j] of each: its first read,
+# or (`later`) a read after one already made.
+timed_reads <- function(later, k = 500L) {
+  wall <- cpu <- numeric(reps)
+  for (r in seq_len(reps)) {
+    arrs <- lapply(seq_len(k), function(n) open_zarr(p("group.zarr"))[["/a"]])
+    if (later) for (b in arrs) b[I, J]
+    t <- proc.time()
+    for (b in arrs) b[I, J]
+    d <- proc.time() - t
+    wall[r] <- d[["elapsed"]] / k
+    cpu[r] <- (d[["user.self"]] + d[["sys.self"]]) / k
+  }
+  c(wall = stats::median(wall), cpu = stats::median(cpu))
+}
+row("first_read", "[i, j] of an array just opened (v2 group; 500 opened first)", timed_reads(FALSE))
+row("later_read", "the same, the arrays having read once", timed_reads(TRUE))
 a_open <- open_zarr(p("small.zarr"))$root
 stopifnot(identical(a_open[1:3, 1:3], small[1:3, 1:3]))
 row("sel_3x3", "a[1:3, 1:3] of an array opened once (v2, 100 x 100, one chunk)",
