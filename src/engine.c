@@ -1530,7 +1530,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   prefault_bg bg = {0};
   if (!strings && !remote && getenv("ZARR_NO_PREFAULT") == NULL)
     prefault(&g, g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads,
-             g.njobs < g.all_threads && getenv("ZARR_PREFAULT_FIRST") == NULL ? &bg : NULL);
+             g.njobs < g.all_threads ? &bg : NULL);
   if (!g.failed) {
     fetch_call fc = {&g, &bg};
     /* the pages are touched until joined: joined however the fetch ends */
