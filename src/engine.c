@@ -13,6 +13,7 @@
  * `a[m]` and linear indices) makes one job per chunk holding a point: the
  * chunk is decoded whole and its points copied one by one.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #ifndef _WIN32
@@ -1262,7 +1263,26 @@ static void prefault_task(void *ctx, size_t i, int thread) {
 #endif
 }
 
-static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
+/* A read of fewer chunks than threads decodes on fewer threads than it has:
+ * an idle one faults the result's pages in meanwhile (in the background,
+ * joined after the fetch) instead of all threads before it. Populating
+ * leaves the contents alone, so it may overlap the copies into the result. */
+typedef struct {
+  prefault_ctx c;
+  pthread_t tid;
+  int started;
+} prefault_bg;
+
+static void *prefault_main(void *p) {
+  prefault_ctx *c = p;
+  size_t np = (c->n + PREFAULT_PIECE - 1) / PREFAULT_PIECE;
+  for (size_t i = 0; i < np && !c->g->stop; i++) prefault_task(c, i, 0);
+  return NULL;
+}
+
+/* bg: NULL to fault the pages in now on `nthreads` threads; else started on
+ * a thread of its own, to be joined with prefault_join(). */
+static void prefault(engine *g, uint8_t *p, size_t n, int nthreads, prefault_bg *bg) {
   long pg = sysconf(_SC_PAGESIZE);
   if (n < PREFAULT_MIN || pg <= 0) return;
   uintptr_t a = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
@@ -1277,13 +1297,42 @@ static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
   if (hb > ha) (void)madvise((void *)ha, (size_t)(hb - ha), MADV_HUGEPAGE);
 #endif
   prefault_ctx c = {(uint8_t *)a, (size_t)(b - a), g};
+  if (bg != NULL) {
+    bg->c = c;
+    bg->started = pthread_create(&bg->tid, NULL, prefault_main, &bg->c) == 0;
+    if (bg->started) return;
+  }
   parallel_for((c.n + PREFAULT_PIECE - 1) / PREFAULT_PIECE, nthreads, prefault_task, &c, prefault_poll);
 }
-#else /* Windows: no madvise(), the pages fault in as they are written */
-static void prefault(engine *g, uint8_t *p, size_t n, int nthreads) {
-  (void)g, (void)p, (void)n, (void)nthreads;
+
+static void prefault_join(prefault_bg *bg) {
+  if (bg->started) pthread_join(bg->tid, NULL);
+  bg->started = 0;
 }
+#else /* Windows: no madvise(), the pages fault in as they are written */
+typedef struct {
+  int started;
+} prefault_bg;
+
+static void prefault(engine *g, uint8_t *p, size_t n, int nthreads, prefault_bg *bg) {
+  (void)g, (void)p, (void)n, (void)nthreads, (void)bg;
+}
+
+static void prefault_join(prefault_bg *bg) { (void)bg; }
 #endif
+
+typedef struct {
+  engine *g;
+  prefault_bg *bg;
+} fetch_call;
+
+static SEXP fetch_all(void *data) {
+  fetch_call *fc = data;
+  engine_fetch(fc->g, NULL, fc->g->njobs);
+  return R_NilValue;
+}
+
+static void fetch_all_done(void *data) { prefault_join(((fetch_call *)data)->bg); }
 
 /* Checking that every value to write fits the data type reads all of them:
  * on hundreds of MB that takes long enough to be worth threads, and to look
@@ -1478,9 +1527,16 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   /* the bar's total before the prefault: on a result of several GB touching
    * the pages takes seconds, and the bar is shown (at 0) meanwhile */
   progress_total(g.njobs);
+  prefault_bg bg = {0};
   if (!strings && !remote && getenv("ZARR_NO_PREFAULT") == NULL)
-    prefault(&g, g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads);
-  if (!g.failed) engine_fetch(&g, NULL, g.njobs);
+    prefault(&g, g.rdata, (size_t)total * elem_rsize(a.dtype, a.rtype), g.nthreads,
+             g.njobs < g.all_threads ? &bg : NULL);
+  if (!g.failed) {
+    fetch_call fc = {&g, &bg};
+    /* the pages are touched until joined: joined however the fetch ends */
+    R_ExecWithCleanup(fetch_all, &fc, fetch_all_done, &fc);
+  }
+  prefault_join(&bg);
   if (strings && !g.failed) {
     zstr fill;
     memcpy(&fill, a.fill, sizeof fill);
