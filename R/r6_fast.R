@@ -152,12 +152,14 @@ r6_use_fast_new <- function(gen) {
   invisible()
 }
 
-# The classes made for every open and every array created, and the domains
-# this package registers (asked about every node opened: R6's own
-# constructor sets the environment of each method, which on R < 4.5 drops
-# its byte code, and these methods ran three times slower uncompiled).
+# Every class of this package (the one subclasses of other packages keep
+# R6's own constructor): R6's constructor sets the environment of each
+# method, which on R < 4.5 drops its byte code, so that the methods of the
+# classes it built (codecs, array builders, stores other than local and
+# memory ones, conventions, domains) ran uncompiled, up to three times
+# slower.
 r6_fast_classes <- function() {
-  list(zarr_store, zarr_localstore, zarr_memorystore, zarr, zarr_object, zarr_node, zarr_group, zarr_array,
-       zarr_extension, zarr_data_type, chunk_grid_regular, chunk_grid_rectilinear, zarr_domain,
-       zarr_ome_domain, zarr_vectors_domain)
+  ns <- environment(r6_fast_classes)
+  gens <- mget(ls(ns, all.names = TRUE), envir = ns)
+  Filter(function(g) inherits(g, "R6ClassGenerator"), unname(gens))
 }
