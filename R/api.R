@@ -127,8 +127,6 @@ open_zarr <- function(location, read_only = FALSE, branch = NULL, tag = NULL, sn
     # only a .zmetadata without node documents may be a parquet reference store
     if (probe[5L] == 1L && ref_is_parquet_dir(location))
       return(open_existing(zarr_refstore$new(location, format = "parquet")))
-    local_probe_slot$path <- root
-    local_probe_slot$probe <- probe
     store <- zarr_localstore$new(location, read_only = read_only)
     # with root metadata there is no Icechunk repository to fall back to
     if (any(probe[2:4] == 1L)) {

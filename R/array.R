@@ -683,8 +683,7 @@ zarr_array <- R6::R6Class("zarr_array",
       lost <- attr(out, "zarr_lost")
       if (!is.null(lost)) {
         attr(out, "zarr_lost") <- NULL
-        zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
-                                       format(lost), gp$.path))
+        warn_lost_precision(lost, gp$.path)
       }
       enc <- private$cf_read_encoding(decode)
       if (!is.null(enc)) {

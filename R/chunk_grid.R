@@ -122,9 +122,7 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
       lost <- attr(out, "zarr_lost") # set only when > 0: removing it copies `out`
       if (!is.null(lost)) {
         attr(out, "zarr_lost") <- NULL
-        if (!kinds$time)
-          zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
-                                         format(lost), private$.path))
+        if (!kinds$time) warn_lost_precision(lost, private$.path)
       }
       if (kinds$plain && is.null(rtype) && n > 0) return(out) # (the engine set dim; not on an empty result)
       if (kinds$time) out <- time_from_storage(out, private$.dt)
@@ -292,6 +290,13 @@ chunk_grid_regular <- R6::R6Class("chunk_grid_regular",
     }
   )
 )
+
+# The warning of a read whose values R cannot hold exactly (the engine's
+# count of them, attribute zarr_lost of its result).
+warn_lost_precision <- function(lost, path) {
+  zarr_warn("precision", sprintf("%s value(s) of array '%s' could not be represented exactly in R",
+                                 format(lost), path))
+}
 
 # A regular grid of a validated parse (parse_array_metadata()): its shapes
 # need none of initialize()'s checks. Built as $new() builds it (R6's

@@ -203,13 +203,20 @@ zarr_num_threads <- function() {
   if (length(n) != 1L || is.na(n) || n < 1L) 1L else n
 }
 
+# The defaults of the numeric engine options (zarr_option_table() gives
+# them too) and of the progress bars' threshold, for engine_opts() and for
+# ffi_read_opts(), which reads the same options in C (in this order).
+engine_opt_defaults <- c(range_gap = 2^20, range_max = 2^24, cache_bytes = 64 * 2^20,
+                         scratch_bytes = 256 * 2^20, progress_min = 2^20)
+
 # What the engine is told besides the selection.
 engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
+  d <- engine_opt_defaults
   list(nthreads = zarr_num_threads(), fill_as_na = fill_as_na, missing_error = zarr_missing_chunks_error(),
-       range_gap = zarr_num_option("zarr.range_gap", 1048576, 0),
-       range_max = zarr_num_option("zarr.range_max", 16777216, 1),
-       cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", 64 * 2^20, 0),
-       scratch_bytes = zarr_num_option("zarr.scratch_bytes", 256 * 2^20, 0),
+       range_gap = zarr_num_option("zarr.range_gap", d[["range_gap"]], 0),
+       range_max = zarr_num_option("zarr.range_max", d[["range_max"]], 1),
+       cache_bytes = zarr_num_option("zarr.chunk_cache_bytes", d[["cache_bytes"]], 0),
+       scratch_bytes = zarr_num_option("zarr.scratch_bytes", d[["scratch_bytes"]], 0),
        compact = !isFALSE(getOption("zarr.compact_results")))
 }
 
@@ -218,7 +225,7 @@ engine_opts <- function(fill_as_na = zarr_fill_as_na()) {
 # (coercing, or raising the option's error) when one holds a value the C
 # reader leaves to it.
 read_opts <- function(fill_as_na) {
-  opts <- .Call(ffi_read_opts, fill_as_na)
+  opts <- .Call(ffi_read_opts, fill_as_na, engine_opt_defaults)
   if (!is.null(opts)) return(opts)
   opts <- engine_opts(isTRUE(fill_as_na))
   pmin <- progress_min_bytes()
@@ -313,8 +320,8 @@ zarr_option_table <- function() list(
   int64                = list(NULL, function(v) is.character(v) && length(v) == 1L && v %in% c("integer64", "double")),
   dimnames             = list(FALSE, is_flag),
   progress             = list(NULL, is_flag),
-  range_gap            = list(1048576, function(v) is_count(v, 0)),
-  range_max            = list(16777216, function(v) is_count(v, 1)),
+  range_gap            = list(engine_opt_defaults[["range_gap"]], function(v) is_count(v, 0)),
+  range_max            = list(engine_opt_defaults[["range_max"]], function(v) is_count(v, 1)),
   http_concurrency     = list(32L, function(v) is_count(v, 1)),
   http_retries         = list(5L, function(v) is_count(v, 0)),
   http_backoff         = list(0.25, function(v) is_count(v, 0)),
@@ -329,8 +336,8 @@ zarr_option_table <- function() list(
   chunk_length         = list(100L, function(v) is_count(v, 1)),
   min_compress         = list(100L, function(v) is_count(v, 1)),
   eps                  = list(sqrt(.Machine$double.eps), function(v) is_count(v, 0) && v > 0),
-  chunk_cache_bytes    = list(64 * 2^20, function(v) is_count(v, 0)),
-  scratch_bytes        = list(256 * 2^20, function(v) is_count(v, 0)),
+  chunk_cache_bytes    = list(engine_opt_defaults[["cache_bytes"]], function(v) is_count(v, 0)),
+  scratch_bytes        = list(engine_opt_defaults[["scratch_bytes"]], function(v) is_count(v, 0)),
   compact_results      = list(TRUE, is_flag),
   group_style          = list(c("blue", "bold"), is_text),
   array_style          = list(c("green", "bold"), is_text),

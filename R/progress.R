@@ -14,7 +14,7 @@ progress_state$reports <- 0 # reports made in this session (for the tests)
 
 # Selections below this many bytes never show a bar: they take well under
 # the delay.
-progress_min_bytes <- function() getOption("zarr.progress_min_bytes", 2^20)
+progress_min_bytes <- function() getOption("zarr.progress_min_bytes", engine_opt_defaults[["progress_min"]])
 
 # Bars are for people watching: by default only in interactive sessions, so
 # that Rscript and batch logs get none; zarr.progress = TRUE or FALSE forces

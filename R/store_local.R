@@ -52,7 +52,9 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
       if (grepl("://", root, fixed = TRUE) && grepl("^[A-Za-z][A-Za-z0-9+.-]+://", root))
         zarr_abort("argument", sprintf("'%s' is a URL, not a local folder: stores at URLs open with open_zarr() (read-only but for s3://)", root))
       root <- path.expand(root)
-      probe <- local_root_probe(root)
+      # kind, then whether zarr.json, .zgroup, .zarray, .zmetadata exist
+      # (-1: not looked at, one having been found), in one call
+      probe <- .Call(ffi_local_probe, root)
       version <- NULL
       if (probe[1L] == 1L) {
         has3 <- probe[2L] == 1L
@@ -265,21 +267,6 @@ zarr_localstore <- R6::R6Class("zarr_localstore",
     }
   )
 )
-
-# What is at a local store's root (ffi_local_probe: kind, then whether
-# zarr.json, .zgroup, .zarray, .zmetadata exist, -1 where not looked at).
-# open_zarr() probes before it builds the store: the store takes that probe
-# (once, for the same path) instead of asking again.
-local_probe_slot <- new.env(parent = emptyenv())
-
-local_root_probe <- function(root) {
-  probe <- local_probe_slot$probe
-  if (!is.null(probe)) {
-    local_probe_slot$probe <- NULL
-    if (identical(local_probe_slot$path, root)) return(probe)
-  }
-  .Call(ffi_local_probe, root)
-}
 
 # Whether each path is a symbolic link (whatever it points to, if anything);
 # Sys.readlink() gives NA where nothing is.

@@ -36,7 +36,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_fill_bytes, 2),
     CALLDEF(ffi_cf_unpack, 5),
     CALLDEF(ffi_num_cores, 0),
-    CALLDEF(ffi_read_opts, 1),
+    CALLDEF(ffi_read_opts, 2),
     CALLDEF(ffi_index_runs, 2),
     CALLDEF(ffi_sel_lengths, 1),
     CALLDEF(ffi_all_ranges, 2),

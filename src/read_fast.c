@@ -45,9 +45,13 @@ static int num_opt(SEXP v, double dflt, double min, double *out) {
 /* The engine options of a read (as engine_opts() makes them) and what the
  * R code around the engine call asks: the threshold of progress bars. NULL when an option
  * holds a value only R takes (a string count, a bad value: engine_opts()
- * coerces it or raises its classed error). */
-SEXP ffi_read_opts(SEXP fill_as_na) {
+ * coerces it or raises its classed error). `dflt`: engine_opt_defaults of
+ * R/options.R (range_gap, range_max, cache_bytes, scratch_bytes,
+ * progress_min). */
+SEXP ffi_read_opts(SEXP fill_as_na, SEXP dflt) {
   syms_init();
+  if (TYPEOF(dflt) != REALSXP || XLENGTH(dflt) != 5) zarr_raise(ZE_VALUE, NULL, NULL, "internal: read option defaults");
+  const double *df = REAL(dflt);
   SEXP v = GetOption1(opt_sym[O_THREADS]);
   int nthreads;
   if (isNull(v)) {
@@ -72,13 +76,13 @@ SEXP ffi_read_opts(SEXP fill_as_na) {
     else if (strcmp(s, "fill") != 0) return R_NilValue;
   }
   double gap, rmax, cache, scratch, pmin;
-  if (!num_opt(GetOption1(opt_sym[O_GAP]), 1048576, 0, &gap) ||
-      !num_opt(GetOption1(opt_sym[O_MAX]), 16777216, 1, &rmax) ||
-      !num_opt(GetOption1(opt_sym[O_CACHE]), 64.0 * 1048576, 0, &cache) ||
-      !num_opt(GetOption1(opt_sym[O_SCRATCH]), 256.0 * 1048576, 0, &scratch))
+  if (!num_opt(GetOption1(opt_sym[O_GAP]), df[0], 0, &gap) ||
+      !num_opt(GetOption1(opt_sym[O_MAX]), df[1], 1, &rmax) ||
+      !num_opt(GetOption1(opt_sym[O_CACHE]), df[2], 0, &cache) ||
+      !num_opt(GetOption1(opt_sym[O_SCRATCH]), df[3], 0, &scratch))
     return R_NilValue;
   v = GetOption1(opt_sym[O_PMIN]);
-  if (isNull(v)) pmin = 1048576;
+  if (isNull(v)) pmin = df[4];
   else if ((TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP) && XLENGTH(v) == 1) pmin = asReal(v);
   else return R_NilValue;
   if (ISNAN(pmin)) pmin = 0; /* bytes < NA is NA in R: the full check decides */

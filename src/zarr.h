@@ -82,7 +82,7 @@ SEXP ffi_decode_elements(SEXP raw, SEXP dtype, SEXP rtype, SEXP big_endian, SEXP
 SEXP ffi_fill_bytes(SEXP dtype, SEXP value);
 SEXP ffi_cf_unpack(SEXP x, SEXP scale, SEXP offset, SEXP markers, SEXP range);
 SEXP ffi_num_cores(void);
-SEXP ffi_read_opts(SEXP fill_as_na);
+SEXP ffi_read_opts(SEXP fill_as_na, SEXP dflt);
 SEXP ffi_index_runs(SEXP sel, SEXP shape);
 SEXP ffi_sel_lengths(SEXP sel);
 SEXP ffi_all_ranges(SEXP sel, SEXP nd);

@@ -77,3 +77,15 @@ test_that("the domains this package registers are laid out as R6 makes them", {
   for (g in list(zarr_ome_domain, zarr_vectors_domain))
     expect_identical(r6_layout(g$new()), r6_layout(g$.__r6_new__()))
 })
+
+test_that("every class of the package is in the plan constructor's list", {
+  ns <- asNamespace("zarr")
+  gens <- Filter(function(n) inherits(get(n, envir = ns), "R6ClassGenerator"), ls(ns, all.names = TRUE))
+  expect_setequal(zarr:::r6_class_names, gens)
+  skip_if_not(utils::packageVersion("R6") < "3.0.0")
+  for (n in gens) expect_false(is.null(get(n, envir = ns)$.__r6_new__), info = n)
+  # a codec object's methods keep their byte code (R6's constructor dropped it on R < 4.5)
+  compiled <- function(f) any(grepl("<bytecode", utils::capture.output(print(f)), fixed = TRUE))
+  expect_identical(compiled(zarr_codec_zstd$new()$encode), compiled(zarr_codec_zstd$public_methods$encode))
+  expect_identical(compiled(define_array("int32", 3)$add_codec), compiled(array_builder$public_methods$add_codec))
+})
