@@ -576,10 +576,9 @@ load_saved_options <- function(file = options_file()) {
 
 .onLoad <- function(libname, pkgname) {
   load_saved_options()
-  # a cheaper $new() for the classes every open and create makes
-  # (R/r6_fast.R); it lays objects out as R6 2.x does, so another major
-  # version of R6 keeps R6's own constructor
-  if (utils::packageVersion("R6") < "3.0.0") for (g in r6_fast_classes()) r6_use_fast_new(g)
+  # the cheaper $new() of this package's classes (R/r6_fast.R) lays objects
+  # out as R6 2.x does: another major version of R6 gets R6's own
+  r6_check_layout()
   # the DelayedArray backend (R/delayed.R), without loading DelayedArray
   if (isNamespaceLoaded("DelayedArray")) register_delayed()
   else setHook(packageEvent("DelayedArray", "onLoad"), function(...) register_delayed())

@@ -15,12 +15,18 @@
 # method bindings, the class vector, finalizers), so that `super$`, active
 # bindings, `clone()` and `print()` behave as with R6's own constructor.
 #
-# Only generators of this package get it, in .onLoad(); subclasses made by
-# other packages (geozarr's) keep R6's constructor, which reads the same
-# generator fields. A generator changed with `$set()` or put under `$debug()`
-# is noticed (the plans are remade, or R6's constructor is used).
+# Only generators of this package get it, when the package is installed
+# (R/zzz_fast_new.R); subclasses made by other packages (geozarr's) keep
+# R6's constructor, which reads the same generator fields. A generator
+# changed with `$set()` or put under `$debug()` is noticed (the plans are
+# remade, or R6's constructor is used), and so is an R6 of another major
+# version than the one whose layout this copies (checked when the package
+# is loaded: R6 may be updated after this package is installed).
 
 r6_plans <- new.env(parent = emptyenv())
+r6_state <- new.env(parent = emptyenv())
+r6_state$layout_known <- FALSE
+r6_check_layout <- function() r6_state$layout_known <- utils::packageVersion("R6") < "3.0.0"
 
 # The generators, leaf first, then its ancestors.
 r6_lineage <- function(gen) {
@@ -140,7 +146,7 @@ r6_use_fast_new <- function(gen) {
     r6_set(...)
   }
   gen$new <- function(...) {
-    if (length(gen$debug_names)) return(r6_new(...))
+    if (length(gen$debug_names) || !r6_state$layout_known) return(r6_new(...))
     plan <- r6_plan(gen, key)
     obj <- .Call(ffi_r6_build, plan$c)
     init <- .subset2(obj, "initialize")
@@ -157,11 +163,12 @@ r6_use_fast_new <- function(gen) {
 # method, which on R < 4.5 drops its byte code, so that the methods of the
 # classes it built (codecs, array builders, stores other than local and
 # memory ones, conventions, domains) ran uncompiled, up to three times
-# slower. They are fetched from the lazy-load database when the package is
-# loaded (about 0.08 s more to load it: 0.05 -> 0.13 s); named here rather
-# than found by looking through the namespace, which would load every
-# function of the package (0.25 s). A test checks that the list names
-# every class.
+# slower. The generators get the cheaper constructor when the package is
+# installed, so that they are saved with it: giving it to them when the
+# package is loaded fetched all 55 from the lazy-load database, whose
+# methods (230,000 R objects) then made every full garbage collection of
+# the session half as slow again. A test checks that the list names every
+# class.
 r6_class_names <- c(
   "array_builder", "chunk_grid_rectilinear", "chunk_grid_regular", "zarr", "zarr_array", "zarr_azurestore",
   "zarr_codec", "zarr_codec_bitround", "zarr_codec_blosc", "zarr_codec_bytes", "zarr_codec_cast_value",
