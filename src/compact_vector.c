@@ -13,10 +13,27 @@
  * kernel (dtype.c), the one an eager read uses, fill values that mark
  * missing ones included, so both give the same values.
  *
- * data1: the stored elements (RAWSXP), R_NilValue once converted.
+ * data1: the stored elements (a payload: see below), R_NilValue once
+ *        converted.
  * data2: a list of the description (RAWSXP holding a compact_info) and the
  *        converted vector (R_NilValue until then).
+ *
+ * The stored elements of a small result are a raw vector (RAWSXP). Those of
+ * a large one (PAYLOAD_OWN_MIN) are memory of their own, held by an external
+ * pointer whose finalizer frees it: allocating a vector larger than the free
+ * room of R's heap makes R collect, and when a minor collection cannot make
+ * the room (right after gc(), in a new session: what a large read usually
+ * meets) it collects all generations, which walks every R object of the
+ * session: for a 512 MB result, a quarter of the read's time. So large
+ * payloads are counted here instead, and a full collection is asked for
+ * (R_gc()) only when payloads not yet freed would pass a bound; after it,
+ * the bound is what survived plus half as much again (at least
+ * PAYLOAD_ROOM) plus the new payload, so that a loop of large reads
+ * collects about as often as R would. Smaller results stay in R's heap,
+ * whose minor collections free the young garbage of a loop of reads more
+ * cheaply than full ones would.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "zarr.h"
 #include <R_ext/Altrep.h>
@@ -26,7 +43,53 @@ typedef struct {
   int rtype;  /* zrtype of the R vector: RT_INTEGER, RT_DOUBLE or RT_LOGICAL */
   int na;     /* the fill value marks missing elements (read as NA) */
   uint8_t fill[16];
+  int64_t n;  /* elements */
 } compact_info;
+
+#define PAYLOAD_OWN_MIN ((size_t)64 << 20)
+#define PAYLOAD_ROOM ((size_t)256 << 20)
+static size_t payload_live;               /* bytes of payloads not yet freed */
+static size_t payload_bound = PAYLOAD_ROOM; /* collect before passing this */
+
+static void payload_free(SEXP ext) {
+  void *p = R_ExternalPtrAddr(ext);
+  if (p == NULL) return;
+  size_t n = (size_t)REAL(R_ExternalPtrTag(ext))[0];
+  payload_live -= n < payload_live ? n : payload_live;
+  free(p);
+  R_ClearExternalPtr(ext);
+}
+
+SEXP compact_payload(size_t nbytes, uint8_t **data) {
+  if (nbytes < PAYLOAD_OWN_MIN) {
+    SEXP r = allocVector(RAWSXP, (R_xlen_t)nbytes);
+    *data = RAW(r);
+    return r;
+  }
+  if (payload_live > 0 && payload_live + nbytes > payload_bound) {
+    R_gc(); /* finalizes the payloads of results no longer referenced */
+    size_t grow = payload_live / 2 > PAYLOAD_ROOM ? payload_live / 2 : PAYLOAD_ROOM;
+    payload_bound = payload_live + grow + nbytes;
+  }
+  SEXP tag = PROTECT(ScalarReal((double)nbytes));
+  SEXP ext = PROTECT(R_MakeExternalPtr(NULL, tag, R_NilValue));
+  R_RegisterCFinalizerEx(ext, payload_free, TRUE);
+  void *p = malloc(nbytes ? nbytes : 1); /* nothing above can fail once this succeeds */
+  if (p == NULL) {
+    UNPROTECT(2);
+    return R_NilValue;
+  }
+  R_SetExternalPtrAddr(ext, p);
+  payload_live += nbytes;
+  *data = p;
+  UNPROTECT(2);
+  return ext;
+}
+
+static const uint8_t *payload_bytes(SEXP x) {
+  SEXP p = R_altrep_data1(x);
+  return TYPEOF(p) == RAWSXP ? RAW(p) : (const uint8_t *)R_ExternalPtrAddr(p);
+}
 
 static R_altrep_class_t compact_int_class, compact_dbl_class, compact_lgl_class;
 
@@ -42,7 +105,7 @@ static SEXP full_of(SEXP x) { return VECTOR_ELT(R_altrep_data2(x), 1); }
 static R_xlen_t compact_length(SEXP x) {
   SEXP full = full_of(x);
   if (full != R_NilValue) return XLENGTH(full);
-  return XLENGTH(R_altrep_data1(x)) / (R_xlen_t)dtype_size((zdtype)info_of(x)->dtype);
+  return (R_xlen_t)info_of(x)->n;
 }
 
 /* Elements [i, i + n) converted into dst (R's element size apart). */
@@ -55,7 +118,7 @@ static void convert(SEXP x, R_xlen_t i, R_xlen_t n, void *dst) {
   memcpy(cv.fill, in->fill, sizeof cv.fill);
   size_t es = def->size;
   def->dec[in->rtype]((uint8_t *)dst, (int64_t)rtype_size((zrtype)in->rtype),
-                      RAW(R_altrep_data1(x)) + (size_t)i * es, (int64_t)es, (int64_t)n, &cv);
+                      payload_bytes(x) + (size_t)i * es, (int64_t)es, (int64_t)n, &cv);
 }
 
 static void *compact_dataptr(SEXP x, Rboolean writeable) {
@@ -148,10 +211,11 @@ int compact_possible(int dtype, int rtype) {
   return def->dec[rtype] != NULL && def->dec[RT_RAW] != NULL && def->size < rtype_size((zrtype)rtype);
 }
 
-SEXP compact_wrap(SEXP payload, int dtype, int rtype, int na, const uint8_t *fill) {
+SEXP compact_wrap(SEXP payload, int64_t n, int dtype, int rtype, int na, const uint8_t *fill) {
   SEXP info = PROTECT(allocVector(RAWSXP, sizeof(compact_info)));
   compact_info in;
   memset(&in, 0, sizeof in);
+  in.n = n;
   in.dtype = dtype;
   in.rtype = rtype;
   in.na = na;
@@ -159,6 +223,14 @@ SEXP compact_wrap(SEXP payload, int dtype, int rtype, int na, const uint8_t *fil
   memcpy(RAW(info), &in, sizeof in);
   SEXP out = compact_make(class_of(rtype), payload, info);
   UNPROTECT(1);
+  return out;
+}
+
+/* Bytes of large payloads not yet freed, and the bound (for tests). */
+SEXP ffi_compact_payloads(void) {
+  SEXP out = allocVector(REALSXP, 2);
+  REAL(out)[0] = (double)payload_live;
+  REAL(out)[1] = (double)payload_bound;
   return out;
 }
 

@@ -1506,18 +1506,24 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
    * result's memory is probed here and NULL tells R to raise its classed
    * error. */
   size_t rbytes = (size_t)total * elem_rsize(a.dtype, a.rtype);
-  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24)) {
+  if (!compact && a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24)) {
     void *probe = malloc(rbytes + 64);
     if (probe == NULL) return R_NilValue;
     free(probe);
   }
-  SEXP out = PROTECT(allocVector(rtype_sexp(a.rtype), rlen));
+  /* a compact result's elements are not in R's heap (compact_vector.c) */
+  uint8_t *payload = NULL;
+  SEXP out = PROTECT(compact ? compact_payload(rbytes, &payload) : allocVector(rtype_sexp(a.rtype), rlen));
+  if (out == R_NilValue) {
+    UNPROTECT(1);
+    return R_NilValue;
+  }
   if (total == 0) {
     UNPROTECT(1);
     return out;
   }
   int strings = a.dtype == DT_STRING;
-  g.rdata = strings ? (uint8_t *)R_alloc((size_t)total, sizeof(zstr)) : (uint8_t *)DATAPTR(out);
+  g.rdata = strings ? (uint8_t *)R_alloc((size_t)total, sizeof(zstr)) : compact ? payload : (uint8_t *)DATAPTR(out);
   cache_setup(&g, spec, opts);
   g.tb = tbufs_take(g.nthreads, &g.fetch);
   if (g.tb == NULL) zarr_raise(ZE_NOMEM, a.name, NULL, "out of memory");
@@ -1547,13 +1553,13 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */
-  if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
   if (compact) {
-    out = compact_wrap(out, a.dtype, want, compact_na, a.fill);
+    out = compact_wrap(out, total, a.dtype, want, compact_na, a.fill);
     UNPROTECT(1);
     PROTECT(out);
     a.rtype = want;
   }
+  if (g.lost > 0) setAttrib(out, install("zarr_lost"), ScalarReal((double)g.lost));
   if (a.ndim > 1 && a.rtype != RT_RAW && !g.pts) { /* here too: R copies the result to set its dim once R code has seen it */
     SEXP dim = PROTECT(allocVector(INTSXP, a.ndim));
     for (int d = 0; d < a.ndim; d++) INTEGER(dim)[d] = (int)g.dp[d].n;

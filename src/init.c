@@ -12,6 +12,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_r6_build, 1),
     CALLDEF(ffi_array_read, 4),
     CALLDEF(ffi_compact_state, 1),
+    CALLDEF(ffi_compact_payloads, 0),
     CALLDEF(ffi_arrays_read, 6),
     CALLDEF(ffi_array_write, 5),
     CALLDEF(ffi_chunk_keys, 2),

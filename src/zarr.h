@@ -49,9 +49,14 @@ SEXPTYPE rtype_sexp(zrtype rt);
 /* Results that keep the stored width (compact_vector.c). */
 #define COMPACT_MIN_ELEMENTS ((int64_t)1 << 16)
 int compact_possible(int dtype, int rtype);
-SEXP compact_wrap(SEXP payload, int dtype, int rtype, int na, const uint8_t *fill);
+/* Memory for the stored elements of such a result (nbytes), held by the
+ * external pointer returned (R_NilValue: out of memory); compact_wrap()
+ * makes the R vector of n elements over it. */
+SEXP compact_payload(size_t nbytes, uint8_t **data);
+SEXP compact_wrap(SEXP payload, int64_t n, int dtype, int rtype, int na, const uint8_t *fill);
 void compact_init(DllInfo *dll);
 SEXP ffi_compact_state(SEXP x);
+SEXP ffi_compact_payloads(void);
 
 /* ---- entry points ------------------------------------------------------------- */
 

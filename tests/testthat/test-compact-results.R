@@ -75,6 +75,39 @@ test_that("copies of a compact result are independent", {
   expect_identical(back, eager(a[, , ]))
 })
 
+test_that("a large result's elements live outside R's heap until it is collected, and loops stay bounded", {
+  # 64 MiB of uint16 (PAYLOAD_OWN_MIN in src/compact_vector.c): one chunk
+  # written, the others the fill value (0)
+  d <- define_array("uint16", c(8192, 4096))
+  d$chunk_shape <- c(1024, 1024)
+  d$fill_value <- 0L
+  a <- create_zarr(tempfile(fileext = ".zarr"))$add_array("/", "a", d)
+  x <- matrix(as.integer(seq_len(1024^2) %% 60000L), 1024)
+  a$write(x, list(c(1, 1024), c(1, 1024)))
+  payloads <- function() .Call(zarr:::ffi_compact_payloads)
+  invisible(gc())
+  base <- payloads()[1]
+  y <- a[, ]
+  expect_identical(compact_state(y), "stored")
+  expect_identical(dim(y), c(8192L, 4096L))
+  expect_equal(payloads()[1] - base, 2 * 8192 * 4096)
+  expect_identical(y[1:1024, 1:1024], x)
+  expect_identical(y[c(1, 1025, 8192), 4096], c(0L, 0L, 0L))
+  y2 <- y # a copy shares the elements until it is changed
+  y2[1, 1] <- 0L
+  expect_identical(c(y2[1, 1], y[1, 1], y2[2, 1]), c(0L, x[1, 1], x[2, 1]))
+  expect_identical(compact_state(y), "stored")
+  rm(y, y2)
+  invisible(gc())
+  expect_equal(payloads()[1], base)
+  # reads whose results are dropped: a collection frees them before the
+  # payloads pass the bound
+  for (i in 1:8) expect_identical(a[, ][1024, 1], x[1024, 1])
+  p <- payloads()
+  expect_lte(p[1], p[2])
+  expect_lte(p[1] - base, 320 * 2^20)
+})
+
 test_that("small reads, other types and the option stay eager", {
   x <- array(as.integer(seq_len(300 * 400 * 2) %% 60000L), c(300, 400, 2))
   a <- compact_fixture("uint16", x)
