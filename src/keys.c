@@ -1,26 +1,50 @@
 /* Chunk key encoding (v3 "default" and "v2"), key safety checks, and where
  * the chunks of a rectilinear grid lie. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "zarr_core.h"
 
+/* Appends n bytes of s to buf (cap bytes, used so far: *used), keeping it
+ * NUL-terminated; -1 when they do not fit. (Chunk keys are made for every
+ * chunk of every read: without snprintf(), whose format parsing was a
+ * tenth of a small read's C time.) */
+static int key_put(char *buf, size_t cap, size_t *used, const char *s, size_t n) {
+  if (*used >= cap || n >= cap - *used) return -1;
+  memcpy(buf + *used, s, n);
+  *used += n;
+  buf[*used] = '\0';
+  return 0;
+}
+
+static int key_put_int(char *buf, size_t cap, size_t *used, int64_t v) {
+  char tmp[24];
+  size_t k = sizeof tmp;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    tmp[--k] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0) tmp[--k] = '-';
+  return key_put(buf, cap, used, tmp + k, sizeof tmp - k);
+}
+
 int chunk_key(const zarray *a, const int64_t *coords, char *buf, size_t cap) {
-  size_t used = (size_t)snprintf(buf, cap, "%s", a->key_prefix);
-  if (used >= cap) return -1;
+  size_t used = 0;
+  if (cap == 0) return -1;
+  buf[0] = '\0';
+  if (key_put(buf, cap, &used, a->key_prefix, strlen(a->key_prefix))) return -1;
+  const char sep = a->key_sep;
   if (a->key_v2) {
-    if (a->ndim == 0) used += (size_t)snprintf(buf + used, cap - used, "0");
-    for (int d = 0; d < a->ndim && used < cap; d++) {
-      if (d > 0) used += (size_t)snprintf(buf + used, cap - used, "%c", a->key_sep);
-      if (used < cap)
-        used += (size_t)snprintf(buf + used, cap - used, "%lld", (long long)coords[d]);
-    }
-  } else {
-    used += (size_t)snprintf(buf + used, cap - used, "c");
-    for (int d = 0; d < a->ndim && used < cap; d++)
-      used += (size_t)snprintf(buf + used, cap - used, "%c%lld", a->key_sep,
-                               (long long)coords[d]);
+    if (a->ndim == 0) return key_put(buf, cap, &used, "0", 1);
+    for (int d = 0; d < a->ndim; d++)
+      if ((d > 0 && key_put(buf, cap, &used, &sep, 1)) || key_put_int(buf, cap, &used, coords[d])) return -1;
+    return 0;
   }
-  return used < cap ? 0 : -1;
+  if (key_put(buf, cap, &used, "c", 1)) return -1;
+  for (int d = 0; d < a->ndim; d++)
+    if (key_put(buf, cap, &used, &sep, 1) || key_put_int(buf, cap, &used, coords[d])) return -1;
+  return 0;
 }
 
 /* A key must stay inside the store: relative, no empty, "." or ".." segments,
