@@ -440,11 +440,18 @@ test_that("a result the process cannot allocate is a classed memory error naming
                "def <- define_array('float64', c(20000, 20000)); def$chunk_shape <- c(1000, 1000)",
                "a <- z$add_array('/', 'a', def)",
                "r <- tryCatch(a[, ], zarr_error_memory = function(e) conditionMessage(e))",
+               "cat(r, sep = '\\n')",
+               # a compact result (its elements outside R's heap) too
+               "def <- define_array('uint16', c(40000, 40000)); def$chunk_shape <- c(1000, 1000)",
+               "b <- z$add_array('/', 'b', def)",
+               "r <- tryCatch(b[, ], zarr_error_memory = function(e) conditionMessage(e))",
                "cat(r, sep = '\\n')"), script)
   out <- suppressWarnings(system2("bash", c("-c", shQuote(sprintf("ulimit -v 2000000; '%s' '%s'",
                                    file.path(R.home("bin"), "Rscript"), script))), stdout = TRUE, stderr = TRUE))
   expect_match(paste(out, collapse = " "), "cannot allocate the result of 400,000,000 element(s) (3.2 GB)", fixed = TRUE)
   expect_match(paste(out, collapse = " "), "'/a'", fixed = TRUE)
+  expect_match(paste(out, collapse = " "), "cannot allocate the result of 1,600,000,000 element(s)", fixed = TRUE)
+  expect_match(paste(out, collapse = " "), "'/b'", fixed = TRUE)
 })
 
 test_that("a directory that is not a store is refused at once, without scanning it", {
