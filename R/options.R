@@ -161,7 +161,10 @@
 #'   once the first time code asks for the whole vector's memory
 #'   (arithmetic, most compiled code), after which it is an ordinary vector
 #'   (the stored elements are let go). Values are the same either way.
-#'   `FALSE` converts every element during the read.
+#'   `FALSE` converts every element during the read. The stored elements of
+#'   such a result of 64 MiB or more are held outside R's heap (freed when
+#'   the result is collected; [gc()] does not count them), so that reading
+#'   it does not make R collect all its objects first.
 #' * `zarr.progress`: Unset (default): in interactive sessions, reads,
 #'   writes, copies ([zarr]'s `save_to()`) and [zarr_map_blocks()] that take
 #'   longer than about 2 seconds show a progress bar (with the \pkg{cli}
