@@ -81,16 +81,18 @@ json_protect_literals <- function(x) {
 }
 
 json_restore_literals <- function(x) {
-  if (is.character(x) && length(x) == 1L && startsWith(x, "\033zarr-")) {
+  if (is.list(x)) return(rapply(x, json_restore_literal, classes = "character", how = "replace"))
+  json_restore_literal(x)
+}
+
+# (rapply() visits the strings of a parse in C: walking every node of a
+# consolidated document in R took longer than parsing it)
+json_restore_literal <- function(x) {
+  if (length(x) == 1L && is.character(x) && startsWith(x, "\033zarr-")) {
     if (startsWith(x, "\033zarr-int:"))
       return(structure(substring(x, 11L), class = "json_literal"))
     if (startsWith(x, "\033zarr-num:"))
       return(c("NaN" = NaN, "Infinity" = Inf, "-Infinity" = -Inf)[[substring(x, 11L)]])
-  }
-  if (is.list(x) && length(x)) {
-    nm <- names(x)
-    x <- lapply(x, json_restore_literals)
-    names(x) <- nm
   }
   x
 }

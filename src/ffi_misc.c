@@ -482,3 +482,45 @@ SEXP ffi_cf_unpack(SEXP x, SEXP scale, SEXP offset, SEXP markers, SEXP range) {
   UNPROTECT(1);
   return out;
 }
+
+/* json_member_spans() of R/consolidated.R: list(names, bytes) of the members
+ * of the object at `path` in the document `raw`, NULL when it has none,
+ * FALSE when a member name holds an escape (R decodes those). */
+SEXP ffi_json_member_spans(SEXP raw, SEXP path) {
+  if (TYPEOF(raw) != RAWSXP || TYPEOF(path) != STRSXP) return R_NilValue;
+  int np = LENGTH(path);
+  const char **keys = (const char **)R_alloc((size_t)np + 1, sizeof(char *));
+  for (int i = 0; i < np; i++) keys[i] = translateCharUTF8(STRING_ELT(path, i));
+  zjson_member *m;
+  size_t nm;
+  int rc = json_object_members(RAW(raw), (size_t)XLENGTH(raw), keys, np, &m, &nm);
+  if (rc == JSON_NOMEM) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory scanning a JSON document");
+  if (rc == JSON_NO_OBJECT) return R_NilValue;
+  if (rc == JSON_ESCAPED) return ScalarLogical(FALSE);
+  /* the members copied out first: an allocation error must not leak m */
+  size_t *pos = (size_t *)R_alloc(nm ? 4 * nm : 1, sizeof(size_t));
+  for (size_t i = 0; i < nm; i++) {
+    pos[4 * i] = m[i].name_off;
+    pos[4 * i + 1] = m[i].name_len;
+    pos[4 * i + 2] = m[i].from;
+    pos[4 * i + 3] = m[i].to;
+  }
+  free(m);
+  SEXP names = PROTECT(allocVector(STRSXP, (R_xlen_t)nm));
+  SEXP bytes = PROTECT(allocVector(VECSXP, (R_xlen_t)nm));
+  for (size_t i = 0; i < nm; i++) {
+    SET_STRING_ELT(names, (R_xlen_t)i, mkCharLenCE((const char *)RAW(raw) + pos[4 * i], (int)pos[4 * i + 1], CE_UTF8));
+    SEXP b = allocVector(RAWSXP, (R_xlen_t)(pos[4 * i + 3] - pos[4 * i + 2]));
+    SET_VECTOR_ELT(bytes, (R_xlen_t)i, b);
+    if (XLENGTH(b)) memcpy(RAW(b), RAW(raw) + pos[4 * i + 2], (size_t)XLENGTH(b));
+  }
+  SEXP out = PROTECT(allocVector(VECSXP, 2));
+  SET_VECTOR_ELT(out, 0, names);
+  SET_VECTOR_ELT(out, 1, bytes);
+  SEXP nms = PROTECT(allocVector(STRSXP, 2));
+  SET_STRING_ELT(nms, 0, mkChar("names"));
+  SET_STRING_ELT(nms, 1, mkChar("bytes"));
+  setAttrib(out, R_NamesSymbol, nms);
+  UNPROTECT(4);
+  return out;
+}

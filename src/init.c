@@ -29,6 +29,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_file_write, 2),
     CALLDEF(ffi_file_size, 1),
     CALLDEF(ffi_local_probe, 1),
+    CALLDEF(ffi_json_member_spans, 2),
     CALLDEF(ffi_meta_doc_key, 2),
     CALLDEF(ffi_key_is_safe, 1),
     CALLDEF(ffi_redact, 1),

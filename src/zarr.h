@@ -78,6 +78,7 @@ SEXP ffi_file_read(SEXP path, SEXP range);
 SEXP ffi_file_write(SEXP path, SEXP data);
 SEXP ffi_file_size(SEXP path);
 SEXP ffi_local_probe(SEXP path);
+SEXP ffi_json_member_spans(SEXP raw, SEXP path);
 SEXP ffi_meta_doc_key(SEXP kind, SEXP docs);
 SEXP ffi_key_is_safe(SEXP key);
 SEXP ffi_redact(SEXP x);

@@ -428,6 +428,19 @@ void chunk_strides(const zchain *c, int64_t *stride);
 int chunk_key(const zarray *a, const int64_t *coords, char *buf, size_t cap);
 int key_is_safe(const char *key);
 
+/* The members of the JSON object reached from the top-level object through
+ * members named path[0], path[1], ... (each an object): for each, its name
+ * (the bytes between its quotes) and its bytes from just after the "{" or
+ * "," before it to its last non-blank byte, [from, to). json_scan.c. */
+typedef struct {
+  size_t name_off, name_len, from, to;
+} zjson_member;
+enum { JSON_OK = 0, JSON_NO_OBJECT = 1, JSON_ESCAPED = 2, JSON_NOMEM = 3 };
+/* JSON_ESCAPED: a member name on the way holds an escape (or a NUL byte),
+ * which this scan does not decode. *out is malloc()'d (free it). */
+int json_object_members(const uint8_t *p, size_t n, const char *const *path, int npath,
+                        zjson_member **out, size_t *nout);
+
 /* ---- local files (store_local.c) ---------------------------------------------- */
 
 /* Whole file (off = 0, len = -1) or a byte range. *missing = 1 when absent. */

@@ -3,7 +3,7 @@
 #
 # usage: bash tools/fuzz/run.sh [SECONDS] [TARGET...]
 #   SECONDS  how long to fuzz each target (default 60)
-#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_fbwrite fuzz_zv (default: all)
+#   TARGET   fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_fbwrite fuzz_zv fuzz_json_scan (default: all)
 #
 # Needs clang with libFuzzer (Debian: clang, libclang-rt-14-dev or later) and
 # the codec libraries' headers (as the package does). Targets are built with
@@ -15,7 +15,7 @@ set -euo pipefail
 
 secs=${1:-60}
 shift || true
-targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_fbwrite fuzz_zv}
+targets=${*:-fuzz_chain fuzz_strings fuzz_shard fuzz_zip fuzz_keys fuzz_refplan fuzz_grid fuzz_xml fuzz_redact fuzz_icechunk fuzz_fbwrite fuzz_zv fuzz_json_scan}
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 src=$(cd "$here/../../src" && pwd)
@@ -40,7 +40,7 @@ codecs=()
 for f in "$src"/codec_*.c; do
   case $(basename "$f") in codec_r.c) ;; *) codecs+=("$(basename "$f")") ;; esac
 done
-core=(zbuf.c compat.c "${codecs[@]}" strings.c slab.c keys.c dtype.c refplan.c redact.c zv_layout.c threads.c)
+core=(zbuf.c compat.c "${codecs[@]}" strings.c slab.c keys.c dtype.c refplan.c redact.c zv_layout.c threads.c json_scan.c)
 
 build_one() {
   local t=$1 extra=()
