@@ -402,7 +402,8 @@ test_that("consolidated metadata of many groups walks in linear time", {
   expect_length(z$groups, 4001)
   idx <- consolidated_index(consolidated_map(z$root))
   expect_identical(sort(idx$kids[["p:g7/"]]), "s")
-  expect_identical(consolidated_metadata_of(z[["/g7"]], "s"), consolidated_map(z$root)[["g7/s"]])
+  expect_identical(consolidated_metadata_of(z[["/g7"]], "s"), consolidated_meta(consolidated_map(z$root)[["g7/s"]]))
+  expect_identical(consolidated_metadata_of(z[["/g7"]], "s")$node_type, "group")
   expect_null(consolidated_metadata_of(z[["/g7"]], "t"))
 })
 
