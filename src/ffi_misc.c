@@ -514,13 +514,10 @@ SEXP ffi_json_member_spans(SEXP raw, SEXP path) {
     SET_VECTOR_ELT(bytes, (R_xlen_t)i, b);
     if (XLENGTH(b)) memcpy(RAW(b), RAW(raw) + pos[4 * i + 2], (size_t)XLENGTH(b));
   }
-  SEXP out = PROTECT(allocVector(VECSXP, 2));
+  const char *fields[] = {"names", "bytes", ""};
+  SEXP out = PROTECT(mkNamed(VECSXP, fields));
   SET_VECTOR_ELT(out, 0, names);
   SET_VECTOR_ELT(out, 1, bytes);
-  SEXP nms = PROTECT(allocVector(STRSXP, 2));
-  SET_STRING_ELT(nms, 0, mkChar("names"));
-  SET_STRING_ELT(nms, 1, mkChar("bytes"));
-  setAttrib(out, R_NamesSymbol, nms);
-  UNPROTECT(4);
+  UNPROTECT(3);
   return out;
 }
