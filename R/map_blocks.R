@@ -386,7 +386,7 @@ map_daemon_task <- function(batch, lib, payload) {
   if (!isNamespaceLoaded("zarr")) {
     .libPaths(unique(c(lib, .libPaths())))
     why <- tryCatch({
-      loadNamespace("zarr")
+      suspendInterrupts(loadNamespace("zarr")) # (a cancelled task must not leave it half loaded)
       NULL
     }, error = function(e) conditionMessage(e))
     if (!is.null(why)) {
@@ -397,10 +397,29 @@ map_daemon_task <- function(batch, lib, payload) {
       return(structure(list(item = batch[[1L]], condition = cond), class = "zarr_map_failure"))
     }
   }
+  get("map_daemon_warm", envir = asNamespace("zarr"))()
   p <- unserialize(payload)
   get("map_batch_task", envir = asNamespace("zarr"))(batch, p$src, p$dst, p$fun, p$args)
 }
 environment(map_daemon_task) <- globalenv()
+
+# A daemon's first task fetches the package's objects from the lazy-load
+# database as it uses them. R registers an environment (a class generator,
+# a registry such as the codecs') before filling it, so a task cancelled
+# (interrupted: another task failed) in the middle of that could leave the
+# daemon with a half-filled one for its later tasks (seen once under R CMD
+# check: "unsupported codec"). So the first task fetches them all at once
+# (about 0.25 s), with interrupts held until it is done.
+map_daemon_warm <- function() {
+  if (isTRUE(map_daemon_state$warm)) return(invisible())
+  suspendInterrupts({
+    ns <- environment(map_daemon_warm)
+    invisible(mget(ls(ns, all.names = TRUE), envir = ns))
+    map_daemon_state$warm <- TRUE
+  })
+  invisible()
+}
+map_daemon_state <- new.env(parent = emptyenv())
 
 # The library paths a daemon needs: the one this package was loaded from,
 # then this session's (where its dependencies are).
