@@ -74,7 +74,7 @@ SEXP compact_payload(size_t nbytes, uint8_t **data) {
   SEXP tag = PROTECT(ScalarReal((double)nbytes));
   SEXP ext = PROTECT(R_MakeExternalPtr(NULL, tag, R_NilValue));
   R_RegisterCFinalizerEx(ext, payload_free, TRUE);
-  void *p = malloc(nbytes ? nbytes : 1); /* nothing above can fail once this succeeds */
+  void *p = malloc(nbytes ? nbytes : 1); /* after this nothing fails: the pointer owns it */
   if (p == NULL) {
     UNPROTECT(2);
     return R_NilValue;

@@ -2,6 +2,7 @@
  * zarr_codec_*$encode()/$decode() methods), element conversion for the bytes
  * codec, fill value bytes, local file access for the store classes. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,33 +487,25 @@ SEXP ffi_cf_unpack(SEXP x, SEXP scale, SEXP offset, SEXP markers, SEXP range) {
 /* json_member_spans() of R/consolidated.R: list(names, bytes) of the members
  * of the object at `path` in the document `raw`, NULL when it has none,
  * FALSE when a member name holds an escape (R decodes those). */
-SEXP ffi_json_member_spans(SEXP raw, SEXP path) {
-  if (TYPEOF(raw) != RAWSXP || TYPEOF(path) != STRSXP) return R_NilValue;
-  int np = LENGTH(path);
-  const char **keys = (const char **)R_alloc((size_t)np + 1, sizeof(char *));
-  for (int i = 0; i < np; i++) keys[i] = translateCharUTF8(STRING_ELT(path, i));
+typedef struct {
+  SEXP raw;
   zjson_member *m;
   size_t nm;
-  int rc = json_object_members(RAW(raw), (size_t)XLENGTH(raw), keys, np, &m, &nm);
-  if (rc == JSON_NOMEM) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory scanning a JSON document");
-  if (rc == JSON_NO_OBJECT) return R_NilValue;
-  if (rc == JSON_ESCAPED) return ScalarLogical(FALSE);
-  /* the members copied out first: an allocation error must not leak m */
-  size_t *pos = (size_t *)R_alloc(nm ? 4 * nm : 1, sizeof(size_t));
-  for (size_t i = 0; i < nm; i++) {
-    pos[4 * i] = m[i].name_off;
-    pos[4 * i + 1] = m[i].name_len;
-    pos[4 * i + 2] = m[i].from;
-    pos[4 * i + 3] = m[i].to;
-  }
-  free(m);
-  SEXP names = PROTECT(allocVector(STRSXP, (R_xlen_t)nm));
-  SEXP bytes = PROTECT(allocVector(VECSXP, (R_xlen_t)nm));
-  for (size_t i = 0; i < nm; i++) {
-    SET_STRING_ELT(names, (R_xlen_t)i, mkCharLenCE((const char *)RAW(raw) + pos[4 * i], (int)pos[4 * i + 1], CE_UTF8));
-    SEXP b = allocVector(RAWSXP, (R_xlen_t)(pos[4 * i + 3] - pos[4 * i + 2]));
+} spans_call;
+
+static SEXP spans_result(void *data) {
+  const spans_call *c = data;
+  for (size_t i = 0; i < c->nm; i++)
+    if (c->m[i].name_len > INT_MAX) return ScalarLogical(FALSE); /* longer than R's strings: the R scan refuses it */
+  const char *src = (const char *)RAW(c->raw);
+  SEXP names = PROTECT(allocVector(STRSXP, (R_xlen_t)c->nm));
+  SEXP bytes = PROTECT(allocVector(VECSXP, (R_xlen_t)c->nm));
+  for (size_t i = 0; i < c->nm; i++) {
+    const zjson_member *x = &c->m[i];
+    SET_STRING_ELT(names, (R_xlen_t)i, mkCharLenCE(src + x->name_off, (int)x->name_len, CE_UTF8));
+    SEXP b = allocVector(RAWSXP, (R_xlen_t)(x->to - x->from));
     SET_VECTOR_ELT(bytes, (R_xlen_t)i, b);
-    if (XLENGTH(b)) memcpy(RAW(b), RAW(raw) + pos[4 * i + 2], (size_t)XLENGTH(b));
+    if (XLENGTH(b)) memcpy(RAW(b), src + x->from, (size_t)XLENGTH(b));
   }
   const char *fields[] = {"names", "bytes", ""};
   SEXP out = PROTECT(mkNamed(VECSXP, fields));
@@ -520,4 +513,20 @@ SEXP ffi_json_member_spans(SEXP raw, SEXP path) {
   SET_VECTOR_ELT(out, 1, bytes);
   UNPROTECT(3);
   return out;
+}
+
+static void spans_free(void *data) { free(((spans_call *)data)->m); }
+
+SEXP ffi_json_member_spans(SEXP raw, SEXP path) {
+  if (TYPEOF(raw) != RAWSXP || TYPEOF(path) != STRSXP) return R_NilValue;
+  int np = LENGTH(path);
+  const char **keys = (const char **)R_alloc((size_t)np + 1, sizeof(char *));
+  for (int i = 0; i < np; i++) keys[i] = translateCharUTF8(STRING_ELT(path, i));
+  spans_call c = {raw, NULL, 0};
+  int rc = json_object_members(RAW(raw), (size_t)XLENGTH(raw), keys, np, &c.m, &c.nm);
+  if (rc == JSON_NOMEM) zarr_raise(ZE_NOMEM, NULL, NULL, "out of memory scanning a JSON document");
+  if (rc == JSON_NO_OBJECT) return R_NilValue;
+  if (rc == JSON_ESCAPED) return ScalarLogical(FALSE);
+  /* the members are freed however building the result ends */
+  return R_ExecWithCleanup(spans_result, &c, spans_free, &c);
 }
