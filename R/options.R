@@ -150,7 +150,10 @@
 #'   next read while it is at most this many bytes (default 256 MiB; 0 frees
 #'   it after every read), so that reading chunk by chunk does not ask the
 #'   system for fresh memory on every call. It is freed when the package is
-#'   unloaded.
+#'   unloaded. Likewise the memory of results between 256 KiB and 64 MiB
+#'   that R has collected is kept for the next results of about their size
+#'   (at most 16 blocks and 64 MiB, or this option's value when smaller;
+#'   nothing with 0).
 #' * `zarr.compact_results`: `TRUE` (default): a read of at least 65,536
 #'   elements of a type narrower than the R type it reads as (8- and 16-bit
 #'   integers, bool, float16, bfloat16, float32, uint32) returns an ordinary

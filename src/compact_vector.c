@@ -62,7 +62,7 @@ static void payload_free(SEXP ext) {
 
 SEXP compact_payload(size_t nbytes, uint8_t **data) {
   if (nbytes < PAYLOAD_OWN_MIN) {
-    SEXP r = allocVector(RAWSXP, (R_xlen_t)nbytes);
+    SEXP r = result_alloc(RAWSXP, (R_xlen_t)nbytes, nbytes);
     *data = RAW(r);
     return r;
   }

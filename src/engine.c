@@ -1506,14 +1506,14 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
    * result's memory is probed here and NULL tells R to raise its classed
    * error. */
   size_t rbytes = (size_t)total * elem_rsize(a.dtype, a.rtype);
-  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24)) {
+  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24) && !result_pool_fits(rbytes)) {
     void *probe = malloc(rbytes + 64);
     if (probe == NULL) return R_NilValue;
     free(probe);
   }
   /* a compact result's elements are not in R's heap (compact_vector.c) */
   uint8_t *payload = NULL;
-  SEXP out = PROTECT(compact ? compact_payload(rbytes, &payload) : allocVector(rtype_sexp(a.rtype), rlen));
+  SEXP out = PROTECT(compact ? compact_payload(rbytes, &payload) : result_alloc(rtype_sexp(a.rtype), rlen, rbytes));
   if (out == R_NilValue) {
     UNPROTECT(1);
     return R_NilValue;
@@ -1549,7 +1549,9 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
     strings_to_r(&g, out, (const zstr *)g.rdata, total, a.rtype,
                  g.na && a.rtype == RT_CHARACTER ? &fill : NULL);
   }
-  tbufs_give(g.tb, g.nthreads, asReal(list_get(opts, "scratch_bytes")));
+  double keep = asReal(list_get(opts, "scratch_bytes"));
+  tbufs_give(g.tb, g.nthreads, keep);
+  result_pool_limit(keep);
   if (g.failed) store_raise(g.st, &g.err, a.name, g.err_key);
   /* only when there is something to report: R copies the whole result to
    * remove an attribute from it */

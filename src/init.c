@@ -13,6 +13,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(ffi_array_read, 4),
     CALLDEF(ffi_compact_state, 1),
     CALLDEF(ffi_compact_payloads, 0),
+    CALLDEF(ffi_result_pool, 1),
     CALLDEF(ffi_arrays_read, 6),
     CALLDEF(ffi_array_write, 5),
     CALLDEF(ffi_chunk_keys, 2),
@@ -88,6 +89,7 @@ void R_unload_zarr(DllInfo *dll) {
   (void)dll;
   threads_shutdown();
   tbufs_release();
+  result_pool_release();
 }
 
 void R_init_zarr(DllInfo *dll) {

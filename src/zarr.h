@@ -58,6 +58,17 @@ void compact_init(DllInfo *dll);
 SEXP ffi_compact_state(SEXP x);
 SEXP ffi_compact_payloads(void);
 
+/* Read results kept warm between reads (result_pool.c): an R vector of n
+ * elements (nbytes of data) whose memory a result R freed may have held. */
+#define RESULT_POOL_MIN ((size_t)256 << 10)
+#define RESULT_POOL_MAX ((size_t)64 << 20)
+#define RESULT_POOL_KEEP ((size_t)64 << 20)
+SEXP result_alloc(SEXPTYPE type, R_xlen_t n, size_t nbytes);
+int result_pool_fits(size_t nbytes); /* a kept block can hold it */
+void result_pool_limit(double bytes); /* keep at most this (and RESULT_POOL_KEEP) */
+void result_pool_release(void);
+SEXP ffi_result_pool(SEXP limit);
+
 /* ---- entry points ------------------------------------------------------------- */
 
 SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts);

@@ -146,3 +146,62 @@ test_that("16-bit chunks in C order land in large results exactly, kept or widen
     withr::with_options(list(zarr.fill_as_na = FALSE), expect_identical(a[, , ], x, info = dt))
   }
 })
+
+test_that("results made from kept memory never share it with a result still in use", {
+  pool <- function() .Call(zarr:::ffi_result_pool, NULL)[1:2]
+  held <- function() .Call(zarr:::ffi_result_pool, NULL)[3]
+  d <- define_array("uint16", c(128, 128, 64))
+  d$chunk_shape <- c(64, 64, 64)
+  a <- create_zarr(tempfile(fileext = ".zarr"))$add_array("/", "a", d)
+  x <- array(as.integer(seq_len(128 * 128 * 64) %% 60000L), c(128, 128, 64))
+  a$write(x)
+  f <- define_array("float64", c(128, 128))
+  f$chunk_shape <- c(64, 64)
+  b <- create_zarr(tempfile(fileext = ".zarr"))$add_array("/", "b", f)
+  y <- matrix(as.double(seq_len(128^2)) / 7, 128)
+  b$write(y)
+  block <- function(k) { # the k-th 64^3 block (512 KiB stored, compact)
+    i <- (k - 1L) %% 2L * 64L; j <- (k - 1L) %/% 2L * 64L
+    list(i = i + 1:64, j = j + 1:64)
+  }
+  # results dropped and collected as the loop goes, others kept: every one
+  # kept still holds its own values at the end
+  kept <- list()
+  for (r in 1:40) {
+    k <- (r - 1L) %% 4L + 1L
+    s <- block(k)
+    v <- a[s$i, s$j, ]
+    w <- b[s$i, s$j] # 32 KiB: below the kept sizes
+    big <- b[, ] + 0 # 128 KiB doubles
+    expect_identical(compact_state(v), "stored")
+    if (r %% 7L == 0L) kept[[length(kept) + 1L]] <- list(k = k, v = v, big = big)
+    if (r %% 5L == 0L) invisible(gc())
+  }
+  for (e in kept) {
+    s <- block(e$k)
+    expect_identical(e$v[, , ], x[s$i, s$j, ])
+    expect_identical(e$big, y)
+  }
+  rm(kept, v, big, e)
+  invisible(gc())
+  expect_identical(held(), 0)
+  # R collects such results on its own as it would others: 400 reads of
+  # 512 KiB (200 MiB) without a gc() call do not all stay held
+  for (r in 1:400) v <- a[1:64, 1:64, ]
+  expect_lt(held(), 100 * 2^20)
+  rm(v)
+  invisible(gc())
+  p <- pool()
+  expect_gt(p[1], 0)            # freed results were kept for the next ones
+  expect_lte(p[1], 16)
+  expect_lte(p[2], 64 * 2^20)
+  # zarr.scratch_bytes = 0: nothing is kept after the next read
+  withr::with_options(list(zarr.scratch_bytes = 0), {
+    v <- a[1:64, 1:64, ]
+    expect_identical(pool(), c(0, 0))
+    rm(v)
+    invisible(gc())
+    expect_identical(pool(), c(0, 0))
+    expect_identical(a[65:128, 1:64, 1:2], x[65:128, 1:64, 1:2])
+  })
+})
