@@ -1506,7 +1506,7 @@ SEXP ffi_array_read(SEXP spec, SEXP store, SEXP sel, SEXP opts) {
    * result's memory is probed here and NULL tells R to raise its classed
    * error. */
   size_t rbytes = (size_t)total * elem_rsize(a.dtype, a.rtype);
-  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24) && !result_pool_fits(rbytes)) {
+  if (a.dtype != DT_STRING && rbytes >= ((size_t)1 << 24)) {
     void *probe = malloc(rbytes + 64);
     if (probe == NULL) return R_NilValue;
     free(probe);

@@ -114,11 +114,6 @@ SEXP result_alloc(SEXPTYPE type, R_xlen_t n, size_t nbytes) {
   return allocVector3(type, n, &pool_allocator);
 }
 
-int result_pool_fits(size_t nbytes) {
-  /* (R asks for a little more than the elements: its header) */
-  return nbytes >= RESULT_POOL_MIN && nbytes <= RESULT_POOL_MAX && pool_find(nbytes + 256) >= 0;
-}
-
 void result_pool_release(void) { result_pool_limit(0); }
 
 void result_pool_limit(double bytes) {

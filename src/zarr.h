@@ -64,7 +64,6 @@ SEXP ffi_compact_payloads(void);
 #define RESULT_POOL_MAX ((size_t)64 << 20)
 #define RESULT_POOL_KEEP ((size_t)64 << 20)
 SEXP result_alloc(SEXPTYPE type, R_xlen_t n, size_t nbytes);
-int result_pool_fits(size_t nbytes); /* a kept block can hold it */
 void result_pool_limit(double bytes); /* keep at most this (and RESULT_POOL_KEEP) */
 void result_pool_release(void);
 SEXP ffi_result_pool(SEXP limit);
