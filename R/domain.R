@@ -88,6 +88,7 @@ zarr_domain <- R6::R6Class("zarr_domain",
 
 domain_registry <- new.env(parent = emptyenv())
 domain_registry$domains <- list()
+domain_registry$builtin_only <- TRUE
 
 #' Register a Zarr domain for this session
 #'
@@ -185,7 +186,7 @@ build_node <- function(name, metadata, parent, store, owner = NULL, post_open = 
   node_build$depth <- node_build$depth + 1L
   on.exit(node_build$depth <- node_build$depth - 1L)
   domains <- domain_registry$domains
-  node <- if (!length(domains)) NULL
+  node <- if (!length(domains) || (domain_registry$builtin_only && builtin_unclaimed(metadata, parent))) NULL
     else if (guarded) {
       # left raised when a build() fails (see domain_failed())
       outer <- node_build$in_domain
@@ -210,6 +211,18 @@ build_node <- function(name, metadata, parent, store, owner = NULL, post_open = 
                array = if (is.null(parent) || inherits(parent, "zarr")) "/" else name)
   )
 }
+
+# Whether the package's own domains (Zarr Vectors, OME-NGFF) would all
+# leave the node alone, from what their build() methods look at: a group's
+# attributes, an array's parent. Asked instead of them (with their condition
+# handler, a tenth of opening a node) while they are the only ones
+# registered; keep in step with their build() methods.
+builtin_unclaimed <- function(metadata, parent) {
+  if (identical(metadata[["node_type"]], "array")) return(!inherits(parent, "zarr_ome_image"))
+  a <- metadata[["attributes"]]
+  !length(a) || !any(c("zarr_vectors", "multiscales", "ome") %in% names(a))
+}
+builtin_domain_classes <- c("zarr_vectors_domain", "zarr_ome_domain")
 
 # The node the first registered domain that claims it builds (NULL or
 # another non-node when none does).
@@ -280,6 +293,9 @@ domains_update_hierarchy <- function() {
   # the arguments each build() takes, asked here rather than per node built
   domain_registry$build_args <- lapply(domain_registry$domains, domain_build_args)
   domain_registry$build_forms <- vapply(domain_registry$build_args, domain_build_form, 0L)
+  # (the exact classes: a subclass may claim more)
+  domain_registry$builtin_only <- all(vapply(domain_registry$domains, function(d) class(d)[1L], "") %in%
+                                        builtin_domain_classes)
   domain_registry$want_hierarchy <- any(vapply(domain_registry$domains, function(d)
     !isFALSE(tryCatch(d$open_hierarchy, error = function(e) TRUE)), TRUE))
 }

@@ -213,6 +213,27 @@ test_that("the OME-NGFF domain can be unregistered for the session", {
   expect_identical(class(open_zarr(path)$root)[1], "zarr_group")
 })
 
+test_that("a subclass of the package's own domain still decides for nodes the built-in domains would pass over", {
+  path <- withr::local_tempfile(fileext = ".zarr")
+  z <- create_zarr(path)
+  z$add_group("/", "plain")
+  z$add_array("/plain", "a", define_array("int32", c(2, 2)))
+  expect_identical(class(open_zarr(path)[["/plain/a"]])[1], "zarr_array")
+  claims_all <- R6::R6Class("claims_all", inherit = zarr:::zarr_ome_domain, cloneable = FALSE,
+    public = list(build = function(name, metadata, parent, store) {
+      if (identical(metadata[["node_type"]], "array")) stop("claimed by the subclass")
+      FALSE
+    }))
+  zarr_unregister_domain("OME-NGFF")
+  withr::defer({
+    zarr_unregister_domain("OME-NGFF")
+    zarr_register_domain(zarr:::zarr_ome_domain$new())
+  })
+  zarr_register_domain(claims_all$new())
+  # an array without attributes in a plain group: asked of the subclass
+  expect_error(open_zarr(path)[["/plain/a"]], class = "zarr_domain_error", regexp = "claimed by the subclass")
+})
+
 test_that("an OME-NGFF image on a web server opens by its metadata and a region fetches only its chunks", {
   dir <- withr::local_tempdir()
   x <- array(as.integer(seq_len(2 * 64 * 64) %% 97), c(2, 64, 64))
