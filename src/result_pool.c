@@ -28,6 +28,19 @@
 #include "zarr.h"
 #include <R_ext/Rallocators.h>
 
+/* Under AddressSanitizer a block is exactly what R asked for and is only
+ * reused for that size, so that writing past a result is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_EXACT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_EXACT 1
+#endif
+#endif
+#ifndef POOL_EXACT
+#define POOL_EXACT 0
+#endif
+
 #define POOL_SLOTS 16
 #define POOL_HEAD 32 /* the block's capacity, before what R gets (keeps 16-byte alignment) */
 
@@ -62,7 +75,9 @@ static void pool_drop_oldest(void) {
 static int pool_find(size_t size) {
   int best = -1;
   for (int i = 0; i < pool_n; i++)
-    if (pool[i].cap >= size && pool[i].cap - size <= pool[i].cap / 4 && (best < 0 || pool[i].cap < pool[best].cap))
+    if (POOL_EXACT ? pool[i].cap == size
+                   : pool[i].cap >= size && pool[i].cap - size <= pool[i].cap / 4 &&
+                     (best < 0 || pool[i].cap < pool[best].cap))
       best = i;
   return best;
 }
@@ -77,7 +92,7 @@ static void *result_block_alloc(R_allocator_t *allocator, size_t size) {
     pool_live += (double)block_cap(base);
     return block_data(base);
   }
-  size_t cap = (size + 4095) & ~(size_t)4095;
+  size_t cap = POOL_EXACT ? size : (size + 4095) & ~(size_t)4095;
   void *base = malloc(cap + POOL_HEAD);
   if (base == NULL) return NULL;
   memcpy(base, &cap, sizeof cap);
