@@ -153,7 +153,7 @@
 #'   unloaded. Likewise the memory of results between 256 KiB and 64 MiB
 #'   that R has collected is kept for the next results of about their size
 #'   (at most 16 blocks and 64 MiB, or this option's value when smaller;
-#'   nothing with 0).
+#'   nothing with 0); [gc()] does not count such results' elements.
 #' * `zarr.compact_results`: `TRUE` (default): a read of at least 65,536
 #'   elements of a type narrower than the R type it reads as (8- and 16-bit
 #'   integers, bool, float16, bfloat16, float32, uint32) returns an ordinary
