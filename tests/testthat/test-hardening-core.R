@@ -327,6 +327,8 @@ test_that("strings R cannot hold are classed errors, and invalid UTF-8 never com
 
 test_that("a string chunk that fails to convert leaks nothing", {
   skip_if_not(file.exists("/proc/self/status"))
+  # AddressSanitizer's quarantine holds freed memory: resident size grows
+  skip_if(grepl("asan", Sys.getenv("LD_PRELOAD")), "resident memory means little under AddressSanitizer")
   n <- 50000
   path <- hc_string_store("string", rep("x", n))
   items <- rep(list(charToRaw("abcdefghijklmnopqrstuvwxyz0123456789")), n)
