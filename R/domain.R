@@ -213,15 +213,10 @@ build_node <- function(name, metadata, parent, store, owner = NULL, post_open = 
 }
 
 # Whether the package's own domains (Zarr Vectors, OME-NGFF) would all
-# leave the node alone, from what their build() methods look at: a group's
-# attributes, an array's parent. Asked instead of them (with their condition
-# handler, a tenth of opening a node) while they are the only ones
-# registered; keep in step with their build() methods.
-builtin_unclaimed <- function(metadata, parent) {
-  if (identical(metadata[["node_type"]], "array")) return(!inherits(parent, "zarr_ome_image"))
-  a <- metadata[["attributes"]]
-  !length(a) || !any(c("zarr_vectors", "multiscales", "ome") %in% names(a))
-}
+# leave the node alone: the tests their build() methods start with. Asked
+# instead of them (and of the condition handler around them, a tenth of
+# opening a node) while they are the only ones registered.
+builtin_unclaimed <- function(metadata, parent) !zv_claims(metadata) && !ome_may_claim(metadata, parent)
 builtin_domain_classes <- c("zarr_vectors_domain", "zarr_ome_domain")
 
 # The node the first registered domain that claims it builds (NULL or

@@ -124,7 +124,7 @@ ome_domain_name <- "OME-NGFF"
 # The OME attributes of a node: 0.5 keeps them under "ome", 0.4 at the root
 # of the attributes (then the version is in each multiscale).
 ome_attributes <- function(attributes) {
-  if (!is.list(attributes)) return(NULL)
+  if (!is.list(attributes) || !length(attributes)) return(NULL)
   if (is.list(attributes[["ome"]])) {
     o <- attributes[["ome"]]
     o$version <- o$version %||% "0.5"
@@ -138,6 +138,15 @@ ome_attributes <- function(attributes) {
   o
 }
 
+# Whether the domain may claim the node: an image group, or an array of an
+# image (a level when the image lists it). The domain's build() and
+# build_node()'s shortcut for nodes no built-in domain claims ask this.
+ome_may_claim <- function(metadata, parent) {
+  nt <- metadata[["node_type"]]
+  if (identical(nt, "group")) return(!is.null(ome_attributes(metadata[["attributes"]])[["multiscales"]]))
+  identical(nt, "array") && inherits(parent, "zarr_ome_image")
+}
+
 zarr_ome_domain <- R6::R6Class("zarr_ome_domain",
   inherit = zarr_domain,
   cloneable = FALSE,
@@ -146,12 +155,9 @@ zarr_ome_domain <- R6::R6Class("zarr_ome_domain",
     # Decides from the node's own metadata (and, for a level array, its
     # parent image), reading nothing from the store.
     build = function(name, metadata, parent, store) {
-      nt <- metadata[["node_type"]]
-      if (identical(nt, "group") && !is.null(ome_attributes(metadata[["attributes"]])[["multiscales"]]))
-        return(zarr_ome_image$new(name, metadata, parent, store))
-      if (identical(nt, "array") && inherits(parent, "zarr_ome_image") &&
-          name %in% parent$dataset_paths(quiet = TRUE))
-        return(zarr_ome_level$new(name, metadata, parent, store))
+      if (!ome_may_claim(metadata, parent)) return(FALSE)
+      if (identical(metadata[["node_type"]], "group")) return(zarr_ome_image$new(name, metadata, parent, store))
+      if (name %in% parent$dataset_paths(quiet = TRUE)) return(zarr_ome_level$new(name, metadata, parent, store))
       FALSE
     }
   ),

@@ -121,13 +121,18 @@ zarr_vectors_domain <- R6::R6Class("zarr_vectors_domain",
     initialize = function() super$initialize(zv_domain_name),
     # A ZV root declares itself by its attribute; nothing else is read.
     build = function(name, metadata, parent) {
-      if (identical(metadata[["node_type"]], "group") && is.list(metadata[["attributes"]][["zarr_vectors"]]))
-        return(zarr_vectors_store$new(name, metadata, parent))
+      if (zv_claims(metadata)) return(zarr_vectors_store$new(name, metadata, parent))
       FALSE
     }
   ),
   active = list(open_hierarchy = function(value) FALSE)
 )
+
+# Whether the node is a ZV root (the domain's build() and build_node()'s
+# shortcut for nodes no built-in domain claims ask this).
+zv_claims <- function(metadata) {
+  identical(metadata[["node_type"]], "group") && is.list(metadata[["attributes"]][["zarr_vectors"]])
+}
 
 zv_error <- function(message, where = NULL) zarr_abort("zv", message, array = where)
 

@@ -10,10 +10,9 @@
  * RESULT_POOL_MAX bytes are R vectors allocated through R's custom
  * allocator interface (allocVector3(): R collects them as any other
  * vector, see result_alloc() for when) from a few blocks kept here: a
- * block R frees is kept for
- * the next result of about its size, up to RESULT_POOL_KEEP bytes (less
- * when zarr.scratch_bytes, what reads keep between them, is less; 0 frees
- * every block as R frees it). A few blocks are enough: what costs is the
+ * block R frees is kept for the next result of about its size, up to
+ * RESULT_POOL_KEEP bytes (less when zarr.scratch_bytes, what reads keep
+ * between them, is less; 0 frees every block as R frees it). A few blocks are enough: what costs is the
  * allocator giving its freed top back, and a loop of 64^3 chunk reads
  * gains as much with 8 MiB kept as with 256. Smaller results gain
  * nothing: the allocator keeps reusing its memory for them.

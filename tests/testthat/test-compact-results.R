@@ -155,10 +155,10 @@ test_that("results made from kept memory never share it with a result still in u
   a <- create_zarr(tempfile(fileext = ".zarr"))$add_array("/", "a", d)
   x <- array(as.integer(seq_len(128 * 128 * 64) %% 60000L), c(128, 128, 64))
   a$write(x)
-  f <- define_array("float64", c(128, 128))
+  f <- define_array("float64", c(256, 256))
   f$chunk_shape <- c(64, 64)
   b <- create_zarr(tempfile(fileext = ".zarr"))$add_array("/", "b", f)
-  y <- matrix(as.double(seq_len(128^2)) / 7, 128)
+  y <- matrix(as.double(seq_len(256^2)) / 7, 256)
   b$write(y)
   block <- function(k) { # the k-th 64^3 block (512 KiB stored, compact)
     i <- (k - 1L) %% 2L * 64L; j <- (k - 1L) %/% 2L * 64L
@@ -172,7 +172,7 @@ test_that("results made from kept memory never share it with a result still in u
     s <- block(k)
     v <- a[s$i, s$j, ]
     w <- b[s$i, s$j] # 32 KiB: below the kept sizes
-    big <- b[, ] + 0 # 128 KiB doubles
+    big <- b[, ] # 512 KiB of doubles: an ordinary vector from kept memory
     expect_identical(compact_state(v), "stored")
     if (r %% 7L == 0L) kept[[length(kept) + 1L]] <- list(k = k, v = v, big = big)
     if (r %% 5L == 0L) invisible(gc())
